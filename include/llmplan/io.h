@@ -1,0 +1,82 @@
+/* File formats: JSON presets and run descriptions (cJSON), HDF5 profiles.
+ * The only module that includes cJSON.h or hdf5.h (besides the MPI driver's
+ * parallel sweep dataset). Every error names the file, the key and what was
+ * expected, in one line. */
+#ifndef LLMPLAN_IO_H
+#define LLMPLAN_IO_H
+
+#include <stdio.h>
+
+#include "llmplan/config.h"
+#include "llmplan/profile.h"
+#include "llmplan/sim.h"
+#include "llmplan/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Where presets live: $LLMPLAN_DATA if set, else the compiled-in source
+ * tree's data/ (LLMPLAN_DATA_DIR), else the installed share dir. */
+const char *lp_data_dir(void);
+
+enum lp_preset_kind { LP_PRESET_MODEL = 0, LP_PRESET_GPU, LP_PRESET_SYSTEM };
+
+/* Load a preset by name (data/<kind>s/<name>.json). */
+int lp_load_model(const char *name, struct lp_model *out, struct lp_err *err);
+int lp_load_gpu(const char *name, struct lp_gpu *out, struct lp_err *err);
+int lp_load_system(const char *name, struct lp_system *out, struct lp_err *err);
+
+/* List preset names of a kind, sorted; calls fn for each. */
+int lp_list_presets(enum lp_preset_kind kind, int (*fn)(const char *name, const char *path,
+                                                       void *arg),
+                    void *arg, struct lp_err *err);
+
+/* A run description (DESIGN.md contract). */
+int lp_load_run(const char *path, struct lp_run *out, struct lp_err *err);
+int lp_parse_run(const char *json_text, const char *origin, struct lp_run *out,
+                 struct lp_err *err);
+
+/* Read a whole file into a NUL-terminated malloc'd buffer. */
+int lp_read_file(const char *path, char **out, size_t *len, struct lp_err *err);
+
+/* Write a file atomically: path.tmp.<pid>, fsync, rename. */
+int lp_write_file_atomic(const char *path, const void *data, size_t len, struct lp_err *err);
+
+/* simulate --json output (one object, DESIGN.md). Caller frees *out. */
+int lp_result_to_json(const struct lp_run *run, const struct lp_result *res, bool with_config,
+                      char **out, struct lp_err *err);
+
+/* The same as one line (no newlines), for JSON-lines output. */
+int lp_result_to_json_line(const struct lp_run *run, const struct lp_result *res,
+                           bool with_config, char **out, struct lp_err *err);
+
+/* Chrome trace-event JSON of a simulated timeline. */
+int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_event *ev, int n,
+                   struct lp_err *err);
+
+/* HDF5 profiles (docs/profile-format.md). attrs: extra provenance key/value
+ * pairs written as root string attributes (may be NULL / 0). */
+struct lp_kv {
+    const char *key;
+    const char *value;
+};
+int lp_profile_read_h5(const char *path, struct lp_profile **out, struct lp_err *err);
+int lp_profile_write_h5(const char *path, const struct lp_profile *p, const struct lp_kv *attrs,
+                        int nattrs, struct lp_err *err);
+/* Set one root attribute of an existing profile file in place, as a string
+ * or (as_int) a 32-bit integer: schema migrations, and tests of the reader's
+ * refusals. The checksum covers tables only, so it is not affected. */
+int lp_profile_patch_attr_h5(const char *path, const char *key, const char *value, bool as_int,
+                             struct lp_err *err);
+/* Print a summary (profile info). */
+int lp_profile_info_h5(const char *path, FILE *f, struct lp_err *err);
+
+/* Default profile file for a GPU preset: data/profiles/<gpu>.h5 */
+int lp_profile_default_path(const char *gpu_name, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

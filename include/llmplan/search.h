@@ -1,0 +1,215 @@
+/* The configuration space of a sweep, its enumeration, and the reduction of
+ * its results (Pareto front, top-k). MPI-free: the MPI driver in search/
+ * hands out index ranges of the space and merges these objects as bytes.
+ *
+ *   sweep  (src/io/sweep_json.c) the parsed sweep description (docs/search.md)
+ *   space  (src/core/space.c)    mixed-radix index <-> configuration, with
+ *                                cheap structural skips
+ *   pareto (src/core/pareto.c)   Pareto front of (time, cost) and top-k per
+ *                                objective, canonical under any merge order
+ *
+ * Nothing here allocates per configuration. */
+#ifndef LLMPLAN_SEARCH_H
+#define LLMPLAN_SEARCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmplan/config.h"
+#include "llmplan/sim.h"
+#include "llmplan/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Dimensions of the space, most significant first. The order is chosen so
+ * that the structural checks that fail most often (GPU count, TP/PP/CP
+ * divisibility) sit on the most significant digits: a failing prefix skips
+ * the whole block of configurations below it in one step (lp_space_decode's
+ * span). dp is not a dimension: it is derived as gpus / (tp*pp*cp). */
+enum lp_dim {
+    LP_DIM_MODEL = 0,
+    LP_DIM_SYSTEM,
+    LP_DIM_GPUS,
+    LP_DIM_TP,
+    LP_DIM_PP,
+    LP_DIM_CP,
+    LP_DIM_EP,
+    LP_DIM_VP,
+    LP_DIM_SCHEDULE,
+    LP_DIM_MICRO_BATCH,
+    LP_DIM_SP,
+    LP_DIM_RECOMPUTE,
+    LP_DIM_ZERO,
+    LP_DIM_COUNT
+};
+
+/* Name of a dimension as spelled in the sweep's "space" block / sweep.h5. */
+const char *lp_dim_name(enum lp_dim d);
+
+/* Most values one dimension may list (also the most models / systems). */
+#define LP_SWEEP_MAX_VALUES 64
+#define LP_SWEEP_PATH_LEN 512
+
+/* A parsed sweep description. values[d][0..nvalues[d]-1] are the values of
+ * dimension d, in the order the space enumerates them: for LP_DIM_MODEL and
+ * LP_DIM_SYSTEM the indices 0..n-1 into models[] / systems[]; for enums their
+ * integer codes (enum lp_recompute, enum lp_schedule); for sp 0/1. dp_values
+ * is a filter on the derived dp (ndp == 0: any dp, the "auto" default). */
+struct lp_sweep {
+    char name[LP_NAME_LEN];
+    struct lp_model *models;   /* nvalues[LP_DIM_MODEL] entries */
+    struct lp_system *systems; /* nvalues[LP_DIM_SYSTEM] entries */
+    int nvalues[LP_DIM_COUNT];
+    int values[LP_DIM_COUNT][LP_SWEEP_MAX_VALUES];
+    int ndp;
+    int dp_values[LP_SWEEP_MAX_VALUES];
+    struct lp_training train;
+    struct lp_framework_opts fw;
+    /* "" = data/profiles/<gpu>.h5 of each system's GPU; "roofline"; "synth";
+     * or a profile file path (used for every system). */
+    char profile[LP_SWEEP_PATH_LEN];
+    int top_k;                       /* default 10 */
+    char output[LP_SWEEP_PATH_LEN];  /* "" = not given (the CLI decides) */
+};
+
+/* Parse a sweep (docs/search.md). origin names the file in messages. */
+int lp_sweep_parse(const char *json_text, const char *origin, struct lp_sweep **out,
+                   struct lp_err *err);
+int lp_sweep_load(const char *path, struct lp_sweep **out, struct lp_err *err);
+/* NULL-safe; NULLs the handle. */
+void lp_sweep_destroy(struct lp_sweep **sw);
+
+/* ---- the configuration space ---- */
+
+struct lp_space {
+    const struct lp_sweep *sweep;    /* borrowed */
+    int radix[LP_DIM_COUNT];         /* = sweep->nvalues */
+    uint64_t stride[LP_DIM_COUNT];   /* index weight of one step of digit d */
+    uint64_t size;                   /* product of the radices (0 if any is 0) */
+};
+
+/* Verdict of decoding one index. */
+enum lp_space_verdict { LP_SPACE_VALID = 0, LP_SPACE_SKIP = 1 };
+
+/* Build the space of a sweep. Fails (LP_EINVAL) if its size exceeds 2^62. */
+int lp_space_init(struct lp_space *s, const struct lp_sweep *sw, struct lp_err *err);
+uint64_t lp_space_size(const struct lp_space *s);
+
+/* index <-> digits (digit[d] in [0, radix[d])). */
+void lp_space_digits(const struct lp_space *s, uint64_t index, int digit[LP_DIM_COUNT]);
+uint64_t lp_space_encode(const struct lp_space *s, const int digit[LP_DIM_COUNT]);
+
+/* Decode configuration `index` (< size) into *run. Returns LP_SPACE_VALID, or
+ * LP_SPACE_SKIP when the configuration is structurally invalid (it is then
+ * counted as skipped, never simulated and not a dataset row) with *reason.
+ * span (may be NULL) receives how many consecutive indices from `index` on
+ * are skipped for the same reason (>= 1; 1 when valid): a caller walks the
+ * space with `index += span`. The reason of a skipped configuration depends
+ * on the configuration only (the first failing check in dimension order,
+ * then lp_sim_validate), never on where a walk started. No allocation. */
+enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index,
+                                      struct lp_run *run, enum lp_reason *reason, uint64_t *span);
+
+/* Evaluate one valid configuration: the memory lower bound first (over the
+ * GPU's capacity: infeasible, LP_REASON_OOM, without timing), then the full
+ * simulation. Never fails, never allocates. */
+void lp_space_evaluate(struct lp_sim *sim, const struct lp_run *run, struct lp_result *res);
+
+/* ---- results: Pareto front and top-k ---- */
+
+/* One evaluated configuration, fixed size and pointer-free (sent over MPI and
+ * checkpointed as bytes between identical binaries). */
+struct lp_entry {
+    uint64_t index;
+    struct lp_run run;
+    struct lp_result res;
+};
+
+/* Objectives. Time: iteration_time_s. Cost: the training cost cost_usd when
+ * the sweep has a token budget (training.tokens > 0), else the cost of one
+ * iteration, cost_per_iteration_usd. Ties are broken by the index, so every
+ * ordering is total and the results canonical. */
+enum lp_objective { LP_OBJ_TIME = 0, LP_OBJ_COST, LP_OBJ_COUNT };
+double lp_entry_objective(const struct lp_entry *e, enum lp_objective o);
+
+/* A set of entries kept sorted (growable array; the only allocation is when
+ * it grows). */
+struct lp_entry_set {
+    struct lp_entry *e;
+    size_t n, cap;
+};
+
+/* The reduction state of a sweep: Pareto front of (time, cost), the k best
+ * per objective. */
+struct lp_results {
+    int top_k;
+    struct lp_entry_set front;           /* sorted by (time, cost, index) */
+    struct lp_entry_set top[LP_OBJ_COUNT]; /* sorted by (objective, index) */
+};
+
+int lp_results_init(struct lp_results *r, int top_k, struct lp_err *err);
+void lp_results_free(struct lp_results *r);
+void lp_results_clear(struct lp_results *r);
+
+/* Offer one feasible entry (with finite objectives; others are ignored).
+ * An entry whose index is already present is ignored, so merging the same
+ * entries twice is harmless. Fails only on allocation. */
+int lp_results_add(struct lp_results *r, const struct lp_entry *e, struct lp_err *err);
+
+/* Same as lp_results_add for the entry {index, *run, *res}, without copying
+ * the configuration unless it is kept (the hot path of a sweep). */
+int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *run,
+                     const struct lp_result *res, struct lp_err *err);
+
+/* Merge src into dst: the result depends only on the union of the entries
+ * offered, not on the order of offers or merges. */
+int lp_results_merge(struct lp_results *dst, const struct lp_results *src, struct lp_err *err);
+
+/* Serialise to a flat array of entries: [front | top time | top cost], with
+ * the three counts. Pack returns a malloc'd buffer; unpack adds them to r. */
+int lp_results_pack(const struct lp_results *r, struct lp_entry **buf, uint64_t counts[3],
+                    struct lp_err *err);
+int lp_results_unpack(struct lp_results *r, const struct lp_entry *buf, const uint64_t counts[3],
+                      struct lp_err *err);
+
+/* ---- counters ---- */
+
+/* Counters of a sweep (plain uint64 array so that MPI can sum it). */
+enum lp_count {
+    LP_COUNT_DONE = 0,   /* indices walked (evaluated + skipped) */
+    LP_COUNT_EVALUATED,  /* dataset rows: feasible + infeasible */
+    LP_COUNT_FEASIBLE,
+    LP_COUNT_SKIPPED,
+    LP_COUNT_INFEASIBLE_BY_REASON,                      /* + enum lp_reason */
+    LP_COUNT_SKIPPED_BY_REASON = LP_COUNT_INFEASIBLE_BY_REASON + LP_REASON_COUNT,
+    LP_COUNT_N = LP_COUNT_SKIPPED_BY_REASON + LP_REASON_COUNT
+};
+
+struct lp_counts {
+    uint64_t v[LP_COUNT_N];
+};
+
+/* ---- plans.json (src/io/plans_json.c) ---- */
+
+struct lp_plans_info {
+    uint64_t space_size;
+    double wall_s;       /* varies between runs */
+    int ranks;           /* varies between runs */
+    const char *sweep;   /* sweep file, as given */
+    const char *profile; /* cost model(s) used, for provenance */
+    double tokens;       /* the sweep's token budget (selects the cost objective) */
+};
+
+/* Write plans.json atomically: time_optimal, cost_optimal (null when nothing
+ * is feasible), pareto, top_time, top_cost, stats (docs/search.md). */
+int lp_plans_write(const char *path, const struct lp_results *res, const struct lp_counts *c,
+                   const struct lp_plans_info *info, struct lp_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,120 @@
+/* The simulator: time, memory and cost of one training iteration of one
+ * configuration. Pure, deterministic, and allocation-free per call: the
+ * evaluator (struct lp_sim) is created once per process and reused for
+ * millions of configurations; it memoises per-layer operator costs by the
+ * shape-determining part of a configuration. */
+#ifndef LLMPLAN_SIM_H
+#define LLMPLAN_SIM_H
+
+#include "llmplan/config.h"
+#include "llmplan/profile.h"
+#include "llmplan/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Why a configuration is infeasible. Stable codes: they are stored in
+ * sweep.h5 (reason column) and documented in docs/formats.md. */
+enum lp_reason {
+    LP_REASON_NONE = 0,
+    LP_REASON_OOM,             /* memory per GPU exceeds capacity */
+    LP_REASON_GPU_COUNT,       /* tp*pp*dp*cp != GPUs, or > GPUs asked */
+    LP_REASON_TP_HEADS,        /* tp does not divide heads (or kv heads) */
+    LP_REASON_TP_FFN,          /* tp does not divide ffn / vocab padding */
+    LP_REASON_PP_LAYERS,       /* pp*vp does not divide layers */
+    LP_REASON_BATCH,           /* micro_batch*dp does not divide global batch */
+    LP_REASON_CP_SEQ,          /* cp does not divide the sequence (2*cp chunks) */
+    LP_REASON_EP,              /* ep does not divide experts, or ep > dp*cp, or dense model with ep>1 */
+    LP_REASON_SCHEDULE,        /* interleaved without vp>1, vp>1 without interleaved, m % pp */
+    LP_REASON_SP,              /* sequence parallel requires tp > 1 */
+    LP_REASON_ZERO,            /* zero stage not supported with this config */
+    LP_REASON_PRECISION,       /* GPU has no tensor-core peak for this precision */
+    LP_REASON_TP_NODE,         /* tp larger than a node */
+    LP_REASON_COUNT
+};
+
+const char *lp_reason_name(enum lp_reason r);
+
+struct lp_breakdown {
+    double compute_s;         /* forward+backward(+recompute) compute on the critical stage */
+    double tp_comm_s;         /* exposed TP/CP/EP communication */
+    double pp_bubble_s;       /* pipeline idle time of the critical stage */
+    double pp_comm_s;         /* exposed p2p */
+    double dp_comm_exposed_s; /* DP / ZeRO collectives not hidden by backward */
+    double optimizer_s;       /* optimizer step */
+};
+
+struct lp_memory {
+    double weights_bytes;
+    double grads_bytes;
+    double optimizer_bytes;
+    double activations_bytes;
+    double temp_bytes; /* logits, collective buffers, workspace */
+    double total_bytes;
+};
+
+struct lp_result {
+    bool feasible;
+    enum lp_reason reason;
+    double reason_a, reason_b; /* numbers for the message, e.g. needed / capacity bytes */
+    double iteration_time_s;
+    double tokens_per_s;
+    double model_flops;          /* per iteration, Megatron model-FLOP formula (sim.c) */
+    double model_tflops_per_gpu;
+    double mfu;
+    double memory_per_gpu_bytes;
+    struct lp_breakdown breakdown;
+    struct lp_memory memory;
+    double time_days;
+    double gpu_hours;
+    double cost_usd;
+    double cost_per_iteration_usd;
+    int gpus;
+    int microbatches;
+};
+
+/* Human-readable reason: "out of memory: 93.1 GiB > 80.0 GiB". */
+void lp_result_reason(const struct lp_result *r, char *buf, size_t len);
+
+struct lp_sim;
+
+int lp_sim_create(const struct lp_cost_model *cm, struct lp_sim **out, struct lp_err *err);
+void lp_sim_destroy(struct lp_sim **s);
+
+/* Structural validity only (divisibility, counts): cheap, no costs. */
+enum lp_reason lp_sim_validate(const struct lp_run *run);
+
+/* Memory per GPU (also a lower bound usable before the full simulation). */
+void lp_sim_memory(const struct lp_run *run, struct lp_memory *mem);
+
+/* Activation bytes one layer keeps for one micro-batch on one rank
+ * (Korthikanti et al. 2022 Sec 4, generalised; docs/simulator.md). */
+double lp_sim_layer_activation_bytes(const struct lp_run *run);
+
+/* Evaluate one configuration. Never fails for an infeasible configuration
+ * (that is a result); never allocates. */
+void lp_sim_run(struct lp_sim *s, const struct lp_run *run, struct lp_result *res);
+
+/* Timeline of the simulated iteration, for --trace. Events are appended by
+ * lp_sim_trace into a caller-provided buffer. */
+enum lp_event_kind { LP_EV_FWD = 0, LP_EV_BWD, LP_EV_RECOMPUTE, LP_EV_P2P, LP_EV_TP, LP_EV_DP,
+                     LP_EV_OPT };
+struct lp_event {
+    int stage;   /* pipeline rank */
+    int stream;  /* 0 compute, 1 communication */
+    int micro;   /* micro-batch (-1 for none) */
+    int chunk;   /* virtual stage (interleaving) */
+    enum lp_event_kind kind;
+    double start_s, dur_s;
+};
+
+/* Simulate and record up to cap events; *n gets the number written. */
+int lp_sim_trace(struct lp_sim *s, const struct lp_run *run, struct lp_result *res,
+                 struct lp_event *ev, int cap, int *n, struct lp_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

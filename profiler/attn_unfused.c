@@ -1,0 +1,209 @@
+/* Unfused attention, as Megatron-LM runs it without flash attention: batched
+ * GEMMs (cublasGemmStridedBatchedEx) around a masked softmax and a dropout
+ * kernel, the s x s scores materialised in memory.
+ *   forward:  S = Q K^T / sqrt(d); P = softmax(S) (causal mask); Pd =
+ *             dropout(P, 0.1); O = Pd V
+ *   backward: dPd = dO V^T; dV = Pd^T dO; dP = dropout'(dPd); dS =
+ *             softmax'(P, dP); dQ = dS K / sqrt(d); dK = dS^T Q / sqrt(d)
+ * Q, K, V, O are [bh, s, d] per head (row-major). GQA is timed as
+ * multi-head: frameworks expand K/V to the query heads before these GEMMs.
+ * Points whose scores do not fit in memory are measured at a smaller
+ * batch*heads and scaled linearly (the kernels are batch-parallel). */
+#include <math.h>
+#include <string.h>
+
+#include "prof_gpu.h"
+
+struct ua {
+    cublasHandle_t h;
+    cudaDataType_t type;
+    int dtype;
+    bool causal;
+    size_t bh, s, d;
+    float scale;
+    void *q, *k, *v, *o, *dout, *dq, *dk, *dv, *s1, *s2, *s3;
+    unsigned char *mask;
+};
+
+/* Row-major C[m x n] = op(A) op(B) per batch; ta: A stored [k x m]; tb: B
+ * stored [n x k]. cuBLAS computes the column-major C^T = op(B)^T op(A)^T. */
+static int rm_gemm(const struct ua *u, bool ta, bool tb, int m, int n, int k, const void *A,
+                   long long sA, const void *B, long long sB, void *C, long long sC, float alpha,
+                   struct lp_err *err)
+{
+    const float beta = 0.0f;
+    LPP_CUBLAS(err, cublasGemmStridedBatchedEx(
+                        u->h, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
+                        k, &alpha, B, u->type, tb ? k : n, sB, A, u->type, ta ? m : k, sA, &beta, C,
+                        u->type, n, sC, (int)u->bh, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return LP_OK;
+}
+
+static int kernel_ok(int rc, const char *what, struct lp_err *err)
+{
+    if (rc == 0) return LP_OK;
+    cudaError_t e = cudaGetLastError();
+    return lpp_fail_cuda(err, e == cudaSuccess ? cudaErrorLaunchFailure : e, what, __FILE__,
+                         __LINE__);
+}
+
+static int ua_fwd(void *arg, cudaStream_t st, struct lp_err *err)
+{
+    const struct ua *u = arg;
+    int s = (int)u->s, d = (int)u->d;
+    long long sd = (long long)u->s * (long long)u->d, ss = (long long)u->s * (long long)u->s;
+    size_t n = u->bh * u->s * u->s;
+    LP_TRY(err, rm_gemm(u, false, true, s, s, d, u->q, sd, u->k, sd, u->s1, ss, u->scale, err));
+    LP_TRY(err, kernel_ok(lpp_k_softmax_fwd(u->s1, u->s2, u->bh * u->s, u->s, u->s, u->causal,
+                                            u->dtype, st),
+                          "softmax", err));
+    LP_TRY(err, kernel_ok(lpp_k_dropout_fwd(u->s2, u->s3, u->mask, n, 0.1f, 99u, u->dtype, st),
+                          "dropout", err));
+    LP_TRY(err, rm_gemm(u, false, false, s, d, s, u->s3, ss, u->v, sd, u->o, sd, 1.0f, err));
+    return LP_OK;
+}
+
+static int ua_bwd(void *arg, cudaStream_t st, struct lp_err *err)
+{
+    const struct ua *u = arg;
+    int s = (int)u->s, d = (int)u->d;
+    long long sd = (long long)u->s * (long long)u->d, ss = (long long)u->s * (long long)u->s;
+    size_t n = u->bh * u->s * u->s;
+    LP_TRY(err, rm_gemm(u, false, true, s, s, d, u->dout, sd, u->v, sd, u->s1, ss, 1.0f, err));
+    LP_TRY(err, rm_gemm(u, true, false, s, d, s, u->s3, ss, u->dout, sd, u->dv, sd, 1.0f, err));
+    LP_TRY(err, kernel_ok(lpp_k_dropout_bwd(u->s1, u->mask, u->s1, n, 0.1f, u->dtype, st),
+                          "dropout_bwd", err));
+    LP_TRY(err, kernel_ok(lpp_k_softmax_bwd(u->s2, u->s1, u->s1, u->bh * u->s, u->s, u->dtype, st),
+                          "softmax_bwd", err));
+    LP_TRY(err, rm_gemm(u, false, false, s, d, s, u->s1, ss, u->k, sd, u->dq, sd, u->scale, err));
+    LP_TRY(err, rm_gemm(u, true, false, s, d, s, u->s1, ss, u->q, sd, u->dk, sd, u->scale, err));
+    return LP_OK;
+}
+
+static double footprint(double bh, double s, double d, double e)
+{
+    return 8 * bh * s * d * e + 3 * bh * s * s * e + bh * s * s + 8 * 256;
+}
+
+/* Carve the arena for one point. */
+static void ua_carve(struct ua *u, char *arena, size_t e)
+{
+    size_t qkv = u->bh * u->s * u->d * e, sc = u->bh * u->s * u->s * e;
+    void **t[] = {&u->q, &u->k, &u->v, &u->o, &u->dout, &u->dq, &u->dk, &u->dv};
+    char *p = arena;
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        *t[i] = p;
+        p += (qkv + 255) / 256 * 256;
+    }
+    u->s1 = p;
+    p += (sc + 255) / 256 * 256;
+    u->s2 = p;
+    p += (sc + 255) / 256 * 256;
+    u->s3 = p;
+    p += (sc + 255) / 256 * 256;
+    u->mask = (unsigned char *)p;
+}
+
+static int ua_point(struct lpp_ctx *c, enum lp_prec p, bool causal, double bh, double s, double d,
+                    char *arena, size_t arena_bytes, double t[2], double sp[2], int *scaled,
+                    struct lp_err *err)
+{
+    size_t e = lpp_elem_bytes(p);
+    double bh_eff = bh;
+    while (footprint(bh_eff, s, d, (double)e) > (double)arena_bytes && bh_eff > 1)
+        bh_eff = ceil(bh_eff / 2);
+    if (footprint(bh_eff, s, d, (double)e) > (double)arena_bytes)
+        LP_FAIL(err, LP_ENOMEM, "unfused attention s=%.0f d=%.0f does not fit in %.1f GiB", s, d,
+                (double)arena_bytes / 1073741824.0);
+    if (bh_eff < bh) (*scaled)++;
+    struct ua u;
+    memset(&u, 0, sizeof(u));
+    u.h = c->blas;
+    u.type = p == LP_FP16 ? CUDA_R_16F : CUDA_R_16BF;
+    u.dtype = (int)p;
+    u.causal = causal;
+    u.bh = (size_t)bh_eff;
+    u.s = (size_t)s;
+    u.d = (size_t)d;
+    u.scale = (float)(1.0 / sqrt(d));
+    ua_carve(&u, arena, e);
+    if (lpp_k_fill(u.q, 5 * u.bh * u.s * u.d, u.dtype, 3u, c->stream))
+        LP_FAIL(err, LP_ECUDA, "fill kernel failed to launch");
+    LP_TRY(err, lpp_time(c, ua_fwd, &u, true, &t[0], &sp[0], err));
+    LP_TRY(err, ua_fwd(&u, c->stream, err)); /* the backward pass reads P, Pd and the mask */
+    LP_TRY(err, lpp_time(c, ua_bwd, &u, true, &t[1], &sp[1], err));
+    t[0] *= bh / bh_eff;
+    t[1] *= bh / bh_eff;
+    return LP_OK;
+}
+
+int lpp_attn_unfused_run(struct lpp_ctx *c, struct lp_profile *prof, struct lp_err *err)
+{
+    static const char *const names[3] = {"batch_heads", "seq", "head_dim"};
+    static const enum lp_prec precs[] = {LP_BF16, LP_FP16};
+    const struct lpp_axis *ax = c->plan->attn;
+    int rc = LP_OK, scaled = 0;
+    char *arena = NULL;
+    size_t free_b = 0, total_b = 0;
+    double need = 0;
+    for (int i = 0; i < ax[0].n; i++)
+        for (int j = 0; j < ax[1].n; j++)
+            for (int k = 0; k < ax[2].n; k++)
+                need = fmax(need, footprint(ax[0].v[i], ax[1].v[j], ax[2].v[k], 2));
+    LPP_CUDA(err, cudaMemGetInfo(&free_b, &total_b));
+    size_t arena_bytes = (size_t)fmin(need, 0.8 * (double)free_b);
+    LPP_CUDA(err, cudaMalloc((void **)&arena, arena_bytes));
+
+    for (size_t pi = 0; pi < sizeof(precs) / sizeof(precs[0]); pi++) {
+        enum lp_prec p = precs[pi];
+        if (!c->plan->prec[p]) continue;
+        for (int causal = 0; causal < 2; causal++) {
+            struct lp_table *tf = &prof->attn[LP_ATTN_UNFUSED][causal][LP_PASS_FWD][p];
+            struct lp_table *tb = &prof->attn[LP_ATTN_UNFUSED][causal][LP_PASS_BWD][p];
+            char name[64];
+            snprintf(name, sizeof(name), "attn.unfused.%s.%s", causal ? "causal" : "full",
+                     lp_prec_name(p));
+            if (c->log) fprintf(c->log, "llmplan-profile: measuring %s (fwd, bwd)\n", name);
+            struct lp_err terr;
+            lp_err_clear(&terr);
+            int trc = lpp_table_init(tf, ax, names, 3, &terr);
+            if (trc == LP_OK) trc = lpp_table_init(tb, ax, names, 3, &terr);
+            long idx = 0;
+            for (int i = 0; i < ax[0].n && trc == LP_OK; i++)
+                for (int j = 0; j < ax[1].n && trc == LP_OK; j++)
+                    for (int k = 0; k < ax[2].n && trc == LP_OK; k++, idx++) {
+                        double t[2], sp[2];
+                        trc = ua_point(c, p, causal != 0, ax[0].v[i], ax[1].v[j], ax[2].v[k], arena,
+                                       arena_bytes, t, sp, &scaled, &terr);
+                        if (trc == LP_OK) {
+                            tf->value[idx] = t[0];
+                            tf->spread[idx] = sp[0];
+                            tb->value[idx] = t[1];
+                            tb->spread[idx] = sp[1];
+                        }
+                    }
+            if (trc < 0) {
+                char nf[80], nb[80];
+                snprintf(nf, sizeof(nf), "%s.fwd", name);
+                snprintf(nb, sizeof(nb), "%s.bwd", name);
+                lpp_table_drop(c, tf, nf, &terr);
+                lpp_table_drop(c, tb, nb, &terr);
+                if (!lpp_device_ok(c)) {
+                    *err = terr;
+                    rc = trc;
+                    goto cleanup;
+                }
+            }
+        }
+    }
+    lpp_attr_set(c->attrs, "attn.unfused.timing",
+                 "cublasGemmStridedBatchedEx (fp32 compute) + softmax + dropout(p=0.1) kernels; "
+                 "fwd and bwd timed separately with CUDA events, %d calls after %d warm-up, L2 %s; "
+                 "GQA timed as MHA; %d points measured at a smaller batch_heads and scaled "
+                 "linearly (memory)",
+                 c->plan->reps, c->plan->warmup, c->plan->flush_l2 ? "flushed" : "not flushed",
+                 scaled);
+cleanup:
+    cudaFree(arena);
+    return rc;
+}

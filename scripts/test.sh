@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The test command: install what is missing, build twice (warnings as errors;
+# and AddressSanitizer + UndefinedBehaviorSanitizer), run every ctest label but
+# gpu in both, then the validation report with its regression threshold.
+#   scripts/test.sh
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+scripts/setup.sh "$root/build" -DLLMPLAN_WERROR=ON
+scripts/setup.sh "$root/build-asan" -DLLMPLAN_WERROR=ON -DLLMPLAN_SANITIZE=ON -DLLMPLAN_PROFILER=OFF
+
+status=0
+echo "== tests (normal build)"
+(cd build && ctest -LE gpu --output-on-failure -j2) || status=1
+echo "== tests (sanitizer build)"
+# MPI tests run the real binary many times; under ASan they only repeat the
+# normal build's checks slowly, so the sanitizer pass runs unit and golden.
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -L "unit|golden" --output-on-failure -j2) || status=1
+echo "== validation (regression threshold)"
+scripts/validate --build "$root/build" --check || status=1
+exit $status

@@ -1,0 +1,178 @@
+/* The checkpoint of an interrupted sweep: DIR/checkpoint.bin, written by rank
+ * 0 atomically (tmp + fsync + rename) after the ranks have flushed their rows.
+ *
+ * Layout (native byte order; read only by the same build of llmplan):
+ *   header   struct ck_header (magic, sizes, sweep hash, position, counters)
+ *   ranges   ndone x struct lp_range: the ranges of the current segment done
+ *            (their rows are in sweep.h5 at [rows_base, rows_base + sum))
+ *   entries  the merged Pareto front and top-k (struct lp_entry)
+ *   fnv      uint64 FNV-1a of everything before it
+ * The sweep hash covers the sweep text and the cost model, so a checkpoint is
+ * never resumed against a different sweep. */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "search_internal.h"
+
+#define CK_MAGIC "LPCKPT1"
+#define CK_VERSION 1
+
+struct ck_header {
+    char magic[8];
+    uint32_t version, entry_size, range_size, count_n;
+    uint64_t sweep_hash, space_size, segment_len, top_k, dataset;
+    uint64_t segment, rows_base, ndone;
+    uint64_t res_counts[3];
+    double wall_s;
+    uint64_t counts[LP_COUNT_N];
+};
+
+static uint64_t fnv(const void *p, size_t n, uint64_t h)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= c[i];
+        h *= UINT64_C(1099511628211);
+    }
+    return h;
+}
+#define FNV_OFFSET UINT64_C(14695981039346656037)
+
+uint64_t lp_sweep_hash(const struct lp_search *s)
+{
+    uint64_t h = fnv(s->sweep_text, strlen(s->sweep_text) + 1, FNV_OFFSET);
+    h = fnv(s->profile_desc, strlen(s->profile_desc) + 1, h);
+    return h;
+}
+
+static void ck_path(const struct lp_search *s, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", s->opt.out_dir, LP_CHECKPOINT_FILE);
+}
+
+int lp_checkpoint_write(const struct lp_search *s, const struct lp_results *res,
+                        const struct lp_counts *counts, struct lp_err *err)
+{
+    struct lp_entry *ent = NULL;
+    struct ck_header h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.magic, CK_MAGIC, sizeof(h.magic));
+    h.version = CK_VERSION;
+    h.entry_size = (uint32_t)sizeof(struct lp_entry);
+    h.range_size = (uint32_t)sizeof(struct lp_range);
+    h.count_n = LP_COUNT_N;
+    h.sweep_hash = lp_sweep_hash(s);
+    h.space_size = lp_space_size(&s->space);
+    h.segment_len = s->opt.segment;
+    h.top_k = (uint64_t)s->res.top_k;
+    h.dataset = s->opt.dataset;
+    h.segment = s->segment;
+    h.rows_base = s->rows_base;
+    h.ndone = s->done.n;
+    LP_TRY(err, lp_results_pack(res, &ent, h.res_counts, err));
+    h.wall_s = lp_search_wall_s(s);
+    memcpy(h.counts, counts->v, sizeof(h.counts));
+    uint64_t nent = h.res_counts[0] + h.res_counts[1] + h.res_counts[2];
+    size_t len = sizeof(h) + h.ndone * sizeof(struct lp_range) + nent * sizeof(*ent) + 8;
+    char *buf = malloc(len);
+    if (!buf) {
+        free(ent);
+        LP_FAIL(err, LP_ENOMEM, "out of memory writing the checkpoint (%zu bytes)", len);
+    }
+    size_t off = 0;
+    memcpy(buf + off, &h, sizeof(h));
+    off += sizeof(h);
+    if (h.ndone) memcpy(buf + off, s->done.r, h.ndone * sizeof(struct lp_range));
+    off += h.ndone * sizeof(struct lp_range);
+    if (nent) memcpy(buf + off, ent, nent * sizeof(*ent));
+    off += nent * sizeof(*ent);
+    uint64_t sum = fnv(buf, off, FNV_OFFSET);
+    memcpy(buf + off, &sum, 8);
+    free(ent);
+    char path[LP_SWEEP_PATH_LEN + 32];
+    ck_path(s, path, sizeof(path));
+    int rc = lp_write_file_atomic(path, buf, len, err);
+    free(buf);
+    if (rc < 0) lp_err_trace(err, __FILE__, __LINE__);
+    return rc;
+}
+
+int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err)
+{
+    char path[LP_SWEEP_PATH_LEN + 32];
+    ck_path(s, path, sizeof(path));
+    *found = false;
+    if (access(path, F_OK) != 0) return LP_OK;
+    char *buf = NULL;
+    size_t len = 0;
+    LP_TRY(err, lp_read_file(path, &buf, &len, err));
+    int rc = LP_OK;
+    struct ck_header h;
+    if (len < sizeof(h) + 8) {
+        rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__, "%s: truncated checkpoint", path);
+        goto cleanup;
+    }
+    memcpy(&h, buf, sizeof(h));
+    uint64_t nent = h.res_counts[0] + h.res_counts[1] + h.res_counts[2];
+    uint64_t sum = 0;
+    if (memcmp(h.magic, CK_MAGIC, sizeof(h.magic)) != 0 || h.version != CK_VERSION ||
+        h.entry_size != sizeof(struct lp_entry) || h.range_size != sizeof(struct lp_range) ||
+        h.count_n != LP_COUNT_N ||
+        len != sizeof(h) + h.ndone * sizeof(struct lp_range) + nent * sizeof(struct lp_entry) + 8) {
+        rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__,
+                           "%s: not a checkpoint of this llmplan build; remove it to start over",
+                           path);
+        goto cleanup;
+    }
+    memcpy(&sum, buf + len - 8, 8);
+    if (sum != fnv(buf, len - 8, FNV_OFFSET)) {
+        rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__, "%s: checksum mismatch", path);
+        goto cleanup;
+    }
+    if (h.sweep_hash != lp_sweep_hash(s) || h.space_size != lp_space_size(&s->space) ||
+        h.segment_len != s->opt.segment || h.top_k != (uint64_t)s->res.top_k ||
+        h.dataset != (uint64_t)s->opt.dataset) {
+        rc = lp_err_set_at(err, LP_EINVAL, __FILE__, __LINE__,
+                           "%s: the checkpoint belongs to a different sweep, cost model, "
+                           "--segment or --no-dataset setting; remove it to start over",
+                           path);
+        goto cleanup;
+    }
+    s->segment = h.segment;
+    s->rows_base = h.rows_base;
+    s->wall_before_s = h.wall_s;
+    s->done_before = h.counts[LP_COUNT_DONE];
+    memcpy(s->counts.v, h.counts, sizeof(h.counts));
+    const char *p = buf + sizeof(h);
+    s->done.n = 0;
+    for (uint64_t i = 0; i < h.ndone; i++) {
+        struct lp_range r;
+        memcpy(&r, p + i * sizeof(r), sizeof(r));
+        r.owner = 0; /* rank 0 reads these rows back and owns them */
+        LP_TRY_GOTO(err, rc, lp_ranges_push(&s->done, &r, err), cleanup);
+    }
+    p += h.ndone * sizeof(struct lp_range);
+    struct lp_entry *ent = malloc((nent ? nent : 1) * sizeof(*ent));
+    if (!ent) {
+        rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
+        goto cleanup;
+    }
+    memcpy(ent, p, nent * sizeof(*ent));
+    rc = lp_results_unpack(&s->res, ent, h.res_counts, err);
+    free(ent);
+    if (rc < 0) goto cleanup;
+    *found = true;
+cleanup:
+    free(buf);
+    return rc;
+}
+
+void lp_checkpoint_remove(const struct lp_search *s)
+{
+    char path[LP_SWEEP_PATH_LEN + 32];
+    ck_path(s, path, sizeof(path));
+    (void)unlink(path); /* absent is fine */
+}

@@ -1,0 +1,16 @@
+/* Subcommands of the llmplan executable. Each returns the process exit code
+ * (0 ok, 1 bad input or failure, 2 usage) and prints its own messages. */
+#ifndef LLMPLAN_CLI_H
+#define LLMPLAN_CLI_H
+
+int lp_cmd_simulate(int argc, char **argv);
+int lp_cmd_search(int argc, char **argv);   /* search.c: initialises MPI itself */
+int lp_cmd_profile(int argc, char **argv);  /* cmd_profile.c: synth | info | check */
+int lp_cmd_presets(int argc, char **argv);  /* models | gpus | systems */
+
+/* Print "llmplan: <formatted error>" on stderr (one line, plus the traceback
+ * when LLMPLAN_DEBUG is set). */
+struct lp_err;
+void lp_cli_error(const struct lp_err *err);
+
+#endif

@@ -1,0 +1,244 @@
+/* llmplan simulate RUN.json [--json] [--trace FILE] [--profile FILE|roofline] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "llmplan/io.h"
+#include "llmplan/sim.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define TRACE_CAP (1 << 20)
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: llmplan simulate RUN.json [--json] [--trace FILE] [--profile FILE|roofline]\n"
+               "       llmplan simulate --batch RUNS.jsonl [--profile FILE|roofline]\n"
+               "\n"
+               "Simulate one training iteration of one configuration (DESIGN.md run description).\n"
+               "\n"
+               "  --json             print one JSON object (the contract's simulate output)\n"
+               "  --batch FILE       one run description per line ('-' = stdin); prints one JSON\n"
+               "                     result per line, with the configuration (scripts/validate)\n"
+               "  --trace FILE       write the simulated timeline as Chrome trace JSON (Perfetto)\n"
+               "  --profile FILE     kernel profile to use (default: data/profiles/<gpu>.h5;\n"
+               "                     'roofline' = the closed-form test backend)\n"
+               "  -h, --help         this text\n"
+               "\n"
+               "An infeasible configuration prints feasible: false and its reason, exit 0.\n"
+               "Malformed input exits 1 with a message naming the file and the key.\n");
+}
+
+/* Choose and load the cost model: an explicit --profile, else the GPU's
+ * shipped profile. *prof is owned by the caller. */
+int lp_cli_cost_model(const char *profile_arg, const struct lp_gpu *gpu, struct lp_profile **prof,
+                      struct lp_cost_model *cm, char *used, size_t used_len, struct lp_err *err);
+int lp_cli_cost_model(const char *profile_arg, const struct lp_gpu *gpu, struct lp_profile **prof,
+                      struct lp_cost_model *cm, char *used, size_t used_len, struct lp_err *err)
+{
+    *prof = NULL;
+    if (profile_arg && strcmp(profile_arg, "roofline") == 0) {
+        lp_cost_model_roofline(cm, gpu);
+        snprintf(used, used_len, "roofline");
+        return LP_OK;
+    }
+    char path[1024];
+    if (profile_arg) {
+        snprintf(path, sizeof(path), "%s", profile_arg);
+    } else {
+        lp_profile_default_path(gpu->name, path, sizeof(path));
+        struct stat st;
+        if (stat(path, &st) != 0)
+            LP_FAIL(err, LP_ENOTFOUND,
+                    "no kernel profile for GPU '%s' (%s); generate one with `llmplan profile synth "
+                    "--gpu %s` or pass --profile roofline",
+                    gpu->name, path, gpu->name);
+    }
+    LP_TRY(err, lp_profile_read_h5(path, prof, err));
+    lp_cost_model_table(cm, *prof, gpu);
+    snprintf(used, used_len, "%s", path);
+    return LP_OK;
+}
+
+#define BATCH_PROFILES 32
+
+/* --batch: JSON lines in, JSON lines out; one profile loaded per GPU. */
+static int run_batch(const char *file, const char *profile, struct lp_err *err)
+{
+    FILE *in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
+    if (!in) LP_FAIL(err, LP_EIO, "%s: cannot open", file);
+    struct {
+        char gpu[LP_NAME_LEN];
+        struct lp_profile *prof;
+        struct lp_cost_model cm;
+        struct lp_sim *sim;
+    } cache[BATCH_PROFILES];
+    int ncache = 0, rc = LP_OK;
+    char *line = NULL;
+    size_t cap = 0;
+    long lineno = 0;
+    ssize_t len;
+    while (rc >= 0 && (len = getline(&line, &cap, in)) >= 0) {
+        lineno++;
+        char *p = line;
+        while (*p == ' ' || *p == '\t') p++;
+        if (*p == '\n' || *p == '\0' || *p == '#') continue;
+        char origin[1100];
+        snprintf(origin, sizeof(origin), "%s:%ld", file, lineno);
+        struct lp_run run;
+        rc = lp_parse_run(p, origin, &run, err);
+        if (rc < 0) break;
+        int k = 0;
+        while (k < ncache && strcmp(cache[k].gpu, run.system.gpu.name) != 0) k++;
+        if (k == ncache) {
+            if (ncache == BATCH_PROFILES) {
+                rc = lp_err_set_at(err, LP_EINVAL, __FILE__, __LINE__,
+                                   "%s: more than %d GPU types in one batch", origin, BATCH_PROFILES);
+                break;
+            }
+            char used[1024];
+            snprintf(cache[k].gpu, sizeof(cache[k].gpu), "%s", run.system.gpu.name);
+            cache[k].sim = NULL;
+            rc = lp_cli_cost_model(profile, &run.system.gpu, &cache[k].prof, &cache[k].cm, used,
+                                   sizeof(used), err);
+            if (rc >= 0) rc = lp_sim_create(&cache[k].cm, &cache[k].sim, err);
+            ncache++;
+            if (rc < 0) break;
+        }
+        struct lp_result res;
+        lp_sim_run(cache[k].sim, &run, &res);
+        char *text = NULL;
+        rc = lp_result_to_json_line(&run, &res, true, &text, err);
+        if (rc >= 0) printf("%s\n", text);
+        free(text);
+    }
+    free(line);
+    for (int k = 0; k < ncache; k++) {
+        lp_sim_destroy(&cache[k].sim);
+        lp_profile_destroy(&cache[k].prof);
+    }
+    if (in != stdin) fclose(in);
+    return rc;
+}
+
+static void print_summary(const struct lp_run *r, const struct lp_result *res, const char *prof)
+{
+    printf("model      %s (%.2f B parameters)\n", r->model.name, lp_model_params(&r->model) / 1e9);
+    printf("system     %s, %d GPUs (%s), profile %s\n", r->system.name, res->gpus,
+           r->system.gpu.name, prof);
+    printf("parallel   tp %d  pp %d  dp %d  cp %d  ep %d  vp %d  micro-batch %d  sp %s  "
+           "recompute %s  zero %d  %s\n",
+           r->par.tp, r->par.pp, r->par.dp, r->par.cp, r->par.ep, r->par.vp, r->par.micro_batch,
+           r->par.sequence_parallel ? "on" : "off", lp_recompute_name(r->par.recompute),
+           r->par.zero, lp_schedule_name(r->par.schedule));
+    printf("training   global batch %lld, %s, %s attention, framework %s\n",
+           (long long)r->train.global_batch, lp_prec_name(r->train.precision),
+           r->train.flash_attention ? "flash" : "unfused", lp_framework_name(r->fw.kind));
+    if (!res->feasible) {
+        char why[256];
+        lp_result_reason(res, why, sizeof(why));
+        printf("\ninfeasible: %s\n", why);
+        return;
+    }
+    const struct lp_breakdown *b = &res->breakdown;
+    printf("\niteration  %.4f s   (%d micro-batches)\n", res->iteration_time_s, res->microbatches);
+    printf("throughput %.0f tokens/s, %.1f model TFLOP/s per GPU, MFU %.1f%%\n", res->tokens_per_s,
+           res->model_tflops_per_gpu, 100.0 * res->mfu);
+    printf("\nbreakdown (critical stage)\n");
+    printf("  compute          %10.4f s\n", b->compute_s);
+    printf("  tp/cp/ep comm    %10.4f s\n", b->tp_comm_s);
+    printf("  pipeline bubble  %10.4f s\n", b->pp_bubble_s);
+    printf("  pipeline p2p     %10.4f s\n", b->pp_comm_s);
+    printf("  dp comm exposed  %10.4f s\n", b->dp_comm_exposed_s);
+    printf("  optimizer        %10.4f s\n", b->optimizer_s);
+    const struct lp_memory *m = &res->memory;
+    printf("\nmemory per GPU %.1f GiB of %.1f GiB\n", m->total_bytes / GIB,
+           r->system.gpu.mem_bytes / GIB);
+    printf("  weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f, temporary %.1f GiB\n",
+           m->weights_bytes / GIB, m->grads_bytes / GIB, m->optimizer_bytes / GIB,
+           m->activations_bytes / GIB, m->temp_bytes / GIB);
+    printf("\ncost  $%.2f per iteration at $%.2f per GPU-hour\n", res->cost_per_iteration_usd,
+           r->system.price_per_gpu_hour_usd);
+    if (r->train.tokens > 0)
+        printf("      %.3g tokens: %.1f days, %.0f GPU-hours, $%.0f\n", r->train.tokens,
+               res->time_days, res->gpu_hours, res->cost_usd);
+}
+
+int lp_cmd_simulate(int argc, char **argv)
+{
+    const char *file = NULL, *trace = NULL, *profile = NULL, *batch = NULL;
+    int json = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = 1;
+        } else if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
+            trace = argv[++i];
+        } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
+            batch = argv[++i];
+        } else if (!strcmp(argv[i], "--profile") && i + 1 < argc) {
+            profile = argv[++i];
+        } else if (argv[i][0] == '-') {
+            fprintf(stderr, "llmplan simulate: unknown or incomplete option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (!file) {
+            file = argv[i];
+        } else {
+            fprintf(stderr, "llmplan simulate: one run description expected, got '%s' too\n",
+                    argv[i]);
+            return 2;
+        }
+    }
+    struct lp_err err;
+    lp_err_clear(&err);
+    if (batch) {
+        if (run_batch(batch, profile, &err) < 0) {
+            lp_cli_error(&err);
+            return 1;
+        }
+        return 0;
+    }
+    if (!file) {
+        usage(stderr);
+        return 2;
+    }
+    struct lp_run run;
+    struct lp_profile *prof = NULL;
+    struct lp_sim *sim = NULL;
+    struct lp_event *ev = NULL;
+    char *text = NULL;
+    int rc = lp_load_run(file, &run, &err);
+    char used[1024];
+    struct lp_cost_model cm;
+    if (rc >= 0) rc = lp_cli_cost_model(profile, &run.system.gpu, &prof, &cm, used, sizeof(used), &err);
+    if (rc >= 0) rc = lp_sim_create(&cm, &sim, &err);
+    struct lp_result res;
+    if (rc >= 0 && trace) {
+        int n = 0;
+        ev = malloc(TRACE_CAP * sizeof(*ev));
+        if (!ev) rc = lp_err_set_at(&err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
+        if (rc >= 0) rc = lp_sim_trace(sim, &run, &res, ev, TRACE_CAP, &n, &err);
+        if (rc >= 0) rc = lp_trace_write(trace, &run, ev, n, &err);
+    } else if (rc >= 0) {
+        lp_sim_run(sim, &run, &res);
+    }
+    if (rc >= 0) {
+        if (json) {
+            rc = lp_result_to_json(&run, &res, false, &text, &err);
+            if (rc >= 0) printf("%s\n", text);
+        } else {
+            print_summary(&run, &res, used);
+            if (trace) printf("\ntrace written to %s (open in https://ui.perfetto.dev)\n", trace);
+        }
+    }
+    if (rc < 0) lp_cli_error(&err);
+    free(text);
+    free(ev);
+    lp_sim_destroy(&sim);
+    lp_profile_destroy(&prof);
+    return rc < 0 ? 1 : 0;
+}

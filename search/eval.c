@@ -1,0 +1,152 @@
+/* The per-rank walk of an index range: decode, skip structurally invalid
+ * blocks in one step, simulate the rest, count, keep rows and offer feasible
+ * plans to the local Pareto front / top-k. Not collective. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "search_internal.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+/* Steps (evaluations, or skipped blocks) between two polls for a stop. */
+#define POLL_EVERY 64
+
+int lp_ranges_push(struct lp_ranges *l, const struct lp_range *r, struct lp_err *err)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 64;
+        struct lp_range *n = realloc(l->r, cap * sizeof(*n));
+        if (!n) LP_FAIL(err, LP_ENOMEM, "out of memory (range list of %zu)", cap);
+        l->r = n;
+        l->cap = cap;
+    }
+    l->r[l->n++] = *r;
+    return LP_OK;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+    const struct lp_range *x = a, *y = b;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+void lp_ranges_sort(struct lp_ranges *l)
+{
+    if (l->n > 1) qsort(l->r, l->n, sizeof(*l->r), cmp_range);
+}
+
+void lp_ranges_free(struct lp_ranges *l)
+{
+    free(l->r);
+    memset(l, 0, sizeof(*l));
+}
+
+int lp_rows_reserve(struct lp_rows *l, size_t n, struct lp_err *err)
+{
+    if (n <= l->cap) return LP_OK;
+    size_t cap = l->cap ? l->cap : 4096;
+    while (cap < n) cap *= 2;
+    struct lp_row *r = realloc(l->r, cap * sizeof(*r));
+    if (!r) LP_FAIL(err, LP_ENOMEM, "out of memory: %zu dataset rows (use --segment)", cap);
+    l->r = r;
+    l->cap = cap;
+    return LP_OK;
+}
+
+void lp_rows_free(struct lp_rows *l)
+{
+    free(l->r);
+    memset(l, 0, sizeof(*l));
+}
+
+static void fill_row(struct lp_row *w, uint64_t index, const int *digit,
+                     const struct lp_sweep *sw, const struct lp_run *run,
+                     const struct lp_result *r)
+{
+    memset(w, 0, sizeof(*w));
+    w->index = index;
+    w->model = sw->values[LP_DIM_MODEL][digit[LP_DIM_MODEL]];
+    w->system = sw->values[LP_DIM_SYSTEM][digit[LP_DIM_SYSTEM]];
+    w->gpus = sw->values[LP_DIM_GPUS][digit[LP_DIM_GPUS]];
+    w->tp = run->par.tp;
+    w->pp = run->par.pp;
+    w->dp = run->par.dp;
+    w->cp = run->par.cp;
+    w->ep = run->par.ep;
+    w->vp = run->par.vp;
+    w->micro_batch = run->par.micro_batch;
+    w->sequence_parallel = run->par.sequence_parallel;
+    w->recompute = (int32_t)run->par.recompute;
+    w->zero = run->par.zero;
+    w->schedule = (int32_t)run->par.schedule;
+    w->feasible = r->feasible;
+    w->reason = (int32_t)r->reason;
+    w->microbatches = r->microbatches;
+    w->iteration_time_s = r->iteration_time_s;
+    w->tokens_per_s = r->tokens_per_s;
+    w->mfu = r->mfu;
+    w->model_tflops_per_gpu = r->model_tflops_per_gpu;
+    w->memory_per_gpu_gib = r->memory_per_gpu_bytes / GIB;
+    w->compute_s = r->breakdown.compute_s;
+    w->tp_comm_s = r->breakdown.tp_comm_s;
+    w->pp_bubble_s = r->breakdown.pp_bubble_s;
+    w->pp_comm_s = r->breakdown.pp_comm_s;
+    w->dp_comm_exposed_s = r->breakdown.dp_comm_exposed_s;
+    w->optimizer_s = r->breakdown.optimizer_s;
+    w->weights_gib = r->memory.weights_bytes / GIB;
+    w->gradients_gib = r->memory.grads_bytes / GIB;
+    w->optimizer_gib = r->memory.optimizer_bytes / GIB;
+    w->activations_gib = r->memory.activations_bytes / GIB;
+    w->temporary_gib = r->memory.temp_bytes / GIB;
+    w->cost_per_iteration_usd = r->cost_per_iteration_usd;
+    w->cost_usd = r->cost_usd;
+    w->gpu_hours = r->gpu_hours;
+    w->time_days = r->time_days;
+}
+
+int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_evals,
+                  bool (*poll)(struct lp_search *s), uint64_t *reached, uint64_t *rows_out,
+                  struct lp_err *err)
+{
+    const struct lp_space *sp = &s->space;
+    uint64_t *cnt = s->counts.v;
+    uint64_t i = lo, evals = 0, rows = 0;
+    unsigned steps = 0;
+    struct lp_run *run = &s->scratch_run;
+    struct lp_result res;
+    int rc = LP_OK;
+    while (i < hi) {
+        if (++steps % POLL_EVERY == 0 && poll && poll(s)) break;
+        enum lp_reason why = LP_REASON_NONE;
+        uint64_t span = 1;
+        if (lp_space_decode(sp, i, run, &why, &span) == LP_SPACE_SKIP) {
+            if (span > hi - i) span = hi - i;
+            cnt[LP_COUNT_SKIPPED] += span;
+            cnt[LP_COUNT_SKIPPED_BY_REASON + why] += span;
+            cnt[LP_COUNT_DONE] += span;
+            i += span;
+            continue;
+        }
+        int digit[LP_DIM_COUNT];
+        lp_space_digits(sp, i, digit);
+        int sys = s->sweep->values[LP_DIM_SYSTEM][digit[LP_DIM_SYSTEM]];
+        lp_space_evaluate(s->sim[sys], run, &res);
+        cnt[LP_COUNT_DONE]++;
+        cnt[LP_COUNT_EVALUATED]++;
+        if (res.feasible)
+            cnt[LP_COUNT_FEASIBLE]++;
+        else
+            cnt[LP_COUNT_INFEASIBLE_BY_REASON + res.reason]++;
+        if (s->opt.dataset) {
+            LP_TRY_GOTO(err, rc, lp_rows_reserve(&s->rows, s->rows.n + 1, err), out);
+            fill_row(&s->rows.r[s->rows.n++], i, digit, s->sweep, run, &res);
+            rows++;
+        }
+        LP_TRY_GOTO(err, rc, lp_results_offer(&s->res, i, run, &res, err), out);
+        i++;
+        if (max_evals && ++evals >= max_evals) break;
+    }
+out:
+    *reached = i;
+    *rows_out = rows;
+    return rc;
+}

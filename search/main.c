@@ -1,0 +1,66 @@
+/* llmplan: plan the parallel training of a large language model.
+ * Dispatches to subcommands; only `search` initialises MPI. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "llmplan/status.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: llmplan <command> [options]\n"
+            "\n"
+            "Predict the time, memory and cost of training a transformer under every\n"
+            "parallel configuration, from kernel profiles of a GPU system.\n"
+            "\n"
+            "commands:\n"
+            "  simulate RUN.json [--json] [--trace FILE] [--profile FILE|roofline]\n"
+            "                          one configuration: iteration time, breakdown, memory, cost\n"
+            "  search SWEEP.json [-o DIR] [--resume] [--no-dataset]\n"
+            "                          sweep a configuration space (run under mpirun)\n"
+            "  profile synth|info|check ...\n"
+            "                          analytical profiles; inspect and validate HDF5 profiles\n"
+            "  models | gpus | systems list the shipped presets (data/)\n"
+            "\n"
+            "options:\n"
+            "  -h, --help              this text; `llmplan <command> --help` for each command\n"
+            "  --version               print the version\n"
+            "\n"
+            "environment:\n"
+            "  LLMPLAN_DATA            preset directory (default: %s)\n"
+            "  LLMPLAN_DEBUG           print error tracebacks\n",
+            "the source tree's data/");
+}
+
+void lp_cli_error(const struct lp_err *err)
+{
+    char buf[2048];
+    lp_err_format(err, buf, sizeof(buf), getenv("LLMPLAN_DEBUG") != NULL);
+    fprintf(stderr, "llmplan: %s\n", buf);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("llmplan %s\n", LLMPLAN_VERSION);
+        return 0;
+    }
+    if (!strcmp(cmd, "simulate")) return lp_cmd_simulate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "search")) return lp_cmd_search(argc - 1, argv + 1);
+    if (!strcmp(cmd, "profile")) return lp_cmd_profile(argc - 1, argv + 1);
+    if (!strcmp(cmd, "models") || !strcmp(cmd, "gpus") || !strcmp(cmd, "systems"))
+        return lp_cmd_presets(argc - 1, argv + 1);
+    fprintf(stderr, "llmplan: unknown command '%s' (see llmplan --help)\n", cmd);
+    return 2;
+}

@@ -1,0 +1,437 @@
+/* llmplan search SWEEP.json: sweep a configuration space under MPI.
+ *
+ *   mpirun -np N llmplan search SWEEP.json [-o DIR] [--resume] [--no-dataset]
+ *       [--chunk N] [--segment N] [--progress S] [--quiet] [--profile P]
+ *
+ * Exit codes: 0 done (plans.json written, also when nothing is feasible or
+ * the space is empty), 1 failure, 2 usage, 3 stopped by SIGTERM/SIGUSR1 with
+ * a checkpoint written (rerun with --resume). docs/search.md has the rest. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cli.h"
+#include "search_internal.h"
+
+#define EXIT_INTERRUPTED 3
+#define DEFAULT_CHUNK 256
+#define DEFAULT_SEGMENT (UINT64_C(1) << 20)
+#define DEFAULT_PROGRESS_S 5.0
+
+/* The only mutable global of the driver: what an async-signal-safe handler
+ * may set. Read at every step of a walk (lp_search_stop_requested). */
+static volatile sig_atomic_t g_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    g_stop = 1;
+}
+
+bool lp_search_stop_requested(void)
+{
+    return g_stop != 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+double lp_search_wall_s(const struct lp_search *s)
+{
+    return s->wall_before_s + (now_s() - s->t_start);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: mpirun -np N llmplan search SWEEP.json [options]\n"
+            "\n"
+            "Sweep every configuration of SWEEP.json (docs/search.md); write DIR/plans.json\n"
+            "(time- and cost-optimal plans, Pareto front, top-k, counters) and DIR/sweep.h5\n"
+            "(one row per evaluated configuration).\n"
+            "\n"
+            "options:\n"
+            "  -o, --output DIR   output directory (default: the sweep's \"output\", else .)\n"
+            "  --resume           continue from DIR/checkpoint.bin (start afresh if none)\n"
+            "  --no-dataset       do not write sweep.h5\n"
+            "  --profile P        override the sweep's \"profile\": FILE.h5, roofline or synth\n"
+            "  --chunk N          smallest index range handed to a rank (default %d)\n"
+            "  --segment N        indices per dataset write / periodic checkpoint\n"
+            "                     (default %llu; bounds the rows held in memory)\n"
+            "  --progress S       progress line every S seconds on stderr (default %g; 0 = off)\n"
+            "  --quiet            no progress line and no summary\n"
+            "\n"
+            "SIGTERM or SIGUSR1 stops the sweep at the next step, writes a checkpoint and\n"
+            "exits with status 3. Under mpirun send SIGUSR1 (mpirun forwards it; SIGTERM\n"
+            "makes mpirun kill the ranks); under Slurm use --signal=B:USR1@120.\n",
+            DEFAULT_CHUNK, (unsigned long long)DEFAULT_SEGMENT, DEFAULT_PROGRESS_S);
+}
+
+static int parse_u64(const char *s, uint64_t min, uint64_t *out)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || !end || *end || s[0] == '-' || v < min) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Returns 0 ok, 2 usage error (message printed by rank 0), 1 for --help. */
+static int parse_args(int argc, char **argv, struct lp_search_opts *o, const char **out_arg,
+                      bool loud)
+{
+    memset(o, 0, sizeof(*o));
+    o->dataset = true;
+    o->min_chunk = DEFAULT_CHUNK;
+    o->segment = DEFAULT_SEGMENT;
+    o->progress_s = DEFAULT_PROGRESS_S;
+    *out_arg = NULL;
+    size_t off = 0;
+    for (int i = 0; i < argc && off < sizeof(o->cmdline); i++)
+        off += (size_t)snprintf(o->cmdline + off, sizeof(o->cmdline) - off, "%s%s",
+                                i ? " " : "llmplan ", argv[i]);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool more = i + 1 < argc;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            if (loud) usage(stdout);
+            return 1;
+        } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && more) {
+            *out_arg = argv[++i];
+        } else if (!strcmp(a, "--resume")) {
+            o->resume = true;
+        } else if (!strcmp(a, "--no-dataset")) {
+            o->dataset = false;
+        } else if (!strcmp(a, "--quiet")) {
+            o->quiet = true;
+        } else if (!strcmp(a, "--profile") && more) {
+            o->profile = argv[++i];
+        } else if (!strcmp(a, "--chunk") && more) {
+            if (parse_u64(argv[++i], 1, &o->min_chunk)) goto bad_value;
+        } else if (!strcmp(a, "--segment") && more) {
+            if (parse_u64(argv[++i], 1, &o->segment)) goto bad_value;
+        } else if (!strcmp(a, "--progress") && more) {
+            char *end = NULL;
+            o->progress_s = strtod(argv[++i], &end);
+            if (!end || *end || !(o->progress_s >= 0)) goto bad_value;
+        } else if (a[0] == '-') {
+            if (loud) fprintf(stderr, "llmplan search: unknown option '%s' (see --help)\n", a);
+            return 2;
+        } else if (!o->sweep_path) {
+            o->sweep_path = a;
+        } else {
+            if (loud) fprintf(stderr, "llmplan search: more than one sweep file ('%s')\n", a);
+            return 2;
+        }
+        continue;
+    bad_value:
+        if (loud)
+            fprintf(stderr, "llmplan search: option '%s': expected a %s number, got '%s'\n", a,
+                    strcmp(a, "--progress") ? "positive integer" : "non-negative", argv[i]);
+        return 2;
+    }
+    if (!o->sweep_path) {
+        if (loud) usage(stderr);
+        return 2;
+    }
+    return 0;
+}
+
+/* Every rank agrees on failure: the lowest (most negative) code wins. */
+static int agree(struct lp_search *s, int rc)
+{
+    int all = rc;
+    MPI_Allreduce(&rc, &all, 1, MPI_INT, MPI_MIN, s->comm);
+    return all;
+}
+
+static int mkdir_p(const char *dir, struct lp_err *err)
+{
+    char buf[LP_SWEEP_PATH_LEN];
+    snprintf(buf, sizeof(buf), "%s", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            LP_FAIL(err, LP_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        LP_FAIL(err, LP_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
+    return LP_OK;
+}
+
+/* Read the sweep on rank 0 and broadcast its text (one file-system read for
+ * any number of ranks); every rank parses the same bytes. Collective. */
+static int load_sweep(struct lp_search *s, struct lp_err *err)
+{
+    long long len = -1;
+    int rc = LP_OK;
+    if (s->rank == 0) {
+        size_t n = 0;
+        rc = lp_read_file(s->opt.sweep_path, &s->sweep_text, &n, err);
+        len = rc == LP_OK ? (long long)n : -1;
+    }
+    MPI_Bcast(&len, 1, MPI_LONG_LONG, 0, s->comm);
+    if (len < 0) return rc < 0 ? rc : LP_EIO;
+    if (len > INT32_MAX) LP_FAIL(err, LP_EINVAL, "%s: sweep file too large", s->opt.sweep_path);
+    if (s->rank != 0) {
+        s->sweep_text = malloc((size_t)len + 1);
+        if (!s->sweep_text) LP_FAIL(err, LP_ENOMEM, "out of memory");
+        s->sweep_text[len] = '\0';
+    }
+    MPI_Bcast(s->sweep_text, (int)len, MPI_CHAR, 0, s->comm);
+    LP_TRY(err, lp_sweep_parse(s->sweep_text, s->opt.sweep_path, &s->sweep, err));
+    return LP_OK;
+}
+
+/* The cost model of each system: --profile, else the sweep's "profile", else
+ * data/profiles/<gpu>.h5. Local (every rank loads its own). */
+static int load_cost_models(struct lp_search *s, struct lp_err *err)
+{
+    const char *choice = s->opt.profile ? s->opt.profile : s->sweep->profile;
+    size_t off = 0;
+    s->nsys = s->sweep->nvalues[LP_DIM_SYSTEM];
+    for (int i = 0; i < s->nsys; i++) {
+        const struct lp_system *sys = &s->sweep->systems[i];
+        char desc[700];
+        if (!strcmp(choice, "roofline")) {
+            lp_cost_model_roofline(&s->cm[i], &sys->gpu);
+            snprintf(desc, sizeof(desc), "roofline");
+        } else if (!strcmp(choice, "synth")) {
+            LP_TRY(err, lp_profile_synth(&sys->gpu, sys, &s->prof[i], err));
+            lp_cost_model_table(&s->cm[i], s->prof[i], &sys->gpu);
+            snprintf(desc, sizeof(desc), "synth:%s (%016llx)", sys->gpu.name,
+                     (unsigned long long)lp_profile_checksum(s->prof[i]));
+        } else {
+            char path[LP_SWEEP_PATH_LEN];
+            if (choice[0]) {
+                snprintf(path, sizeof(path), "%s", choice);
+            } else {
+                lp_profile_default_path(sys->gpu.name, path, sizeof(path));
+                struct stat st;
+                if (stat(path, &st) != 0)
+                    LP_FAIL(err, LP_ENOTFOUND,
+                            "%s: no kernel profile for GPU '%s' (%s); generate one with "
+                            "`llmplan profile synth --gpu %s`, or set \"profile\": \"synth\" or "
+                            "\"roofline\" in the sweep",
+                            s->opt.sweep_path, sys->gpu.name, path, sys->gpu.name);
+            }
+            LP_TRY(err, lp_profile_read_h5(path, &s->prof[i], err));
+            lp_cost_model_table(&s->cm[i], s->prof[i], &sys->gpu);
+            snprintf(desc, sizeof(desc), "%s (%016llx)", path,
+                     (unsigned long long)s->prof[i]->checksum);
+        }
+        off += (size_t)snprintf(s->profile_desc + off, sizeof(s->profile_desc) - off, "%s%s: %s",
+                                i ? "; " : "", sys->name, desc);
+        if (off >= sizeof(s->profile_desc)) off = sizeof(s->profile_desc) - 1;
+        LP_TRY(err, lp_sim_create(&s->cm[i], &s->sim[i], err));
+    }
+    return LP_OK;
+}
+
+/* Resume: rank 0 reads the checkpoint and tells the others where to start;
+ * the partial segment's rows come back from sweep.h5 into rank 0's buffer.
+ * Collective. */
+static int restore(struct lp_search *s, bool *resumed, struct lp_err *err)
+{
+    int rc = LP_OK;
+    bool found = false;
+    if (s->rank == 0 && s->opt.resume) rc = lp_checkpoint_read(s, &found, err);
+    rc = agree(s, rc);
+    if (rc < 0) return rc;
+    uint64_t st[4] = {found, s->segment, s->rows_base, 0};
+    MPI_Bcast(st, 4, MPI_UINT64_T, 0, s->comm);
+    *resumed = st[0] != 0;
+    s->segment = st[1];
+    s->rows_base = st[2];
+    if (s->opt.dataset) {
+        rc = agree(s, lp_h5_open(s, *resumed, err));
+        if (rc < 0) return rc;
+    }
+    if (*resumed && s->opt.dataset) {
+        uint64_t n = 0;
+        if (s->rank == 0)
+            for (size_t i = 0; i < s->done.n; i++) n += s->done.r[i].rows;
+        MPI_Bcast(&n, 1, MPI_UINT64_T, 0, s->comm);
+        rc = agree(s, lp_h5_read_rows(s, s->rows_base, n, err));
+        if (rc < 0) return rc;
+        if (s->rank == 0) {
+            lp_ranges_sort(&s->done);
+            uint64_t at = 0;
+            for (size_t i = 0; i < s->done.n; i++) {
+                struct lp_range r = s->done.r[i];
+                r.row_start = at;
+                at += r.rows;
+                LP_TRY(err, lp_ranges_push(&s->mine, &r, err));
+            }
+        }
+    }
+    return LP_OK;
+}
+
+static void summary(const struct lp_search *s, const struct lp_counts *t, const struct lp_results *r,
+                    double wall)
+{
+    const uint64_t *v = t->v;
+    fprintf(stderr,
+            "search: %llu configurations: %llu evaluated (%llu feasible, %llu infeasible), "
+            "%llu skipped, %.2f s on %d ranks (%.0f configs/s)\n",
+            (unsigned long long)lp_space_size(&s->space), (unsigned long long)v[LP_COUNT_EVALUATED],
+            (unsigned long long)v[LP_COUNT_FEASIBLE],
+            (unsigned long long)(v[LP_COUNT_EVALUATED] - v[LP_COUNT_FEASIBLE]),
+            (unsigned long long)v[LP_COUNT_SKIPPED], wall, s->size,
+            wall > 0 ? (double)v[LP_COUNT_DONE] / wall : 0.0);
+    if (r->top[LP_OBJ_TIME].n) {
+        const struct lp_entry *e = &r->top[LP_OBJ_TIME].e[0];
+        fprintf(stderr, "search: fastest: %s on %d GPUs tp=%d pp=%d dp=%d cp=%d mb=%d: %.3f s/iter\n",
+                e->run.model.name, e->res.gpus, e->run.par.tp, e->run.par.pp, e->run.par.dp,
+                e->run.par.cp, e->run.par.micro_batch, e->res.iteration_time_s);
+    } else {
+        fprintf(stderr, "search: no feasible configuration\n");
+    }
+    fprintf(stderr, "search: wrote %s/plans.json%s\n", s->opt.out_dir,
+            s->opt.dataset ? " and sweep.h5" : "");
+}
+
+/* Everything after MPI set-up. Collective. Returns 0, 1 or 3. */
+static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
+{
+    int rc = agree(s, load_sweep(s, err));
+    if (rc < 0) return 1;
+    snprintf(s->opt.out_dir, sizeof(s->opt.out_dir), "%s",
+             out_arg ? out_arg : s->sweep->output[0] ? s->sweep->output : ".");
+    snprintf(s->h5_path, sizeof(s->h5_path), "%s/sweep.h5", s->opt.out_dir);
+    if (s->rank == 0) rc = mkdir_p(s->opt.out_dir, err);
+    if (agree(s, rc) < 0) return 1;
+    if (agree(s, load_cost_models(s, err)) < 0) return 1;
+    if (agree(s, lp_space_init(&s->space, s->sweep, err)) < 0) return 1;
+    if (agree(s, lp_results_init(&s->res, s->sweep->top_k, err)) < 0) return 1;
+    bool resumed = false;
+    if (restore(s, &resumed, err) < 0) return 1;
+    if (s->rank == 0 && !s->opt.quiet)
+        fprintf(stderr, "search: %s: %llu configurations on %d ranks%s\n", s->opt.sweep_path,
+                (unsigned long long)lp_space_size(&s->space), s->size,
+                resumed ? " (resumed)" : "");
+    s->t_start = now_s();
+
+    rc = lp_sched_run(s, err);
+    if (rc < 0 && rc != LP_EINTERRUPT) {
+        /* a failure inside the dynamic phase (allocation, MPI, HDF5): the
+         * other ranks may be waiting on this one, so end the job here */
+        lp_cli_error(err);
+        if (s->size > 1) MPI_Abort(s->comm, 1);
+        err->code = 0; /* printed */
+        return 1;
+    }
+    bool interrupted = rc == LP_EINTERRUPT;
+
+    struct lp_results all;
+    struct lp_counts total;
+    memset(&total, 0, sizeof(total));
+    if (agree(s, lp_reduce(s, &all, &total, err)) < 0) return 1;
+    double wall = lp_search_wall_s(s);
+    MPI_Bcast(&wall, 1, MPI_DOUBLE, 0, s->comm);
+    MPI_Bcast(total.v, LP_COUNT_N, MPI_UINT64_T, 0, s->comm);
+    rc = LP_OK;
+    if (!interrupted && s->rank == 0) {
+        char path[LP_SWEEP_PATH_LEN + 16];
+        snprintf(path, sizeof(path), "%s/plans.json", s->opt.out_dir);
+        struct lp_plans_info info = {lp_space_size(&s->space), wall, s->size, s->opt.sweep_path,
+                                     s->profile_desc, s->sweep->train.tokens};
+        rc = lp_plans_write(path, &all, &total, &info, err);
+        if (rc == LP_OK) lp_checkpoint_remove(s);
+    }
+    if (s->opt.dataset && agree(s, rc) == LP_OK)
+        rc = lp_h5_close(s, !interrupted, &total, err);
+    if (agree(s, rc) < 0) {
+        lp_results_free(&all);
+        return 1;
+    }
+    if (s->rank == 0 && !s->opt.quiet && !interrupted) summary(s, &total, &all, wall);
+    lp_results_free(&all);
+    if (interrupted) {
+        if (s->rank == 0)
+            fprintf(stderr, "llmplan search: stopped by a signal after %llu of %llu "
+                            "configurations; checkpoint written; rerun with --resume\n",
+                    (unsigned long long)total.v[LP_COUNT_DONE],
+                    (unsigned long long)lp_space_size(&s->space));
+        return EXIT_INTERRUPTED;
+    }
+    return 0;
+}
+
+static void search_free(struct lp_search *s)
+{
+    struct lp_err ignore;
+    lp_err_clear(&ignore);
+    if (s->h5) lp_h5_close(s, false, NULL, &ignore);
+    for (int i = 0; i < LP_SWEEP_MAX_VALUES; i++) {
+        lp_sim_destroy(&s->sim[i]);
+        lp_profile_destroy(&s->prof[i]);
+    }
+    lp_results_free(&s->res);
+    lp_rows_free(&s->rows);
+    lp_ranges_free(&s->mine);
+    lp_ranges_free(&s->done);
+    lp_sweep_destroy(&s->sweep);
+    free(s->sweep_text);
+}
+
+int lp_cmd_search(int argc, char **argv)
+{
+    int provided = 0;
+    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, "llmplan search: MPI_Init_thread failed\n");
+        return 1;
+    }
+    struct lp_search *s = calloc(1, sizeof(*s));
+    if (!s) {
+        fprintf(stderr, "llmplan search: out of memory\n");
+        MPI_Finalize();
+        return 1;
+    }
+    /* the library's own communicator: its messages never meet the caller's */
+    MPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
+    MPI_Comm_rank(s->comm, &s->rank);
+    MPI_Comm_size(s->comm, &s->size);
+
+    const char *out_arg = NULL;
+    int code = parse_args(argc, argv, &s->opt, &out_arg, s->rank == 0);
+    if (code == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGUSR1, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        struct lp_err err;
+        lp_err_clear(&err);
+        code = run(s, out_arg, &err);
+        if (code == 1) {
+            /* every rank returned after agreeing on a failure: the lowest
+             * rank that has the message prints it */
+            int me = err.code != 0 ? s->rank : s->size, first = me;
+            MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, s->comm);
+            if (first == s->rank) lp_cli_error(&err);
+        }
+    } else if (code == 1) {
+        code = 0; /* --help */
+    }
+    search_free(s);
+    MPI_Comm_free(&s->comm);
+    free(s);
+    MPI_Finalize();
+    return code;
+}

@@ -1,0 +1,157 @@
+/* Private parts of `llmplan search`, the MPI driver (docs/search.md).
+ *
+ *   search.c      CLI, MPI set-up, cost models, outputs, exit codes
+ *   sched.c       dynamic self-scheduling of index ranges, segments, stop
+ *   eval.c        the per-rank walk of a range: decode, simulate, reduce
+ *   reduce.c      tree reduction of fronts / top-k / counters to rank 0
+ *   checkpoint.c  checkpoint file (atomic) and resume
+ *   sweep_h5.c    the parallel HDF5 dataset sweep.h5
+ *
+ * Every function that takes the context's communicator says whether it is
+ * collective. Only lp_cmd_search touches MPI_COMM_WORLD. */
+#ifndef LLMPLAN_SEARCH_INTERNAL_H
+#define LLMPLAN_SEARCH_INTERNAL_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <mpi.h>
+
+#include "llmplan/io.h"
+#include "llmplan/search.h"
+
+/* One dataset row (a configuration evaluated: feasible or not). */
+struct lp_row {
+    uint64_t index;
+    int32_t model, system, gpus, tp, pp, dp, cp, ep, vp, micro_batch, sequence_parallel,
+        recompute, zero, schedule, feasible, reason, microbatches;
+    double iteration_time_s, tokens_per_s, mfu, model_tflops_per_gpu, memory_per_gpu_gib;
+    double compute_s, tp_comm_s, pp_bubble_s, pp_comm_s, dp_comm_exposed_s, optimizer_s;
+    double weights_gib, gradients_gib, optimizer_gib, activations_gib, temporary_gib;
+    double cost_per_iteration_usd, cost_usd, gpu_hours, time_days;
+};
+
+/* A completed index range and its rows (in the owner's row buffer). */
+struct lp_range {
+    uint64_t lo, hi;     /* [lo, hi) */
+    uint64_t rows;       /* rows it produced */
+    uint64_t row_start;  /* first row in the owner's buffer (owner only) */
+    int32_t owner;       /* rank that holds the rows */
+    int32_t pad;
+};
+
+struct lp_ranges {
+    struct lp_range *r;
+    size_t n, cap;
+};
+
+struct lp_rows {
+    struct lp_row *r;
+    size_t n, cap;
+};
+
+struct lp_search_opts {
+    const char *sweep_path;
+    char out_dir[LP_SWEEP_PATH_LEN];
+    const char *profile; /* --profile override, or NULL */
+    bool resume, dataset, quiet;
+    uint64_t min_chunk;  /* --chunk */
+    uint64_t segment;    /* --segment: indices per dataset segment */
+    double progress_s;   /* --progress; 0 = off */
+    char cmdline[4096];
+};
+
+struct lp_h5; /* sweep_h5.c */
+
+struct lp_search {
+    MPI_Comm comm;
+    int rank, size;
+    struct lp_search_opts opt;
+    char *sweep_text;
+    struct lp_sweep *sweep;
+    struct lp_space space;
+    /* one cost model and evaluator per system of the sweep */
+    int nsys;
+    struct lp_profile *prof[LP_SWEEP_MAX_VALUES];
+    struct lp_cost_model cm[LP_SWEEP_MAX_VALUES];
+    struct lp_sim *sim[LP_SWEEP_MAX_VALUES];
+    char profile_desc[2048];     /* "path (checksum)" per system, for provenance */
+    /* this rank's partial state */
+    struct lp_results res;
+    struct lp_counts counts;
+    struct lp_rows rows;         /* rows of the current segment */
+    struct lp_ranges mine;       /* ranges of the current segment done here */
+    /* rank 0's view of the sweep */
+    struct lp_ranges done;       /* all ranges of the current segment done */
+    uint64_t segment;            /* current segment */
+    uint64_t rows_base;          /* dataset rows of the segments before it */
+    uint64_t done_before;        /* indices walked in previous segments / runs */
+    double wall_before_s;        /* wall time of previous (interrupted) runs */
+    double t_start;
+    double progress_due;         /* next progress line (rank 0) */
+    struct lp_h5 *h5;
+    char h5_path[LP_SWEEP_PATH_LEN + 16];
+    struct lp_run scratch_run;   /* decode target (large; kept off the stack) */
+};
+
+/* ---- search.c ---- */
+bool lp_search_stop_requested(void);
+/* Wall time of the sweep so far: previous interrupted runs + this one. */
+double lp_search_wall_s(const struct lp_search *s);
+
+/* ---- helpers (eval.c) ---- */
+int lp_ranges_push(struct lp_ranges *l, const struct lp_range *r, struct lp_err *err);
+void lp_ranges_sort(struct lp_ranges *l);
+void lp_ranges_free(struct lp_ranges *l);
+int lp_rows_reserve(struct lp_rows *l, size_t n, struct lp_err *err);
+void lp_rows_free(struct lp_rows *l);
+
+/* Walk [lo, hi) on this rank, at most max_evals evaluations (0 = no limit),
+ * stopping early when poll() says so (checked every few hundred steps; poll
+ * may be NULL). *reached = first index not walked. Rows go to s->rows when
+ * the dataset is on. Local, not collective. */
+int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_evals,
+                  bool (*poll)(struct lp_search *s), uint64_t *reached, uint64_t *rows_out,
+                  struct lp_err *err);
+
+/* ---- scheduling (sched.c) ---- */
+/* Run the sweep from the current state (s->segment ...). Collective.
+ * Returns LP_OK when complete, LP_EINTERRUPT when stopped by a signal (the
+ * partial dataset and the checkpoint are written). */
+int lp_sched_run(struct lp_search *s, struct lp_err *err);
+
+/* ---- reduction (reduce.c) ---- */
+/* Merge every rank's results and counters into *out / *total on rank 0 (a
+ * copy: the ranks' own state is unchanged). Collective. */
+int lp_reduce(struct lp_search *s, struct lp_results *out, struct lp_counts *total,
+              struct lp_err *err);
+
+/* ---- checkpoint (checkpoint.c) ---- */
+#define LP_CHECKPOINT_FILE "checkpoint.bin"
+/* Rank 0 only: write the checkpoint atomically. */
+int lp_checkpoint_write(const struct lp_search *s, const struct lp_results *res,
+                        const struct lp_counts *counts, struct lp_err *err);
+/* Rank 0 only: load it into s (segment, rows_base, done ranges, results,
+ * counters). *found = false when there is none. */
+int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err);
+void lp_checkpoint_remove(const struct lp_search *s);
+uint64_t lp_sweep_hash(const struct lp_search *s);
+
+/* ---- dataset (sweep_h5.c); all collective ---- */
+int lp_h5_open(struct lp_search *s, bool resume, struct lp_err *err);
+/* Write the rows of the current segment: each rank its own ranges at the
+ * offsets of the range table (sorted by lo, all ranks the same), then set
+ * the row count to rows_base + total. */
+int lp_h5_write_segment(struct lp_search *s, const struct lp_range *table, size_t n,
+                        struct lp_err *err);
+/* Read rows [first, first + n) into rank 0's row buffer (resume). */
+int lp_h5_read_rows(struct lp_search *s, uint64_t first, uint64_t n, struct lp_err *err);
+/* total: the reduced counters, the same on every rank (or NULL: no
+ * attributes, e.g. after an error). */
+int lp_h5_close(struct lp_search *s, bool complete, const struct lp_counts *total,
+                struct lp_err *err);
+
+/* ---- plans.json (src/io/plans_json.c, declared in search.h) ---- */
+
+#endif

@@ -1,0 +1,444 @@
+/* sweep.h5: one row per evaluated configuration, written in parallel.
+ *
+ * This file includes hdf5.h outside src/io: a documented exception (DESIGN.md
+ * "Layout"), because the dataset is written collectively by the MPI ranks
+ * that computed the rows, through the MPI-IO driver, with no funnelling
+ * through rank 0.
+ *
+ * Layout (docs/search.md):
+ *   /configs/<column>   1-D datasets, one per column of struct lp_row, all of
+ *                       the same length, chunked (CHUNK_ROWS) + shuffle +
+ *                       deflate, rows sorted by the configuration index
+ *   /                   provenance attributes (version, command line, sweep
+ *                       file and text, profile and checksum, date, ranks) and
+ *                       the names behind the integer codes
+ * Filtered datasets in parallel HDF5 need collective writes: every rank takes
+ * part in every H5Dwrite / H5Dset_extent, selecting nothing when it has no
+ * rows. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <hdf5.h>
+
+#include "search_internal.h"
+
+#define CHUNK_ROWS 65536
+#define DEFLATE_LEVEL 4
+#define SWEEP_FORMAT_VERSION 1
+
+enum ctype { C_U64, C_I32, C_F64 };
+
+struct col {
+    const char *name;
+    enum ctype type;
+    size_t off;
+    const char *doc;
+};
+
+#define COL(n, t, d) {#n, t, offsetof(struct lp_row, n), d}
+static const struct col cols[] = {
+    COL(index, C_U64, "configuration index in the sweep's space (plans.json \"index\")"),
+    COL(model, C_I32, "index into the root attribute model_names"),
+    COL(system, C_I32, "index into the root attribute system_names"),
+    COL(gpus, C_I32, "GPU count"),
+    COL(tp, C_I32, "tensor parallel degree"),
+    COL(pp, C_I32, "pipeline parallel degree"),
+    COL(dp, C_I32, "data parallel degree (gpus / (tp*pp*cp))"),
+    COL(cp, C_I32, "context parallel degree"),
+    COL(ep, C_I32, "expert parallel degree"),
+    COL(vp, C_I32, "virtual pipeline stages per rank (interleaving)"),
+    COL(micro_batch, C_I32, "micro-batch size (sequences)"),
+    COL(sequence_parallel, C_I32, "1 = sequence parallelism"),
+    COL(recompute, C_I32, "index into recompute_names"),
+    COL(zero, C_I32, "ZeRO stage (1 = distributed optimizer)"),
+    COL(schedule, C_I32, "index into schedule_names"),
+    COL(feasible, C_I32, "1 = fits and runs"),
+    COL(reason, C_I32, "index into reason_names (0 = feasible)"),
+    COL(microbatches, C_I32, "micro-batches per iteration"),
+    COL(iteration_time_s, C_F64, "s"),
+    COL(tokens_per_s, C_F64, "tokens/s"),
+    COL(mfu, C_F64, "model FLOP utilisation (0..1)"),
+    COL(model_tflops_per_gpu, C_F64, "TFLOP/s per GPU (model FLOPs)"),
+    COL(memory_per_gpu_gib, C_F64, "GiB"),
+    COL(compute_s, C_F64, "s, breakdown"),
+    COL(tp_comm_s, C_F64, "s, breakdown"),
+    COL(pp_bubble_s, C_F64, "s, breakdown"),
+    COL(pp_comm_s, C_F64, "s, breakdown"),
+    COL(dp_comm_exposed_s, C_F64, "s, breakdown"),
+    COL(optimizer_s, C_F64, "s, breakdown"),
+    COL(weights_gib, C_F64, "GiB, memory breakdown"),
+    COL(gradients_gib, C_F64, "GiB, memory breakdown"),
+    COL(optimizer_gib, C_F64, "GiB, memory breakdown"),
+    COL(activations_gib, C_F64, "GiB, memory breakdown"),
+    COL(temporary_gib, C_F64, "GiB, memory breakdown"),
+    COL(cost_per_iteration_usd, C_F64, "USD"),
+    COL(cost_usd, C_F64, "USD for the token budget"),
+    COL(gpu_hours, C_F64, "GPU-hours for the token budget"),
+    COL(time_days, C_F64, "days for the token budget"),
+};
+#undef COL
+#define NCOLS (sizeof(cols) / sizeof(cols[0]))
+
+struct lp_h5 {
+    hid_t file;
+    hid_t dset[NCOLS];
+};
+
+static hid_t mem_type(enum ctype t)
+{
+    return t == C_U64 ? H5T_NATIVE_UINT64 : t == C_I32 ? H5T_NATIVE_INT32 : H5T_NATIVE_DOUBLE;
+}
+static hid_t file_type(enum ctype t)
+{
+    return t == C_U64 ? H5T_STD_U64LE : t == C_I32 ? H5T_STD_I32LE : H5T_IEEE_F64LE;
+}
+static size_t type_size(enum ctype t)
+{
+    return t == C_I32 ? 4 : 8;
+}
+
+#define H5_TRY(err, call, what)                                                                    \
+    do {                                                                                           \
+        if ((call) < 0)                                                                            \
+            LP_FAIL((err), LP_EHDF5, "%s: HDF5 error in %s", path_of(s), (what));                  \
+    } while (0)
+
+static const char *path_of(const struct lp_search *s)
+{
+    return s->h5_path;
+}
+
+static int attr_str(const struct lp_search *s, hid_t obj, const char *name, const char *value,
+                    struct lp_err *err)
+{
+    if (H5Aexists(obj, name) > 0) H5_TRY(err, H5Adelete(obj, name), name);
+    hid_t t = H5Tcopy(H5T_C_S1);
+    size_t len = strlen(value);
+    H5Tset_size(t, len ? len : 1);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t rc = a < 0 ? -1 : H5Awrite(a, t, len ? value : "");
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(t);
+    H5_TRY(err, rc, name);
+    return LP_OK;
+}
+
+static int attr_u64(const struct lp_search *s, hid_t obj, const char *name, uint64_t v,
+                    struct lp_err *err)
+{
+    if (H5Aexists(obj, name) > 0) H5_TRY(err, H5Adelete(obj, name), name);
+    hid_t sp = H5Screate(H5S_SCALAR);
+    hid_t a = H5Acreate2(obj, name, H5T_STD_U64LE, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t rc = a < 0 ? -1 : H5Awrite(a, H5T_NATIVE_UINT64, &v);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    H5_TRY(err, rc, name);
+    return LP_OK;
+}
+
+/* An array of fixed-length strings. */
+static int attr_names(const struct lp_search *s, hid_t obj, const char *name,
+                      const char *(*get)(const struct lp_search *, int), int n, struct lp_err *err)
+{
+    if (H5Aexists(obj, name) > 0) H5_TRY(err, H5Adelete(obj, name), name);
+    size_t w = 1;
+    for (int i = 0; i < n; i++)
+        if (strlen(get(s, i)) + 1 > w) w = strlen(get(s, i)) + 1;
+    size_t count = n > 0 ? (size_t)n : 1;
+    char *buf = calloc(count, w);
+    if (!buf) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++) memcpy(buf + (size_t)i * w, get(s, i), strlen(get(s, i)));
+    hid_t t = H5Tcopy(H5T_C_S1);
+    H5Tset_size(t, w);
+    H5Tset_strpad(t, H5T_STR_NULLTERM);
+    hsize_t dim = (hsize_t)n;
+    hid_t sp = n ? H5Screate_simple(1, &dim, NULL) : H5Screate(H5S_NULL);
+    hid_t a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t rc = a < 0 ? -1 : (n ? H5Awrite(a, t, buf) : 0);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    H5Tclose(t);
+    free(buf);
+    H5_TRY(err, rc, name);
+    return LP_OK;
+}
+
+static const char *model_name(const struct lp_search *s, int i)
+{
+    return s->sweep->models[i].name;
+}
+static const char *system_name(const struct lp_search *s, int i)
+{
+    return s->sweep->systems[i].name;
+}
+static const char *reason_name(const struct lp_search *s, int i)
+{
+    (void)s;
+    return lp_reason_name((enum lp_reason)i);
+}
+static const char *recompute_name(const struct lp_search *s, int i)
+{
+    (void)s;
+    return lp_recompute_name((enum lp_recompute)i);
+}
+static const char *schedule_name(const struct lp_search *s, int i)
+{
+    (void)s;
+    return lp_schedule_name((enum lp_schedule)i);
+}
+static const char *column_name(const struct lp_search *s, int i)
+{
+    (void)s;
+    return cols[i].name;
+}
+
+static int create_columns(struct lp_search *s, struct lp_h5 *h, struct lp_err *err)
+{
+    hid_t g = H5Gcreate2(h->file, "configs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    H5_TRY(err, g, "H5Gcreate2(/configs)");
+    int rc = LP_OK;
+    for (size_t c = 0; c < NCOLS && rc == LP_OK; c++) {
+        hsize_t dim = 0, maxdim = H5S_UNLIMITED, chunk = CHUNK_ROWS;
+        hid_t sp = H5Screate_simple(1, &dim, &maxdim);
+        hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(dcpl, 1, &chunk);
+        H5Pset_shuffle(dcpl);
+        H5Pset_deflate(dcpl, DEFLATE_LEVEL);
+        H5Pset_fill_time(dcpl, H5D_FILL_TIME_NEVER);
+        h->dset[c] = H5Dcreate2(g, cols[c].name, file_type(cols[c].type), sp, H5P_DEFAULT, dcpl,
+                                H5P_DEFAULT);
+        H5Pclose(dcpl);
+        H5Sclose(sp);
+        if (h->dset[c] < 0) {
+            rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: cannot create /configs/%s",
+                               path_of(s), cols[c].name);
+            break;
+        }
+        rc = attr_str(s, h->dset[c], "doc", cols[c].doc, err);
+    }
+    H5Gclose(g);
+    return rc;
+}
+
+static int open_columns(struct lp_search *s, struct lp_h5 *h, struct lp_err *err)
+{
+    for (size_t c = 0; c < NCOLS; c++) {
+        char name[96];
+        snprintf(name, sizeof(name), "/configs/%s", cols[c].name);
+        h->dset[c] = H5Dopen2(h->file, name, H5P_DEFAULT);
+        if (h->dset[c] < 0)
+            LP_FAIL(err, LP_EHDF5, "%s: no dataset %s: not a sweep.h5 of this version",
+                    path_of(s), name);
+    }
+    return LP_OK;
+}
+
+static int set_rows(struct lp_search *s, uint64_t rows, struct lp_err *err)
+{
+    hsize_t dim = rows;
+    for (size_t c = 0; c < NCOLS; c++)
+        H5_TRY(err, H5Dset_extent(s->h5->dset[c], &dim), "H5Dset_extent");
+    return LP_OK;
+}
+
+int lp_h5_open(struct lp_search *s, bool resume, struct lp_err *err)
+{
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    struct lp_h5 *h = calloc(1, sizeof(*h));
+    if (!h) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    for (size_t c = 0; c < NCOLS; c++) h->dset[c] = H5I_INVALID_HID;
+    s->h5 = h;
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_fapl_mpio(fapl, s->comm, MPI_INFO_NULL);
+    H5Pset_all_coll_metadata_ops(fapl, true);
+    H5Pset_coll_metadata_write(fapl, true);
+    if (resume)
+        h->file = H5Fopen(path_of(s), H5F_ACC_RDWR, fapl);
+    else
+        h->file = H5Fcreate(path_of(s), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    if (h->file < 0)
+        LP_FAIL(err, LP_EHDF5, "%s: cannot %s the dataset", path_of(s),
+                resume ? "open (to resume)" : "create");
+    if (resume) {
+        LP_TRY(err, open_columns(s, h, err));
+    } else {
+        LP_TRY(err, create_columns(s, h, err));
+        LP_TRY(err, attr_u64(s, h->file, "complete", 0, err));
+    }
+    return LP_OK;
+}
+
+/* My ranges of the table, in file order, with their buffer positions. */
+static int my_selection(struct lp_search *s, const struct lp_range *table, size_t n, hid_t fsp,
+                        size_t **order, size_t *nrows, struct lp_err *err)
+{
+    lp_ranges_sort(&s->mine);
+    size_t k = 0, total = 0;
+    bool any = false;
+    H5Sselect_none(fsp);
+    for (size_t i = 0; i < n; i++)
+        if (table[i].owner == s->rank) total += (size_t)table[i].rows;
+    *order = malloc((total ? total : 1) * sizeof(size_t));
+    if (!*order) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    size_t w = 0;
+    hsize_t run_start = 0, run_len = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (table[i].owner != s->rank || table[i].rows == 0) continue;
+        while (k < s->mine.n && s->mine.r[k].lo < table[i].lo) k++;
+        if (k >= s->mine.n || s->mine.r[k].lo != table[i].lo || s->mine.r[k].rows != table[i].rows)
+            LP_FAIL(err, LP_EINVAL, "internal: range [%llu, %llu) of rank %d not found locally",
+                    (unsigned long long)table[i].lo, (unsigned long long)table[i].hi, s->rank);
+        for (uint64_t j = 0; j < table[i].rows; j++)
+            (*order)[w++] = (size_t)(s->mine.r[k].row_start + j);
+        /* coalesce adjacent blocks into one hyperslab */
+        if (run_len && run_start + run_len == table[i].row_start) {
+            run_len += table[i].rows;
+        } else {
+            if (run_len) {
+                H5Sselect_hyperslab(fsp, any ? H5S_SELECT_OR : H5S_SELECT_SET, &run_start, NULL,
+                                    &run_len, NULL);
+                any = true;
+            }
+            run_start = table[i].row_start;
+            run_len = table[i].rows;
+        }
+    }
+    if (run_len)
+        H5Sselect_hyperslab(fsp, any ? H5S_SELECT_OR : H5S_SELECT_SET, &run_start, NULL, &run_len,
+                            NULL);
+    *nrows = w;
+    return LP_OK;
+}
+
+int lp_h5_write_segment(struct lp_search *s, const struct lp_range *table, size_t n,
+                        struct lp_err *err)
+{
+    uint64_t end = s->rows_base;
+    for (size_t i = 0; i < n; i++)
+        if (table[i].row_start + table[i].rows > end) end = table[i].row_start + table[i].rows;
+    LP_TRY(err, set_rows(s, end, err));
+    hid_t fsp = H5Dget_space(s->h5->dset[0]);
+    size_t *order = NULL, nrows = 0;
+    int rc = my_selection(s, table, n, fsp, &order, &nrows, err);
+    hsize_t mdim = nrows ? nrows : 1;
+    hid_t msp = H5Screate_simple(1, &mdim, NULL);
+    if (!nrows) H5Sselect_none(msp);
+    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+    H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
+    char *col = malloc((nrows ? nrows : 1) * 8);
+    if (rc == LP_OK && !col) rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (size_t c = 0; c < NCOLS && rc == LP_OK; c++) {
+        size_t sz = type_size(cols[c].type);
+        for (size_t i = 0; i < nrows; i++)
+            memcpy(col + i * sz, (const char *)&s->rows.r[order[i]] + cols[c].off, sz);
+        if (H5Dwrite(s->h5->dset[c], mem_type(cols[c].type), msp, fsp, dxpl, col) < 0)
+            rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: writing /configs/%s failed",
+                               path_of(s), cols[c].name);
+    }
+    free(col);
+    free(order);
+    H5Pclose(dxpl);
+    H5Sclose(msp);
+    H5Sclose(fsp);
+    if (rc == LP_OK && H5Fflush(s->h5->file, H5F_SCOPE_GLOBAL) < 0)
+        rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: flush failed", path_of(s));
+    return rc;
+}
+
+int lp_h5_read_rows(struct lp_search *s, uint64_t first, uint64_t n, struct lp_err *err)
+{
+    /* drop rows past the checkpoint's (a write the checkpoint does not know) */
+    LP_TRY(err, set_rows(s, first + n, err));
+    uint64_t mine = s->rank == 0 ? n : 0;
+    size_t base = s->rows.n;
+    if (mine) LP_TRY(err, lp_rows_reserve(&s->rows, base + (size_t)mine, err));
+    if (mine) memset(&s->rows.r[base], 0, (size_t)mine * sizeof(struct lp_row));
+    hid_t fsp = H5Dget_space(s->h5->dset[0]);
+    hsize_t start = first, count = mine;
+    if (mine)
+        H5Sselect_hyperslab(fsp, H5S_SELECT_SET, &start, NULL, &count, NULL);
+    else
+        H5Sselect_none(fsp);
+    hsize_t mdim = mine ? mine : 1;
+    hid_t msp = H5Screate_simple(1, &mdim, NULL);
+    if (!mine) H5Sselect_none(msp);
+    hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
+    H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
+    char *col = malloc((size_t)(mine ? mine : 1) * 8);
+    int rc = col ? LP_OK : lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (size_t c = 0; c < NCOLS && rc == LP_OK; c++) {
+        size_t sz = type_size(cols[c].type);
+        if (H5Dread(s->h5->dset[c], mem_type(cols[c].type), msp, fsp, dxpl, col) < 0) {
+            rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: reading /configs/%s failed",
+                               path_of(s), cols[c].name);
+            break;
+        }
+        for (uint64_t i = 0; i < mine; i++)
+            memcpy((char *)&s->rows.r[base + i] + cols[c].off, col + i * sz, sz);
+    }
+    free(col);
+    H5Pclose(dxpl);
+    H5Sclose(msp);
+    H5Sclose(fsp);
+    if (rc == LP_OK) s->rows.n = base + (size_t)mine;
+    return rc;
+}
+
+static int write_attrs(struct lp_search *s, bool complete, const struct lp_counts *total,
+                       struct lp_err *err)
+{
+    hid_t f = s->h5->file;
+    char date[64], sum[64];
+    /* attribute values must be the same on every rank: rank 0's clock */
+    time_t t = time(NULL);
+    struct tm tmv;
+    gmtime_r(&t, &tmv);
+    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tmv);
+    MPI_Bcast(date, (int)sizeof(date), MPI_CHAR, 0, s->comm);
+    snprintf(sum, sizeof(sum), "%016llx", (unsigned long long)lp_sweep_hash(s));
+    LP_TRY(err, attr_str(s, f, "format", "llmplan-sweep", err));
+    LP_TRY(err, attr_u64(s, f, "format_version", SWEEP_FORMAT_VERSION, err));
+    LP_TRY(err, attr_str(s, f, "llmplan_version", LLMPLAN_VERSION, err));
+    LP_TRY(err, attr_str(s, f, "command_line", s->opt.cmdline, err));
+    LP_TRY(err, attr_str(s, f, "sweep_file", s->opt.sweep_path, err));
+    LP_TRY(err, attr_str(s, f, "sweep_json", s->sweep_text, err));
+    LP_TRY(err, attr_str(s, f, "profile", s->profile_desc, err));
+    LP_TRY(err, attr_str(s, f, "sweep_hash", sum, err));
+    LP_TRY(err, attr_str(s, f, "date", date, err));
+    LP_TRY(err, attr_u64(s, f, "ranks", (uint64_t)s->size, err));
+    LP_TRY(err, attr_u64(s, f, "space_size", lp_space_size(&s->space), err));
+    LP_TRY(err, attr_u64(s, f, "rows", total->v[LP_COUNT_EVALUATED], err));
+    LP_TRY(err, attr_u64(s, f, "skipped", total->v[LP_COUNT_SKIPPED], err));
+    LP_TRY(err, attr_u64(s, f, "complete", complete, err));
+    LP_TRY(err, attr_names(s, f, "model_names", model_name, s->sweep->nvalues[LP_DIM_MODEL], err));
+    LP_TRY(err, attr_names(s, f, "system_names", system_name, s->sweep->nvalues[LP_DIM_SYSTEM],
+                           err));
+    LP_TRY(err, attr_names(s, f, "reason_names", reason_name, LP_REASON_COUNT, err));
+    LP_TRY(err, attr_names(s, f, "recompute_names", recompute_name, LP_RECOMPUTE_COUNT, err));
+    LP_TRY(err, attr_names(s, f, "schedule_names", schedule_name, LP_SCHED_COUNT, err));
+    LP_TRY(err, attr_names(s, f, "columns", column_name, (int)NCOLS, err));
+    return LP_OK;
+}
+
+int lp_h5_close(struct lp_search *s, bool complete, const struct lp_counts *total,
+                struct lp_err *err)
+{
+    struct lp_h5 *h = s->h5;
+    if (!h) return LP_OK;
+    int rc = LP_OK;
+    if (total && h->file >= 0) rc = write_attrs(s, complete, total, err);
+    for (size_t c = 0; c < NCOLS; c++)
+        if (h->dset[c] >= 0) H5Dclose(h->dset[c]);
+    if (h->file >= 0 && H5Fclose(h->file) < 0 && rc == LP_OK)
+        rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: close failed", path_of(s));
+    free(h);
+    s->h5 = NULL;
+    return rc;
+}

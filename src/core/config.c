@@ -1,0 +1,138 @@
+/* Name tables for enums, framework defaults, parameter counts. */
+#include <string.h>
+
+#include "llmplan/config.h"
+#include "llmplan/status.h"
+
+static const char *const prec_names[LP_PREC_COUNT] = {"fp32", "fp16", "bf16", "fp8"};
+static const char *const recompute_names[LP_RECOMPUTE_COUNT] = {"none", "selective", "full"};
+static const char *const schedule_names[LP_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved"};
+static const char *const framework_names[LP_FW_COUNT] = {"megatron", "megatron-2021",
+                                                         "megatron-deepspeed", "fsdp"};
+
+const char *lp_prec_name(enum lp_prec p)
+{
+    return (unsigned)p < LP_PREC_COUNT ? prec_names[p] : "?";
+}
+const char *lp_recompute_name(enum lp_recompute r)
+{
+    return (unsigned)r < LP_RECOMPUTE_COUNT ? recompute_names[r] : "?";
+}
+const char *lp_schedule_name(enum lp_schedule s)
+{
+    return (unsigned)s < LP_SCHED_COUNT ? schedule_names[s] : "?";
+}
+const char *lp_framework_name(enum lp_framework f)
+{
+    return (unsigned)f < LP_FW_COUNT ? framework_names[f] : "?";
+}
+
+static int parse_name(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; s && i < n; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
+int lp_prec_parse(const char *s, enum lp_prec *out)
+{
+    int i = parse_name(s, prec_names, LP_PREC_COUNT);
+    if (i < 0) return LP_EINVAL;
+    *out = (enum lp_prec)i;
+    return LP_OK;
+}
+int lp_recompute_parse(const char *s, enum lp_recompute *out)
+{
+    int i = parse_name(s, recompute_names, LP_RECOMPUTE_COUNT);
+    if (i < 0) return LP_EINVAL;
+    *out = (enum lp_recompute)i;
+    return LP_OK;
+}
+int lp_schedule_parse(const char *s, enum lp_schedule *out)
+{
+    int i = parse_name(s, schedule_names, LP_SCHED_COUNT);
+    if (i < 0) return LP_EINVAL;
+    *out = (enum lp_schedule)i;
+    return LP_OK;
+}
+int lp_framework_parse(const char *s, enum lp_framework *out)
+{
+    int i = parse_name(s, framework_names, LP_FW_COUNT);
+    if (i < 0) return LP_EINVAL;
+    *out = (enum lp_framework)i;
+    return LP_OK;
+}
+
+double lp_prec_bytes(enum lp_prec p)
+{
+    switch (p) {
+    case LP_FP32: return 4.0;
+    case LP_FP8: return 1.0;
+    default: return 2.0;
+    }
+}
+
+/* Defaults per framework; the reasoning and sources are in docs/frameworks.md. */
+void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->kind = kind;
+    o->fused_kernels = true;
+    o->bucket_bytes = 40e6; /* Megatron DDP bucket (bytes); docs/frameworks.md */
+    o->step_overhead_s = 0.0;
+    switch (kind) {
+    case LP_FW_MEGATRON:
+        o->dp_overlap = true;
+        o->tp_overlap = false;
+        o->pp_overlap = true;
+        o->param_gather_overlap = true;
+        break;
+    case LP_FW_MEGATRON_2021:
+        o->dp_overlap = false;
+        o->tp_overlap = false;
+        o->pp_overlap = false;
+        o->param_gather_overlap = false;
+        break;
+    case LP_FW_MEGATRON_DEEPSPEED:
+        o->dp_overlap = false;
+        o->tp_overlap = false;
+        o->pp_overlap = false;
+        o->param_gather_overlap = false;
+        o->bucket_bytes = 5e8;
+        break;
+    case LP_FW_FSDP:
+        o->dp_overlap = true;
+        o->tp_overlap = false;
+        o->pp_overlap = false;
+        o->param_gather_overlap = true;
+        o->bucket_bytes = 100e6; /* FSDP: one wrapped block; DDP 25 MB x 4 */
+        break;
+    default: break;
+    }
+}
+
+double lp_model_params(const struct lp_model *m)
+{
+    double h = m->hidden, d = (double)m->hidden / m->heads;
+    double attn = h * d * (m->heads + 2.0 * m->kv_heads) + (double)m->heads * d * h;
+    double nmat = m->ffn_act == LP_ACT_SWIGLU ? 3.0 : 2.0;
+    double mlp = nmat * h * m->ffn_hidden;
+    double norms = (m->norm == LP_NORM_LAYERNORM ? 4.0 : 2.0) * h;
+    double bias = m->bias ? (h + 2.0 * m->kv_heads * d + h) + (m->ffn_hidden * (nmat - 1.0) + h) : 0;
+    double dense_layer = attn + mlp + norms + bias;
+    double total = 0;
+    if (m->moe.experts > 0) {
+        int freq = m->moe.layer_freq > 0 ? m->moe.layer_freq : 1;
+        int moe_layers = m->layers / freq;
+        double expert = nmat * h * m->moe.ffn_hidden;
+        double moe_layer = attn + norms + bias + m->moe.experts * expert + h * m->moe.experts;
+        total = (m->layers - moe_layers) * dense_layer + moe_layers * moe_layer;
+    } else {
+        total = m->layers * dense_layer;
+    }
+    double emb = (double)m->vocab * h;
+    total += m->tied_embeddings ? emb : 2 * emb;
+    if (m->pos == LP_POS_LEARNED) total += (double)m->seq_len * h;
+    total += (m->norm == LP_NORM_LAYERNORM ? 2.0 : 1.0) * h; /* final norm */
+    return total;
+}

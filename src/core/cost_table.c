@@ -1,0 +1,93 @@
+/* The "table" cost backend: operator costs looked up in a kernel profile
+ * (measured or analytical, profile.h). Where the profile lacks a table (fp8
+ * on a GPU without fp8, a collective or tier that was not measured) the call
+ * goes to the roofline backend through its ops table, so every operator
+ * always has a cost.
+ *
+ * Extrapolation beyond a table's grid follows lp_table_lookup: the size-like
+ * axes scale the edge value with the work (GEMM m, n, k and attention
+ * batch_heads linearly, attention seq quadratically, memory bytes linearly);
+ * head_dim and the collective axes are clamped to the edge. */
+#include <math.h>
+
+#include "llmplan/profile.h"
+
+/* Per-family extrapolation powers (see lp_table_axis_pow): fixed here rather
+ * than taken from the axis names so that a profile with unexpected names
+ * still extrapolates as documented. */
+static const double gemm_pow[3] = {1, 1, 1}; /* m, n, k: time ~ 2mnk */
+static const double attn_pow[3] = {1, 2, 0}; /* batch_heads, seq^2, head_dim clamped */
+static const double mem_pow[1] = {1};        /* bytes moved */
+static const double coll_pow[2] = {0, 0};    /* a bandwidth fraction saturates */
+
+static double tb_gemm(const struct lp_cost_model *cm, enum lp_gemm_layout l, enum lp_prec p,
+                      double m, double n, double k)
+{
+    const struct lp_profile *pr = cm->profile;
+    if (pr && (unsigned)l < LP_GEMM_LAYOUT_COUNT && (unsigned)p < LP_PREC_COUNT) {
+        const struct lp_table *t = &pr->gemm[l][p];
+        if (lp_table_present(t)) {
+            const double x[3] = {m, n, k};
+            return lp_table_lookup_pow(t, x, gemm_pow, NULL);
+        }
+    }
+    return lp_cost_roofline_ops.gemm_s(cm, l, p, m, n, k);
+}
+
+static double tb_attn(const struct lp_cost_model *cm, enum lp_attn_impl impl, bool causal,
+                      enum lp_pass pass, enum lp_prec p, double bh, double seq, double hd)
+{
+    const struct lp_profile *pr = cm->profile;
+    if (pr && (unsigned)impl < LP_ATTN_IMPL_COUNT && (unsigned)pass < LP_PASS_COUNT &&
+        (unsigned)p < LP_PREC_COUNT) {
+        const struct lp_table *t = &pr->attn[impl][causal ? 1 : 0][pass][p];
+        if (lp_table_present(t)) {
+            const double x[3] = {bh, seq, hd};
+            return lp_table_lookup_pow(t, x, attn_pow, NULL);
+        }
+    }
+    return lp_cost_roofline_ops.attn_s(cm, impl, causal, pass, p, bh, seq, hd);
+}
+
+static double tb_mem(const struct lp_cost_model *cm, enum lp_mem_kind k, double bytes)
+{
+    const struct lp_profile *pr = cm->profile;
+    if (pr && (unsigned)k < LP_MEM_KIND_COUNT) {
+        const struct lp_table *t = &pr->mem[k];
+        if (lp_table_present(t)) return lp_table_lookup_pow(t, &bytes, mem_pow, NULL);
+        /* A measured profile may hold only the copy kernel: use it for all. */
+        t = &pr->mem[LP_MEM_COPY];
+        if (lp_table_present(t)) return lp_table_lookup_pow(t, &bytes, mem_pow, NULL);
+    }
+    return lp_cost_roofline_ops.mem_s(cm, k, bytes);
+}
+
+static double tb_coll(const struct lp_cost_model *cm, enum lp_coll c, enum lp_tier tier,
+                      double bytes, int ranks)
+{
+    const struct lp_profile *pr = cm->profile;
+    if (pr && (unsigned)c < LP_COLL_COUNT && (unsigned)tier < LP_TIER_COUNT) {
+        const struct lp_table *t = &pr->coll[c][tier];
+        if (lp_table_present(t)) {
+            const double x[2] = {bytes, (double)ranks};
+            return lp_table_lookup_pow(t, x, coll_pow, NULL);
+        }
+    }
+    return lp_cost_roofline_ops.coll_eff(cm, c, tier, bytes, ranks);
+}
+
+const struct lp_cost_ops lp_cost_table_ops = {
+    .name = "table",
+    .gemm_s = tb_gemm,
+    .attn_s = tb_attn,
+    .mem_s = tb_mem,
+    .coll_eff = tb_coll,
+};
+
+void lp_cost_model_table(struct lp_cost_model *cm, const struct lp_profile *p,
+                         const struct lp_gpu *gpu)
+{
+    cm->ops = &lp_cost_table_ops;
+    cm->profile = p;
+    cm->gpu = *gpu;
+}

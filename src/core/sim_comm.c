@@ -1,0 +1,75 @@
+/* Collective and point-to-point costs for a group placed on nodes.
+ *
+ * Placement: ranks are numbered in Megatron's order (TP innermost, then CP,
+ * DP, PP), and node i holds ranks [i*G, (i+1)*G) for G GPUs per node. A
+ * group of n ranks spaced `stride` apart therefore has
+ *     k = clamp(G / stride, 1, n)
+ * members per node and spans n / k nodes.
+ *
+ * Time (alpha-beta, nccl-tests conventions): a collective moving `bytes`
+ * (the full buffer: the all-reduce buffer, the gathered output, the scattered
+ * input) takes
+ *     t = alpha + bytes * factor(op, n) / (busbw)
+ * with the bus-bandwidth factor of nccl-tests (all-reduce 2(n-1)/n,
+ * all-gather / reduce-scatter / all-to-all (n-1)/n, send/recv 1) and
+ *     busbw = eff(op, tier, bytes, n) * link
+ * where link is the intra-node per-GPU bandwidth for a group inside a node,
+ * and min(intra, k * inter) for a group that spans nodes: NCCL runs one ring
+ * per NIC, so k members per node drive k NICs in parallel and each ring
+ * crosses every node boundary once. eff comes from the profile's collective
+ * tables (measured or analytical busbw fractions).
+ *
+ * alpha: a ring's 2(n-1) (all-reduce) or (n-1) steps cost one link latency
+ * each inside a node; across nodes NCCL switches to trees/hierarchical
+ * algorithms, so the inter-node part costs 2*log2(nodes) network latencies. */
+#include <math.h>
+
+#include "sim_internal.h"
+
+static double bus_factor(enum lp_coll op, int n)
+{
+    double dn = (double)n;
+    switch (op) {
+    case LP_COLL_ALLREDUCE: return 2.0 * (dn - 1.0) / dn;
+    case LP_COLL_SENDRECV: return 1.0;
+    default: return (dn - 1.0) / dn;
+    }
+}
+
+double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
+                    double bytes, int n, int stride)
+{
+    if (n <= 1 || bytes <= 0) return 0.0;
+    int G = sys->gpus_per_node > 0 ? sys->gpus_per_node : 1;
+    int k = stride >= G ? 1 : G / stride;
+    if (k > n) k = n;
+    int nodes = (n + k - 1) / k;
+    double steps_factor = op == LP_COLL_ALLREDUCE ? 2.0 : 1.0;
+    double alpha, busbw;
+    if (nodes <= 1) {
+        double eff = cm->ops->coll_eff(cm, op, LP_TIER_INTRA, bytes, n);
+        busbw = eff * sys->intra.bw_Bps;
+        alpha = steps_factor * (n - 1) * sys->intra.latency_s;
+    } else {
+        double eff = cm->ops->coll_eff(cm, op, LP_TIER_INTER, bytes, n);
+        double link = k * sys->inter.bw_Bps;
+        if (link > sys->intra.bw_Bps) link = sys->intra.bw_Bps;
+        busbw = eff * link;
+        alpha = steps_factor * (k - 1) * sys->intra.latency_s +
+                2.0 * log2((double)nodes) * sys->inter.latency_s;
+        if (op == LP_COLL_ALLTOALL) alpha = (n - 1) * sys->inter.latency_s / k;
+    }
+    return alpha + bytes * bus_factor(op, n) / busbw;
+}
+
+double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, double bytes,
+                   int stride)
+{
+    if (bytes <= 0) return 0.0;
+    int G = sys->gpus_per_node > 0 ? sys->gpus_per_node : 1;
+    bool inter = stride >= G;
+    enum lp_tier tier = inter ? LP_TIER_INTER : LP_TIER_INTRA;
+    const struct lp_link *l = inter ? &sys->inter : &sys->intra;
+    double eff = cm->ops->coll_eff(cm, LP_COLL_SENDRECV, tier, bytes, 2);
+    return l->latency_s + bytes / (eff * l->bw_Bps);
+}

@@ -1,0 +1,95 @@
+/* Private parts of the simulator shared by its source files. */
+#ifndef LLMPLAN_SIM_INTERNAL_H
+#define LLMPLAN_SIM_INTERNAL_H
+
+#include "llmplan/sim.h"
+
+/* Cost of one transformer layer for one micro-batch on one rank, split into
+ * compute (kernels) and communication that sits on the compute stream's
+ * critical path unless overlapped. All in seconds. */
+struct lp_layer_cost {
+    double fwd_s;        /* forward kernels */
+    double bwd_s;        /* backward kernels (dgrad + wgrad + elementwise bwd) */
+    double recompute_s;  /* forward work redone in backward (selective/full) */
+    double comm_fwd_s;   /* TP / SP / CP / EP collectives in forward */
+    double comm_bwd_s;   /* same, backward */
+    double comm_recompute_s;
+};
+
+/* Extra work of the first (embedding) and last (logits + loss) stages, per
+ * micro-batch. */
+struct lp_edge_cost {
+    double emb_fwd_s, emb_bwd_s;
+    double head_fwd_s, head_bwd_s;
+};
+
+/* Everything the shape-dependent part of a configuration determines. */
+struct lp_shape_cost {
+    struct lp_layer_cost dense;  /* dense layer */
+    struct lp_layer_cost moe;    /* MoE layer (if the model has experts) */
+    struct lp_edge_cost edge;
+    double p2p_bytes;            /* activation sent between stages per micro-batch */
+};
+
+/* Key of the memo: the fields that change per-layer shapes or costs. */
+struct lp_shape_key {
+    uint64_t model_hash;
+    uint64_t system_hash;
+    int tp, cp, ep, mb;
+    int sp, flash, prec, recompute, fused;
+};
+
+#define LP_SIM_MEMO 512
+
+struct lp_sim {
+    struct lp_cost_model cm;
+    struct lp_shape_key key[LP_SIM_MEMO];
+    struct lp_shape_cost val[LP_SIM_MEMO];
+    bool used[LP_SIM_MEMO];
+    /* schedule solver scratch: finish times of F and B per (stage, chunk, mb) */
+    double *sched_f, *sched_b;
+    size_t sched_cap;
+    uint64_t memo_hits, memo_misses;
+};
+
+/* Collective over a group of `n` ranks spaced `stride` apart in the rank
+ * order (Megatron: TP innermost). Returns seconds. */
+double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
+                    double bytes, int n, int stride);
+/* Point-to-point between two ranks `stride` apart. */
+double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, double bytes,
+                   int stride);
+
+void lp_shape_cost_compute(const struct lp_cost_model *cm, const struct lp_run *run,
+                           struct lp_shape_cost *out);
+
+/* Pipeline schedule. Per-stage forward/backward time of one micro-batch of
+ * one chunk (virtual stage); p2p is the per-hop latency+transfer. */
+struct lp_sched_in {
+    int p, m, v;
+    enum lp_schedule kind;
+    const double *f; /* [p] forward time of a chunk on stage s */
+    const double *b; /* [p] backward time (incl. recompute) of a chunk on stage s */
+    double f_first_extra, b_first_extra; /* embedding on stage 0, chunk 0 */
+    double f_last_extra, b_last_extra;   /* logits+loss on stage p-1, last chunk */
+    double p2p_s;
+    bool p2p_blocking; /* the sender is busy during a send (no p2p overlap) */
+};
+struct lp_sched_out {
+    double makespan_s;          /* time until the last backward finishes */
+    double stage_end_s[1024];   /* finish of each stage's last op (p <= 1024) */
+    double stage_busy_s[1024];  /* sum of op durations per stage */
+};
+
+/* Exact solution on the dependency graph; returns -1 if scratch is too small
+ * (the caller then uses the closed form). ev/cap/nev optional (trace). */
+int lp_sched_exact(struct lp_sim *s, const struct lp_sched_in *in, struct lp_sched_out *out,
+                   struct lp_event *ev, int cap, int *nev);
+/* Closed form for uniform stages (f, b equal on every stage, no extras):
+ * 1F1B/GPipe: (m + p - 1)(f + b) + 2(p - 1) p2p;
+ * interleaved: m v (f + b) + (p - 1)(f + b) + 2(p - 1) p2p (Narayanan 2021, Sec 2.2.2). */
+double lp_sched_closed_form(const struct lp_sched_in *in);
+
+uint64_t lp_hash_bytes(const void *p, size_t n, uint64_t h);
+
+#endif

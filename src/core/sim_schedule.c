@@ -1,0 +1,166 @@
+/* Pipeline schedules solved exactly on their dependency graph.
+ *
+ * Each stage runs its operations in the fixed order its schedule prescribes
+ * (Megatron-LM's schedules.py): GPipe runs every forward then every backward;
+ * 1F1B runs min(p - s - 1, m) warm-up forwards on stage s, then alternates one
+ * forward and one backward, then drains the backwards; interleaved 1F1B
+ * (Narayanan et al. 2021, Sec 2.2.2) does the same over v model chunks per
+ * stage with (p - s - 1) * 2 + (v - 1) * p warm-up forwards, the k-th forward
+ * working on chunk (k mod pv) / p of micro-batch (k / pv) p + k mod p.
+ *
+ * A forward of virtual stage vs = chunk * p + s needs the forward of vs - 1;
+ * a backward needs the backward of vs + 1 (or, on the last virtual stage, its
+ * own forward). An operation starts when its stage is free and its input has
+ * arrived (finish + p2p when it crosses stages). Without p2p overlap the
+ * sender is also busy for the transfer. Solving is a sweep over stages that
+ * advances each stage as far as its inputs allow, until all are done:
+ * O(p * v * m) operations, no allocation (scratch is owned by struct lp_sim). */
+#include <math.h>
+#include <stddef.h>
+
+#include "sim_internal.h"
+
+struct op {
+    bool bwd;
+    int chunk, mb;
+};
+
+static size_t at(int vs, int m, int mb)
+{
+    return (size_t)vs * (size_t)m + (size_t)mb;
+}
+
+static int warmup(const struct lp_sched_in *in, int s)
+{
+    int mv = in->m * in->v;
+    int w;
+    switch (in->kind) {
+    case LP_SCHED_GPIPE: w = mv; break;
+    case LP_SCHED_INTERLEAVED: w = (in->p - s - 1) * 2 + (in->v - 1) * in->p; break;
+    default: w = in->p - s - 1; break;
+    }
+    return w < mv ? w : mv;
+}
+
+static void item(const struct lp_sched_in *in, int k, bool bwd, struct op *o)
+{
+    int p = in->p, pv = in->p * in->v;
+    int c = (k % pv) / p;
+    o->bwd = bwd;
+    o->chunk = bwd ? in->v - 1 - c : c;
+    o->mb = (k / pv) * p + k % p;
+}
+
+/* The j-th operation of stage s. */
+static void stage_op(const struct lp_sched_in *in, int s, int j, struct op *o)
+{
+    int mv = in->m * in->v, w = warmup(in, s);
+    if (j < w) {
+        item(in, j, false, o);
+    } else if (j < w + 2 * (mv - w)) {
+        int i = j - w;
+        if (i % 2 == 0)
+            item(in, w + i / 2, false, o);
+        else
+            item(in, i / 2, true, o);
+    } else {
+        item(in, j - mv, true, o);
+    }
+}
+
+int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
+                   struct lp_event *ev, int cap, int *nev)
+{
+    int p = in->p, v = in->v, m = in->m, pv = p * v, mv = m * v;
+    size_t n = (size_t)pv * (size_t)m;
+    if (p > 1024 || n > sim->sched_cap) return -1;
+    double *F = sim->sched_f, *B = sim->sched_b;
+    for (size_t i = 0; i < n; i++) F[i] = B[i] = -1.0;
+    int next[1024];
+    double cursor[1024];
+    for (int s = 0; s < p; s++) {
+        next[s] = 0;
+        cursor[s] = 0.0;
+        out->stage_busy_s[s] = 0.0;
+    }
+    long done = 0, total = (long)p * 2 * mv;
+    int ne = 0;
+    bool sync = in->p2p_blocking;
+    while (done < total) {
+        bool progress = false;
+        for (int s = 0; s < p; s++) {
+            while (next[s] < 2 * mv) {
+                struct op o;
+                stage_op(in, s, next[s], &o);
+                int vs = o.chunk * p + s;
+                double ready, dur;
+                bool cross;
+                if (!o.bwd) {
+                    if (vs == 0) {
+                        ready = 0.0;
+                        cross = false;
+                    } else {
+                        ready = F[at(vs - 1, m, o.mb)];
+                        cross = p > 1;
+                    }
+                    dur = in->f[s] + (vs == 0 ? in->f_first_extra : 0.0) +
+                          (vs == pv - 1 ? in->f_last_extra : 0.0);
+                } else {
+                    if (vs == pv - 1) {
+                        ready = F[at(vs, m, o.mb)];
+                        cross = false;
+                    } else {
+                        ready = B[at(vs + 1, m, o.mb)];
+                        cross = p > 1;
+                    }
+                    dur = in->b[s] + (vs == 0 ? in->b_first_extra : 0.0) +
+                          (vs == pv - 1 ? in->b_last_extra : 0.0);
+                }
+                if (ready < 0.0) break;
+                if (cross) ready += in->p2p_s;
+                double start = cursor[s] > ready ? cursor[s] : ready;
+                double fin = start + dur;
+                if (!o.bwd)
+                    F[at(vs, m, o.mb)] = fin;
+                else
+                    B[at(vs, m, o.mb)] = fin;
+                cursor[s] = fin;
+                /* a send that is not overlapped keeps the sender busy */
+                bool sends = o.bwd ? vs > 0 : vs < pv - 1;
+                if (sync && sends && p > 1) cursor[s] += in->p2p_s;
+                out->stage_busy_s[s] += dur;
+                if (ev && ne < cap) {
+                    ev[ne].stage = s;
+                    ev[ne].stream = 0;
+                    ev[ne].micro = o.mb;
+                    ev[ne].chunk = o.chunk;
+                    ev[ne].kind = o.bwd ? LP_EV_BWD : LP_EV_FWD;
+                    ev[ne].start_s = start;
+                    ev[ne].dur_s = dur;
+                    ne++;
+                }
+                next[s]++;
+                done++;
+                progress = true;
+            }
+        }
+        if (!progress) return -2; /* cannot happen for the schedules above */
+    }
+    double mk = 0.0;
+    for (int s = 0; s < p; s++) {
+        out->stage_end_s[s] = cursor[s];
+        if (cursor[s] > mk) mk = cursor[s];
+    }
+    out->makespan_s = mk;
+    if (nev) *nev = ne;
+    return 0;
+}
+
+double lp_sched_closed_form(const struct lp_sched_in *in)
+{
+    double f = in->f[0], b = in->b[0];
+    double p = in->p, m = in->m, v = in->v;
+    double comm = 2.0 * (p - 1.0) * in->p2p_s;
+    if (in->kind == LP_SCHED_INTERLEAVED) return m * v * (f + b) + (p - 1.0) * (f + b) + comm;
+    return (m + p - 1.0) * (f + b) + comm;
+}

@@ -1,0 +1,308 @@
+/* The workload: every operator of a transformer layer (and of the embedding
+ * and the logits/loss stages) for one micro-batch on one rank, its shape, and
+ * its cost from the profile.
+ *
+ * Notation: b micro-batch, s sequence per CP rank, T = b*s tokens, h hidden,
+ * a heads, g kv heads, d = h/a, f ffn hidden, t TP degree. Per TP rank:
+ * a/t heads, g/t kv heads, f/t ffn columns (Megatron column/row parallel
+ * linears, Shoeybi et al. 2019). With sequence parallelism (Korthikanti et
+ * al. 2022) norms, dropout and residuals work on T/t tokens. */
+#include <math.h>
+#include <string.h>
+
+#include "sim_internal.h"
+
+struct wl {
+    const struct lp_cost_model *cm;
+    const struct lp_run *run;
+    enum lp_prec prec;      /* GEMM precision */
+    enum lp_prec aprec;     /* attention / activations precision (fp8 runs attention in bf16) */
+    double e;               /* bytes per activation element */
+    double T, Tn;           /* tokens; tokens per rank for norms/residuals */
+    double h, d, at, gt;    /* hidden, head dim, heads and kv heads per rank */
+    int t;
+    enum lp_mem_kind norm;
+};
+
+/* Kernel time and kernel count of a sequence of operators: the host must
+ * launch every kernel, so a sequence takes at least n * host_op_s (the
+ * framework's per-kernel dispatch cost) however short its kernels are. */
+struct acc {
+    double s;
+    int n;
+};
+
+static void add(struct acc *a, double t)
+{
+    a->s += t;
+    a->n++;
+}
+
+/* Time of a sequence with `comm` seconds of collectives (ncoll launches) on
+ * the same stream, bounded below by the host's dispatch rate; returns the
+ * compute share (the communication share is reported separately). */
+static double host_bound(const struct wl *w, const struct acc *a, double comm, int ncoll)
+{
+    double host = (a->n + ncoll) * w->run->fw.host_op_s;
+    double dev = a->s + comm;
+    return (host > dev ? host : dev) - comm;
+}
+
+static double gemm(const struct wl *w, enum lp_gemm_layout l, double m, double n, double k)
+{
+    return w->cm->ops->gemm_s(w->cm, l, w->prec, m, n, k);
+}
+
+/* Forward GEMM (M x K) x (K x N) and its two backward GEMMs. */
+static void linear(const struct wl *w, double M, double N, double K, struct acc *fwd,
+                   struct acc *bwd)
+{
+    add(fwd, gemm(w, LP_GEMM_FWD, M, N, K));
+    add(bwd, gemm(w, LP_GEMM_DGRAD, M, K, N));
+    add(bwd, gemm(w, LP_GEMM_WGRAD, K, N, M));
+}
+
+static double mem(const struct wl *w, enum lp_mem_kind k, double bytes)
+{
+    return w->cm->ops->mem_s(w->cm, k, bytes);
+}
+
+static double coll(const struct wl *w, enum lp_coll op, double bytes, int n, int stride)
+{
+    return lp_coll_time(w->cm, &w->run->system, op, bytes, n, stride);
+}
+
+/* TP communication of one linear pair (column-parallel in, row-parallel out)
+ * in one direction: two all-reduces without SP; with SP an all-gather before
+ * and a reduce-scatter after (same volume, Korthikanti et al. 2022 Sec 4.2.2). */
+static double tp_comm(const struct wl *w)
+{
+    double bytes = w->T * w->h * w->e;
+    if (w->t <= 1) return 0.0;
+    if (w->run->par.sequence_parallel)
+        return coll(w, LP_COLL_ALLGATHER, bytes, w->t, 1) +
+               coll(w, LP_COLL_REDUCESCATTER, bytes, w->t, 1);
+    return coll(w, LP_COLL_ALLREDUCE, bytes, w->t, 1);
+}
+
+/* Norm + residual/dropout kernels around a sub-block. */
+static void elementwise(const struct wl *w, struct acc *fwd, struct acc *bwd)
+{
+    double x = w->Tn * w->h;
+    bool fused = w->run->fw.fused_kernels;
+    add(fwd, mem(w, w->norm, 2.0 * x * w->e));
+    add(bwd, mem(w, w->norm, 3.0 * x * w->e));
+    if (fused) { /* bias + dropout + residual add in one kernel: read 2, write 1, mask 1B */
+        add(fwd, mem(w, LP_MEM_RESIDUAL, x * (3.0 * w->e + 1.0)));
+        add(bwd, mem(w, LP_MEM_DROPOUT, x * (2.0 * w->e + 1.0)));
+    } else {
+        add(fwd, mem(w, LP_MEM_DROPOUT, x * (2.0 * w->e + 1.0)));
+        add(fwd, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e));
+        add(bwd, mem(w, LP_MEM_DROPOUT, x * (2.0 * w->e + 1.0)));
+        add(bwd, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e));
+    }
+}
+
+/* Attention block: norm, QKV, rotary, core, output projection, residual. */
+static void attention_block(const struct wl *w, struct lp_layer_cost *c)
+{
+    const struct lp_run *r = w->run;
+    double T = w->T, h = w->h, d = w->d;
+    struct acc f = {0, 0}, b = {0, 0};
+    elementwise(w, &f, &b);
+    linear(w, T, (w->at + 2.0 * w->gt) * d, h, &f, &b);
+    if (r->model.pos == LP_POS_ROTARY) {
+        double x = T * (w->at + w->gt) * d;
+        add(&f, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
+        add(&b, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
+    }
+    /* Core attention. With CP each rank attends its s queries to all cp*s
+     * keys (ring attention): same FLOPs as cp independent s x s blocks. */
+    enum lp_attn_impl impl = r->train.flash_attention ? LP_ATTN_FUSED : LP_ATTN_UNFUSED;
+    double bh = r->par.micro_batch * w->at * r->par.cp;
+    double s = (double)r->model.seq_len / r->par.cp;
+    double af = w->cm->ops->attn_s(w->cm, impl, true, LP_PASS_FWD, w->aprec, bh, s, d);
+    double ab = w->cm->ops->attn_s(w->cm, impl, true, LP_PASS_BWD, w->aprec, bh, s, d);
+    /* unfused: QK^T, scale+mask+softmax, dropout, AV forward; their six
+     * backward kernels */
+    f.s += af;
+    f.n += impl == LP_ATTN_UNFUSED ? 4 : 1;
+    b.s += ab;
+    b.n += impl == LP_ATTN_UNFUSED ? 6 : 1;
+    linear(w, T, h, w->at * d, &f, &b);
+
+    double comm_f = tp_comm(w), comm_b = tp_comm(w);
+    int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
+    if (r->par.cp > 1) {
+        /* ring exchange of K and V: cp-1 steps of the local K,V block,
+         * overlapped with the attention of the previous block */
+        double kv = 2.0 * T * w->gt * d * w->e;
+        double ring = (r->par.cp - 1) * lp_p2p_time(w->cm, &r->system, kv, r->par.tp);
+        comm_f += fmax(0.0, ring - af);
+        comm_b += fmax(0.0, 2.0 * ring - ab);
+    }
+    if (r->fw.tp_overlap) {
+        comm_f = fmax(0.0, comm_f - f.s);
+        comm_b = fmax(0.0, comm_b - b.s);
+    }
+    double fwd = host_bound(w, &f, comm_f, ncoll);
+    c->fwd_s += fwd;
+    c->bwd_s += host_bound(w, &b, comm_b, ncoll);
+    c->comm_fwd_s += comm_f;
+    c->comm_bwd_s += comm_b;
+    /* Selective recomputation redoes the attention core in backward
+     * (Korthikanti et al. 2022 Sec 5). FlashAttention already recomputes the
+     * scores inside its backward kernel, so there is nothing left to redo. */
+    if (r->par.recompute == LP_RECOMPUTE_SELECTIVE && impl == LP_ATTN_UNFUSED) c->recompute_s += af;
+    if (r->par.recompute == LP_RECOMPUTE_FULL) {
+        c->recompute_s += fwd;
+        c->comm_recompute_s += comm_f;
+    }
+}
+
+/* Dense MLP block: norm, fc1, activation, fc2, residual. */
+static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
+{
+    const struct lp_run *r = w->run;
+    double T = w->T, h = w->h, ft = (double)r->model.ffn_hidden / w->t;
+    bool swiglu = r->model.ffn_act == LP_ACT_SWIGLU;
+    struct acc f = {0, 0}, b = {0, 0};
+    elementwise(w, &f, &b);
+    linear(w, T, ft * (swiglu ? 2.0 : 1.0), h, &f, &b);
+    double x = T * ft;
+    add(&f, mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * x * w->e));
+    add(&b, mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * x * w->e));
+    linear(w, T, h, ft, &f, &b);
+    double comm = tp_comm(w);
+    int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
+    double comm_f = r->fw.tp_overlap ? fmax(0.0, comm - f.s) : comm;
+    double comm_b = r->fw.tp_overlap ? fmax(0.0, comm - b.s) : comm;
+    double fwd = host_bound(w, &f, comm_f, ncoll);
+    c->fwd_s += fwd;
+    c->bwd_s += host_bound(w, &b, comm_b, ncoll);
+    c->comm_fwd_s += comm_f;
+    c->comm_bwd_s += comm_b;
+    if (r->par.recompute == LP_RECOMPUTE_FULL) {
+        c->recompute_s += fwd;
+        c->comm_recompute_s += comm_f;
+    }
+}
+
+/* MoE block (Switch/GShard style with Megatron expert parallelism): router,
+ * all-to-all dispatch, the local experts' GEMMs (grouped), all-to-all
+ * combine. Expert weights are sharded over TP like the dense MLP. */
+static void moe_block(const struct wl *w, struct lp_layer_cost *c)
+{
+    const struct lp_run *r = w->run;
+    const struct lp_moe *moe = &r->model.moe;
+    double T = w->T, h = w->h, ft = (double)moe->ffn_hidden / w->t;
+    bool swiglu = r->model.ffn_act == LP_ACT_SWIGLU;
+    double E = moe->experts, ep = r->par.ep, local = E / ep;
+    /* tokens arriving per local expert: each rank routes T*top_k tokens,
+     * spread evenly, padded by the capacity factor */
+    double te = T * moe->top_k * moe->capacity_factor / local;
+    struct acc f = {0, 0}, b = {0, 0};
+    elementwise(w, &f, &b);
+    linear(w, T, E, h, &f, &b); /* router */
+    add(&f, mem(w, LP_MEM_SOFTMAX, 2.0 * T * E * 4.0));
+    add(&b, mem(w, LP_MEM_SOFTMAX, 3.0 * T * E * 4.0));
+    struct acc ef = {0, 0}, eb = {0, 0};
+    linear(w, te, ft * (swiglu ? 2.0 : 1.0), h, &ef, &eb);
+    add(&ef, mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * te * ft * w->e));
+    add(&eb, mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * te * ft * w->e));
+    linear(w, te, h, ft, &ef, &eb);
+    /* the local experts run as grouped GEMMs: their time adds up, their
+     * launches do not */
+    f.s += local * ef.s;
+    f.n += ef.n;
+    b.s += local * eb.s;
+    b.n += eb.n;
+    /* permutation copies of the routed tokens */
+    add(&f, mem(w, LP_MEM_COPY, 4.0 * T * moe->top_k * h * w->e));
+    add(&b, mem(w, LP_MEM_COPY, 4.0 * T * moe->top_k * h * w->e));
+    double a2a = 0;
+    if (r->par.ep > 1) {
+        double bytes = T * moe->top_k * moe->capacity_factor * h * w->e;
+        a2a = 2.0 * coll(w, LP_COLL_ALLTOALL, bytes, r->par.ep, r->par.tp * r->par.cp);
+    }
+    double comm = tp_comm(w) + a2a;
+    int ncoll = (w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0) + (r->par.ep > 1 ? 2 : 0);
+    double fwd = host_bound(w, &f, comm, ncoll);
+    c->fwd_s += fwd;
+    c->bwd_s += host_bound(w, &b, comm, ncoll);
+    c->comm_fwd_s += comm;
+    c->comm_bwd_s += comm;
+    if (r->par.recompute == LP_RECOMPUTE_FULL) {
+        c->recompute_s += fwd;
+        c->comm_recompute_s += comm;
+    }
+}
+
+/* Vocabulary padded as Megatron does: to a multiple of 128 * tp. */
+static double padded_vocab(const struct lp_run *r)
+{
+    double q = 128.0 * r->par.tp;
+    return ceil(r->model.vocab / q) * q;
+}
+
+static void edges(const struct wl *w, struct lp_edge_cost *e)
+{
+    const struct lp_run *r = w->run;
+    double T = w->T, h = w->h, vt = padded_vocab(r) / w->t;
+    double tp_ar = w->t > 1 ? coll(w, LP_COLL_ALLREDUCE, T * h * w->e, w->t, 1) : 0.0;
+    /* embedding: vocab-parallel lookup + all-reduce (reduce-scatter with SP);
+     * backward scatter-adds into an fp32 gradient */
+    e->emb_fwd_s = mem(w, LP_MEM_EMBEDDING, 2.0 * T * h * w->e) + tp_ar;
+    if (r->model.pos == LP_POS_LEARNED) e->emb_fwd_s += mem(w, LP_MEM_RESIDUAL, 3.0 * T * h * w->e);
+    e->emb_bwd_s = mem(w, LP_MEM_EMBEDDING, T * h * (w->e + 8.0));
+    /* head: final norm, logits GEMM, vocab-parallel cross-entropy (three
+     * all-reduces of T floats: max, sum-exp, target logit) */
+    struct acc f = {0, 0}, b = {0, 0};
+    add(&f, mem(w, w->norm, 2.0 * w->Tn * h * w->e));
+    add(&b, mem(w, w->norm, 3.0 * w->Tn * h * w->e));
+    linear(w, T, vt, h, &f, &b);
+    add(&f, mem(w, LP_MEM_CROSS_ENTROPY, T * vt * (w->e + 4.0)));
+    add(&b, mem(w, LP_MEM_CROSS_ENTROPY, T * vt * (w->e + 4.0)));
+    double comm_f = 0, comm_b = 0;
+    if (w->t > 1) {
+        comm_f += 3.0 * coll(w, LP_COLL_ALLREDUCE, T * 4.0, w->t, 1);
+        if (r->par.sequence_parallel) {
+            comm_f += coll(w, LP_COLL_ALLGATHER, T * h * w->e, w->t, 1);
+            comm_b += coll(w, LP_COLL_REDUCESCATTER, T * h * w->e, w->t, 1);
+        } else {
+            comm_b += tp_ar;
+        }
+    }
+    e->head_fwd_s = host_bound(w, &f, comm_f, w->t > 1 ? 4 : 0) + comm_f;
+    e->head_bwd_s = host_bound(w, &b, comm_b, w->t > 1 ? 1 : 0) + comm_b;
+}
+
+void lp_shape_cost_compute(const struct lp_cost_model *cm, const struct lp_run *run,
+                           struct lp_shape_cost *out)
+{
+    const struct lp_model *m = &run->model;
+    struct wl w;
+    memset(out, 0, sizeof(*out));
+    w.cm = cm;
+    w.run = run;
+    w.prec = run->train.precision;
+    w.aprec = w.prec == LP_FP8 ? LP_BF16 : w.prec;
+    w.e = w.prec == LP_FP32 ? 4.0 : 2.0;
+    w.t = run->par.tp;
+    w.T = (double)run->par.micro_batch * m->seq_len / run->par.cp;
+    w.Tn = run->par.sequence_parallel ? w.T / w.t : w.T;
+    w.h = m->hidden;
+    w.d = (double)m->hidden / m->heads;
+    w.at = (double)m->heads / w.t;
+    w.gt = (double)m->kv_heads / w.t;
+    w.norm = m->norm == LP_NORM_RMSNORM ? LP_MEM_RMSNORM : LP_MEM_LAYERNORM;
+
+    attention_block(&w, &out->dense);
+    out->moe = out->dense;
+    mlp_block(&w, &out->dense);
+    if (m->moe.experts > 0) moe_block(&w, &out->moe);
+    edges(&w, &out->edge);
+    /* p2p between stages: the activation of one micro-batch, split over the
+     * TP ranks (scatter/gather optimisation, Narayanan et al. 2021 Sec 4.1) */
+    out->p2p_bytes = w.T * w.h * w.e / w.t;
+}

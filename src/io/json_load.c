@@ -1,0 +1,784 @@
+/* JSON presets and run descriptions (DESIGN.md, "The contract").
+ *
+ * Every error is one line: "FILE: key 'a.b': expected ..., got ...". Unknown
+ * keys are refused by name. Presets are data/<kind>s/<name>.json. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "json_util.h"
+#include "llmplan/io.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+const char *lp_data_dir(void)
+{
+    const char *env = getenv("LLMPLAN_DATA");
+    if (env && env[0]) return env;
+    return LLMPLAN_DATA_DIR;
+}
+
+const char *lp_jpath(char *buf, size_t len, const char *prefix, const char *key)
+{
+    if (prefix && prefix[0])
+        snprintf(buf, len, "%s.%s", prefix, key);
+    else
+        snprintf(buf, len, "%s", key);
+    return buf;
+}
+
+/* ---- files ---- */
+
+int lp_read_file(const char *path, char **out, size_t *len, struct lp_err *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) LP_FAIL(err, LP_EIO, "%s: cannot open: %s", path, strerror(errno));
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            size_t ncap = cap ? cap * 2 : 65536;
+            char *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                LP_FAIL(err, LP_ENOMEM, "%s: out of memory reading file", path);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t r = fread(buf + n, 1, cap - n - 1, f);
+        n += r;
+        if (r == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        LP_FAIL(err, LP_EIO, "%s: read error", path);
+    }
+    buf[n] = '\0';
+    *out = buf;
+    if (len) *len = n;
+    return LP_OK;
+}
+
+int lp_write_file_atomic(const char *path, const void *data, size_t len, struct lp_err *err)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) LP_FAIL(err, LP_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    const char *p = data;
+    size_t left = len;
+    while (left > 0) {
+        ssize_t w = write(fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR) continue;
+            int e = errno;
+            close(fd);
+            unlink(tmp);
+            LP_FAIL(err, LP_EIO, "%s: write failed: %s", tmp, strerror(e));
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0) {
+        unlink(tmp);
+        LP_FAIL(err, LP_EIO, "%s: fsync/close failed: %s", tmp, strerror(errno));
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        LP_FAIL(err, LP_EIO, "%s: rename to %s failed: %s", tmp, path, strerror(e));
+    }
+    return LP_OK;
+}
+
+/* ---- typed getters ---- */
+
+int lp_json_parse(const struct lp_jctx *c, const char *text, cJSON **out)
+{
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        long off = at ? (long)(at - text) : -1;
+        int line = 1;
+        for (long i = 0; i < off && text[i]; i++)
+            if (text[i] == '\n') line++;
+        LP_FAIL(c->err, LP_EPARSE, "%s: malformed JSON at line %d (byte %ld): expected a valid "
+                "JSON document", c->file, line, off);
+    }
+    *out = root;
+    return LP_OK;
+}
+
+int lp_json_check_keys(const struct lp_jctx *c, const cJSON *obj, const char *path,
+                       const char *const *allowed)
+{
+    char kp[256];
+    if (!cJSON_IsObject(obj))
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected an object", c->file,
+                path && path[0] ? path : "(root)");
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        int ok = 0;
+        for (int i = 0; allowed[i]; i++)
+            if (it->string && strcmp(it->string, allowed[i]) == 0) ok = 1;
+        if (!ok) {
+            char list[512];
+            size_t off = 0;
+            list[0] = '\0';
+            for (int i = 0; allowed[i] && off < sizeof(list); i++)
+                off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s", i ? ", " : "",
+                                        allowed[i]);
+            LP_FAIL(c->err, LP_EINVAL, "%s: unknown key '%s': expected one of: %s", c->file,
+                    lp_jpath(kp, sizeof(kp), path, it->string ? it->string : "?"), list);
+        }
+    }
+    return LP_OK;
+}
+
+static const char *type_name(const cJSON *v)
+{
+    if (cJSON_IsNumber(v)) return "a number";
+    if (cJSON_IsString(v)) return "a string";
+    if (cJSON_IsBool(v)) return "a boolean";
+    if (cJSON_IsNull(v)) return "null";
+    if (cJSON_IsArray(v)) return "an array";
+    if (cJSON_IsObject(v)) return "an object";
+    return "something else";
+}
+
+static void describe(const cJSON *v, char *buf, size_t len)
+{
+    if (cJSON_IsNumber(v))
+        snprintf(buf, len, "%.17g", v->valuedouble);
+    else if (cJSON_IsString(v))
+        snprintf(buf, len, "\"%.64s\"", v->valuestring);
+    else
+        snprintf(buf, len, "%s", type_name(v));
+}
+
+static int missing(const struct lp_jctx *c, const char *kp, const char *what)
+{
+    return lp_err_set_at(c->err, LP_EINVAL, __FILE__, __LINE__, "%s: missing key '%s': expected %s",
+                         c->file, kp, what);
+}
+
+int lp_json_int(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
+                bool required, int64_t min, int64_t max, int64_t *out)
+{
+    char kp[256], got[96], what[96];
+    lp_jpath(kp, sizeof(kp), path, key);
+    if (min == 1)
+        snprintf(what, sizeof(what), "a positive integer");
+    else if (min == 0)
+        snprintf(what, sizeof(what), "a non-negative integer");
+    else
+        snprintf(what, sizeof(what), "an integer >= %lld", (long long)min);
+    const cJSON *lim = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (lim && cJSON_IsNumber(lim) && lim->valuedouble > (double)max && max != INT64_MAX) {
+        size_t l = strlen(what);
+        snprintf(what + l, sizeof(what) - l, " <= %lld", (long long)max);
+    }
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) return required ? missing(c, kp, what) : LP_OK;
+    describe(v, got, sizeof(got));
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble != floor(v->valuedouble) ||
+        v->valuedouble < (double)min || v->valuedouble > (double)max || fabs(v->valuedouble) > 9e15)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected %s, got %s", c->file, kp, what, got);
+    *out = (int64_t)v->valuedouble;
+    return LP_OK;
+}
+
+int lp_json_int32(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
+                  bool required, int min, int max, int *out)
+{
+    int64_t v = *out;
+    LP_TRY(c->err, lp_json_int(c, obj, path, key, required, min, max, &v));
+    *out = (int)v;
+    return LP_OK;
+}
+
+int lp_json_num(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
+                bool required, double min, bool min_exclusive, double *out)
+{
+    char kp[256], got[96], what[96];
+    lp_jpath(kp, sizeof(kp), path, key);
+    if (min == 0 && min_exclusive)
+        snprintf(what, sizeof(what), "a positive number");
+    else
+        snprintf(what, sizeof(what), "a number %s %g", min_exclusive ? ">" : ">=", min);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) return required ? missing(c, kp, what) : LP_OK;
+    describe(v, got, sizeof(got));
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
+        (min_exclusive ? v->valuedouble <= min : v->valuedouble < min))
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected %s, got %s", c->file, kp, what, got);
+    *out = v->valuedouble;
+    return LP_OK;
+}
+
+int lp_json_bool(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
+                 bool required, bool *out)
+{
+    char kp[256], got[96];
+    lp_jpath(kp, sizeof(kp), path, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) return required ? missing(c, kp, "true or false") : LP_OK;
+    describe(v, got, sizeof(got));
+    if (!cJSON_IsBool(v))
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected true or false, got %s", c->file, kp, got);
+    *out = cJSON_IsTrue(v);
+    return LP_OK;
+}
+
+int lp_json_str(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
+                bool required, char *out, size_t len)
+{
+    char kp[256], got[96];
+    lp_jpath(kp, sizeof(kp), path, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) return required ? missing(c, kp, "a string") : LP_OK;
+    describe(v, got, sizeof(got));
+    if (!cJSON_IsString(v))
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected a string, got %s", c->file, kp, got);
+    snprintf(out, len, "%s", v->valuestring);
+    return LP_OK;
+}
+
+int lp_json_enum(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
+                 bool required, int (*parse)(const char *, int *), const char *expected, int *out)
+{
+    char kp[256], got[96];
+    lp_jpath(kp, sizeof(kp), path, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) return required ? missing(c, kp, expected) : LP_OK;
+    describe(v, got, sizeof(got));
+    int idx;
+    if (!cJSON_IsString(v) || parse(v->valuestring, &idx) != LP_OK)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected %s, got %s", c->file, kp, expected, got);
+    *out = idx;
+    return LP_OK;
+}
+
+/* enum parsers with a common signature */
+static int parse_among(const char *s, int *out, const char *const *names)
+{
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(s, names[i])) {
+            *out = i;
+            return LP_OK;
+        }
+    return LP_EINVAL;
+}
+static int parse_act(const char *s, int *o)
+{
+    static const char *const n[] = {"gelu", "swiglu", NULL};
+    return parse_among(s, o, n);
+}
+static int parse_norm(const char *s, int *o)
+{
+    static const char *const n[] = {"layernorm", "rmsnorm", NULL};
+    return parse_among(s, o, n);
+}
+static int parse_pos(const char *s, int *o)
+{
+    static const char *const n[] = {"learned", "rotary", "alibi", NULL};
+    return parse_among(s, o, n);
+}
+static int parse_prec(const char *s, int *o)
+{
+    static const char *const n[] = {"fp32", "fp16", "bf16", "fp8", NULL};
+    return parse_among(s, o, n);
+}
+static int parse_recompute(const char *s, int *o)
+{
+    static const char *const n[] = {"none", "selective", "full", NULL};
+    return parse_among(s, o, n);
+}
+static int parse_schedule(const char *s, int *o)
+{
+    static const char *const n[] = {"gpipe", "1f1b", "interleaved", NULL};
+    return parse_among(s, o, n);
+}
+static int parse_framework(const char *s, int *o)
+{
+    static const char *const n[] = {"megatron", "megatron-2021", "megatron-deepspeed", "fsdp",
+                                    NULL};
+    return parse_among(s, o, n);
+}
+
+/* ---- presets ---- */
+
+static const char *kind_dir(enum lp_preset_kind k)
+{
+    return k == LP_PRESET_MODEL ? "models" : k == LP_PRESET_GPU ? "gpus" : "systems";
+}
+
+static int valid_name(const char *name)
+{
+    if (!name[0]) return 0;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+              *p == '-' || *p == '_' || *p == '.'))
+            return 0;
+    return name[0] != '.';
+}
+
+typedef int (*preset_parse_fn)(const struct lp_jctx *c, const cJSON *obj, const char *path,
+                               void *out);
+
+static int load_preset(enum lp_preset_kind kind, const char *name, preset_parse_fn fn, void *out,
+                       struct lp_err *err)
+{
+    char path[PATH_MAX];
+    if (!valid_name(name))
+        LP_FAIL(err, LP_ENOTFOUND, "'%s' is not a %s preset name (see llmplan %s)", name,
+                kind_dir(kind), kind_dir(kind));
+    snprintf(path, sizeof(path), "%s/%s/%s.json", lp_data_dir(), kind_dir(kind), name);
+    struct stat st;
+    if (stat(path, &st) != 0)
+        LP_FAIL(err, LP_ENOTFOUND, "'%s' is not a %s preset (no %s; see llmplan %s)", name,
+                kind_dir(kind), path, kind_dir(kind));
+    char *text = NULL;
+    LP_TRY(err, lp_read_file(path, &text, NULL, err));
+    struct lp_jctx c = {path, err};
+    cJSON *root = NULL;
+    int rc = lp_json_parse(&c, text, &root);
+    free(text);
+    if (rc < 0) return rc;
+    rc = fn(&c, root, "", out);
+    cJSON_Delete(root);
+    if (rc < 0) lp_err_trace(err, __FILE__, __LINE__);
+    return rc;
+}
+
+static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *path, void *vout)
+{
+    static const char *const keys[] = {"name", "layers", "hidden", "heads", "kv_heads",
+                                       "ffn_hidden", "ffn_act", "vocab", "seq_len", "norm",
+                                       "position", "tied_embeddings", "bias", "moe", "source",
+                                       "notes", NULL};
+    static const char *const moe_keys[] = {"experts", "top_k", "ffn_hidden", "layer_freq",
+                                           "capacity_factor", NULL};
+    struct lp_model *m = vout;
+    struct lp_err *err = c->err;
+    memset(m, 0, sizeof(*m));
+    LP_TRY(err, lp_json_check_keys(c, o, path, keys));
+    LP_TRY(err, lp_json_str(c, o, path, "name", true, m->name, sizeof(m->name)));
+    LP_TRY(err, lp_json_int32(c, o, path, "layers", true, 1, 1 << 20, &m->layers));
+    LP_TRY(err, lp_json_int32(c, o, path, "hidden", true, 1, 1 << 24, &m->hidden));
+    LP_TRY(err, lp_json_int32(c, o, path, "heads", true, 1, 1 << 16, &m->heads));
+    m->kv_heads = m->heads;
+    LP_TRY(err, lp_json_int32(c, o, path, "kv_heads", false, 1, 1 << 16, &m->kv_heads));
+    m->ffn_hidden = 4 * m->hidden;
+    LP_TRY(err, lp_json_int32(c, o, path, "ffn_hidden", false, 1, 1 << 26, &m->ffn_hidden));
+    int e = LP_ACT_GELU;
+    LP_TRY(err, lp_json_enum(c, o, path, "ffn_act", false, parse_act, "\"gelu\" or \"swiglu\"", &e));
+    m->ffn_act = (enum lp_act)e;
+    LP_TRY(err, lp_json_int32(c, o, path, "vocab", true, 1, 1 << 26, &m->vocab));
+    LP_TRY(err, lp_json_int32(c, o, path, "seq_len", true, 1, 1 << 26, &m->seq_len));
+    e = LP_NORM_LAYERNORM;
+    LP_TRY(err, lp_json_enum(c, o, path, "norm", false, parse_norm,
+                             "\"layernorm\" or \"rmsnorm\"", &e));
+    m->norm = (enum lp_norm)e;
+    e = LP_POS_LEARNED;
+    LP_TRY(err, lp_json_enum(c, o, path, "position", false, parse_pos,
+                             "\"learned\", \"rotary\" or \"alibi\"", &e));
+    m->pos = (enum lp_pos)e;
+    m->tied_embeddings = true;
+    LP_TRY(err, lp_json_bool(c, o, path, "tied_embeddings", false, &m->tied_embeddings));
+    m->bias = true;
+    LP_TRY(err, lp_json_bool(c, o, path, "bias", false, &m->bias));
+    LP_TRY(err, lp_json_str(c, o, path, "source", false, m->source, sizeof(m->source)));
+    char kp[256];
+    if (m->hidden % m->heads != 0)
+        LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected heads to divide hidden (%d), got %d",
+                c->file, lp_jpath(kp, sizeof(kp), path, "heads"), m->hidden, m->heads);
+    if (m->heads % m->kv_heads != 0)
+        LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected a divisor of heads (%d), got %d", c->file,
+                lp_jpath(kp, sizeof(kp), path, "kv_heads"), m->heads, m->kv_heads);
+    const cJSON *moe = cJSON_GetObjectItemCaseSensitive(o, "moe");
+    if (moe) {
+        char mp[256];
+        lp_jpath(mp, sizeof(mp), path, "moe");
+        LP_TRY(err, lp_json_check_keys(c, moe, mp, moe_keys));
+        LP_TRY(err, lp_json_int32(c, moe, mp, "experts", true, 1, 1 << 20, &m->moe.experts));
+        m->moe.top_k = 1;
+        LP_TRY(err, lp_json_int32(c, moe, mp, "top_k", false, 1, m->moe.experts, &m->moe.top_k));
+        m->moe.ffn_hidden = m->ffn_hidden;
+        LP_TRY(err, lp_json_int32(c, moe, mp, "ffn_hidden", false, 1, 1 << 26, &m->moe.ffn_hidden));
+        m->moe.layer_freq = 1;
+        LP_TRY(err, lp_json_int32(c, moe, mp, "layer_freq", false, 1, m->layers, &m->moe.layer_freq));
+        m->moe.capacity_factor = 1.0;
+        LP_TRY(err, lp_json_num(c, moe, mp, "capacity_factor", false, 0, true,
+                                &m->moe.capacity_factor));
+    }
+    return LP_OK;
+}
+
+static int parse_gpu_obj(const struct lp_jctx *c, const cJSON *o, const char *path, void *vout)
+{
+    static const char *const keys[] = {"name", "memory_GiB", "memory_bw_GBps", "peak_tflops",
+                                       "sms", "l2_MiB", "tdp_w", "source", "notes", NULL};
+    static const char *const pk[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
+    struct lp_gpu *g = vout;
+    struct lp_err *err = c->err;
+    memset(g, 0, sizeof(*g));
+    LP_TRY(err, lp_json_check_keys(c, o, path, keys));
+    LP_TRY(err, lp_json_str(c, o, path, "name", true, g->name, sizeof(g->name)));
+    double v = 0;
+    LP_TRY(err, lp_json_num(c, o, path, "memory_GiB", true, 0, true, &v));
+    g->mem_bytes = v * GIB;
+    LP_TRY(err, lp_json_num(c, o, path, "memory_bw_GBps", true, 0, true, &v));
+    g->mem_bw_Bps = v * 1e9;
+    char pp[256];
+    lp_jpath(pp, sizeof(pp), path, "peak_tflops");
+    const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "peak_tflops");
+    if (!p) return missing(c, pp, "an object {fp32, tf32, fp16, bf16, fp8} of TFLOP/s");
+    LP_TRY(err, lp_json_check_keys(c, p, pp, pk));
+    double fp32 = 0, tf32 = 0, fp16 = 0, bf16 = 0, fp8 = 0;
+    LP_TRY(err, lp_json_num(c, p, pp, "fp32", true, 0, true, &fp32));
+    LP_TRY(err, lp_json_num(c, p, pp, "tf32", false, 0, false, &tf32));
+    LP_TRY(err, lp_json_num(c, p, pp, "fp16", false, 0, false, &fp16));
+    LP_TRY(err, lp_json_num(c, p, pp, "bf16", false, 0, false, &bf16));
+    LP_TRY(err, lp_json_num(c, p, pp, "fp8", false, 0, false, &fp8));
+    g->vector_flops = fp32 * 1e12;
+    /* fp32 training runs matmuls on TF32 tensor cores where they exist */
+    g->peak_flops[LP_FP32] = (tf32 > 0 ? tf32 : fp32) * 1e12;
+    g->peak_flops[LP_FP16] = fp16 * 1e12;
+    g->peak_flops[LP_BF16] = bf16 * 1e12;
+    g->peak_flops[LP_FP8] = fp8 * 1e12;
+    g->sms = 0;
+    LP_TRY(err, lp_json_int32(c, o, path, "sms", false, 1, 1 << 16, &g->sms));
+    v = 0;
+    LP_TRY(err, lp_json_num(c, o, path, "l2_MiB", false, 0, false, &v));
+    g->l2_bytes = v * 1024.0 * 1024.0;
+    LP_TRY(err, lp_json_num(c, o, path, "tdp_w", false, 0, false, &g->tdp_w));
+    LP_TRY(err, lp_json_str(c, o, path, "source", false, g->source, sizeof(g->source)));
+    return LP_OK;
+}
+
+static int parse_link(const struct lp_jctx *c, const cJSON *o, const char *path, const char *key,
+                      const char *bwkey, struct lp_link *l)
+{
+    char kp[256];
+    lp_jpath(kp, sizeof(kp), path, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!v) return missing(c, kp, "an object {bw, latency_us}");
+    const char *const keys[] = {bwkey, "latency_us", NULL};
+    LP_TRY(c->err, lp_json_check_keys(c, v, kp, keys));
+    double bw = 0, lat = 0;
+    LP_TRY(c->err, lp_json_num(c, v, kp, bwkey, true, 0, true, &bw));
+    LP_TRY(c->err, lp_json_num(c, v, kp, "latency_us", true, 0, false, &lat));
+    l->bw_Bps = bw * 1e9;
+    l->latency_s = lat * 1e-6;
+    return LP_OK;
+}
+
+static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char *path, void *vout)
+{
+    static const char *const keys[] = {"name", "gpu", "gpus_per_node", "intra_node", "inter_node",
+                                       "price_per_gpu_hour_usd", "source", "price_source",
+                                       "price_date", "notes", NULL};
+    struct lp_system *s = vout;
+    struct lp_err *err = c->err;
+    memset(s, 0, sizeof(*s));
+    LP_TRY(err, lp_json_check_keys(c, o, path, keys));
+    LP_TRY(err, lp_json_str(c, o, path, "name", true, s->name, sizeof(s->name)));
+    char kp[256];
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(o, "gpu");
+    if (!g) return missing(c, lp_jpath(kp, sizeof(kp), path, "gpu"), "a GPU preset name or object");
+    LP_TRY(err, lp_json_gpu(c, g, lp_jpath(kp, sizeof(kp), path, "gpu"), &s->gpu));
+    LP_TRY(err, lp_json_int32(c, o, path, "gpus_per_node", true, 1, 1 << 16, &s->gpus_per_node));
+    LP_TRY(err, parse_link(c, o, path, "intra_node", "bw_GBps", &s->intra));
+    LP_TRY(err, parse_link(c, o, path, "inter_node", "bw_GBps_per_gpu", &s->inter));
+    LP_TRY(err, lp_json_num(c, o, path, "price_per_gpu_hour_usd", true, 0, false,
+                            &s->price_per_gpu_hour_usd));
+    LP_TRY(err, lp_json_str(c, o, path, "source", false, s->source, sizeof(s->source)));
+    return LP_OK;
+}
+
+static int parse_model_cb(const struct lp_jctx *c, const cJSON *o, const char *p, void *out)
+{
+    return parse_model_obj(c, o, p, out);
+}
+
+int lp_load_model(const char *name, struct lp_model *out, struct lp_err *err)
+{
+    return load_preset(LP_PRESET_MODEL, name, parse_model_cb, out, err);
+}
+int lp_load_gpu(const char *name, struct lp_gpu *out, struct lp_err *err)
+{
+    return load_preset(LP_PRESET_GPU, name, parse_gpu_obj, out, err);
+}
+int lp_load_system(const char *name, struct lp_system *out, struct lp_err *err)
+{
+    return load_preset(LP_PRESET_SYSTEM, name, parse_system_obj, out, err);
+}
+
+/* A preset reference (string) or an inline object. */
+static int preset_or_inline(const struct lp_jctx *c, const cJSON *item, const char *path,
+                            enum lp_preset_kind kind, preset_parse_fn fn, void *out)
+{
+    if (cJSON_IsString(item)) {
+        int rc = load_preset(kind, item->valuestring, fn, out, c->err);
+        if (rc == LP_ENOTFOUND) {
+            char msg[LP_ERR_MSG];
+            snprintf(msg, sizeof(msg), "%s", c->err->msg);
+            LP_FAIL(c->err, LP_ENOTFOUND, "%s: key '%s': %s", c->file, path, msg);
+        }
+        if (rc < 0) lp_err_trace(c->err, __FILE__, __LINE__);
+        return rc;
+    }
+    if (cJSON_IsObject(item)) return fn(c, item, path, out);
+    char got[96];
+    describe(item, got, sizeof(got));
+    LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected a %s preset name or an inline object, got %s",
+            c->file, path, kind_dir(kind), got);
+}
+
+int lp_json_model(const struct lp_jctx *c, const cJSON *item, const char *path,
+                  struct lp_model *out)
+{
+    return preset_or_inline(c, item, path, LP_PRESET_MODEL, parse_model_cb, out);
+}
+int lp_json_gpu(const struct lp_jctx *c, const cJSON *item, const char *path, struct lp_gpu *out)
+{
+    return preset_or_inline(c, item, path, LP_PRESET_GPU, parse_gpu_obj, out);
+}
+int lp_json_system(const struct lp_jctx *c, const cJSON *item, const char *path,
+                   struct lp_system *out)
+{
+    return preset_or_inline(c, item, path, LP_PRESET_SYSTEM, parse_system_obj, out);
+}
+
+/* ---- run description ---- */
+
+int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
+                     struct lp_parallel *p)
+{
+    static const char *const keys[] = {"tp", "pp", "dp", "cp", "ep", "vp", "micro_batch",
+                                       "sequence_parallel", "recompute", "zero", "schedule", NULL};
+    struct lp_err *err = c->err;
+    LP_TRY(err, lp_json_check_keys(c, o, path, keys));
+    LP_TRY(err, lp_json_int32(c, o, path, "tp", false, 1, 1 << 20, &p->tp));
+    LP_TRY(err, lp_json_int32(c, o, path, "pp", false, 1, 1 << 20, &p->pp));
+    LP_TRY(err, lp_json_int32(c, o, path, "dp", false, 1, 1 << 24, &p->dp));
+    LP_TRY(err, lp_json_int32(c, o, path, "cp", false, 1, 1 << 20, &p->cp));
+    LP_TRY(err, lp_json_int32(c, o, path, "ep", false, 1, 1 << 20, &p->ep));
+    LP_TRY(err, lp_json_int32(c, o, path, "vp", false, 1, 1 << 10, &p->vp));
+    LP_TRY(err, lp_json_int32(c, o, path, "micro_batch", false, 1, 1 << 20, &p->micro_batch));
+    LP_TRY(err, lp_json_bool(c, o, path, "sequence_parallel", false, &p->sequence_parallel));
+    int e = (int)p->recompute;
+    LP_TRY(err, lp_json_enum(c, o, path, "recompute", false, parse_recompute,
+                             "\"none\", \"selective\" or \"full\"", &e));
+    p->recompute = (enum lp_recompute)e;
+    LP_TRY(err, lp_json_int32(c, o, path, "zero", false, 0, 3, &p->zero));
+    if (p->vp > 1) p->schedule = LP_SCHED_INTERLEAVED;
+    e = (int)p->schedule;
+    LP_TRY(err, lp_json_enum(c, o, path, "schedule", false, parse_schedule,
+                             "\"gpipe\", \"1f1b\" or \"interleaved\"", &e));
+    p->schedule = (enum lp_schedule)e;
+    return LP_OK;
+}
+
+int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
+                     struct lp_training *t)
+{
+    static const char *const keys[] = {"global_batch", "precision", "flash_attention", "tokens",
+                                       NULL};
+    struct lp_err *err = c->err;
+    LP_TRY(err, lp_json_check_keys(c, o, path, keys));
+    LP_TRY(err, lp_json_int(c, o, path, "global_batch", true, 1, INT64_MAX, &t->global_batch));
+    int e = (int)t->precision;
+    LP_TRY(err, lp_json_enum(c, o, path, "precision", false, parse_prec,
+                             "\"fp32\", \"fp16\", \"bf16\" or \"fp8\"", &e));
+    t->precision = (enum lp_prec)e;
+    LP_TRY(err, lp_json_bool(c, o, path, "flash_attention", false, &t->flash_attention));
+    LP_TRY(err, lp_json_num(c, o, path, "tokens", false, 0, false, &t->tokens));
+    return LP_OK;
+}
+
+int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
+                      struct lp_framework_opts *f)
+{
+    static const char *const keys[] = {"name", "dp_overlap", "tp_overlap", "pp_overlap",
+                                       "param_gather_overlap", "fused_kernels", "bucket_MB",
+                                       "step_overhead_ms", "host_op_us", NULL};
+    struct lp_err *err = c->err;
+    const char *expected = "\"megatron\", \"megatron-2021\", \"megatron-deepspeed\" or \"fsdp\"";
+    int e = LP_FW_MEGATRON;
+    if (cJSON_IsString(item)) {
+        if (parse_framework(item->valuestring, &e) != LP_OK)
+            LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected %s, got \"%.64s\"", c->file, path,
+                    expected, item->valuestring);
+        lp_framework_defaults((enum lp_framework)e, f);
+        return LP_OK;
+    }
+    if (!cJSON_IsObject(item))
+        LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected a framework name or an object", c->file,
+                path);
+    LP_TRY(err, lp_json_check_keys(c, item, path, keys));
+    LP_TRY(err, lp_json_enum(c, item, path, "name", true, parse_framework, expected, &e));
+    lp_framework_defaults((enum lp_framework)e, f);
+    LP_TRY(err, lp_json_bool(c, item, path, "dp_overlap", false, &f->dp_overlap));
+    LP_TRY(err, lp_json_bool(c, item, path, "tp_overlap", false, &f->tp_overlap));
+    LP_TRY(err, lp_json_bool(c, item, path, "pp_overlap", false, &f->pp_overlap));
+    LP_TRY(err, lp_json_bool(c, item, path, "param_gather_overlap", false,
+                             &f->param_gather_overlap));
+    LP_TRY(err, lp_json_bool(c, item, path, "fused_kernels", false, &f->fused_kernels));
+    double mb = f->bucket_bytes / 1e6, ms = f->step_overhead_s * 1e3, us = f->host_op_s * 1e6;
+    LP_TRY(err, lp_json_num(c, item, path, "bucket_MB", false, 0, true, &mb));
+    LP_TRY(err, lp_json_num(c, item, path, "step_overhead_ms", false, 0, false, &ms));
+    LP_TRY(err, lp_json_num(c, item, path, "host_op_us", false, 0, false, &us));
+    f->bucket_bytes = mb * 1e6;
+    f->step_overhead_s = ms * 1e-3;
+    f->host_op_s = us * 1e-6;
+    return LP_OK;
+}
+
+static void run_defaults(struct lp_run *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->par.tp = r->par.pp = r->par.dp = r->par.cp = r->par.ep = r->par.vp = 1;
+    r->par.micro_batch = 1;
+    r->par.recompute = LP_RECOMPUTE_NONE;
+    r->par.zero = 0;
+    r->par.schedule = LP_SCHED_1F1B;
+    r->train.precision = LP_BF16;
+    r->train.flash_attention = true;
+    lp_framework_defaults(LP_FW_MEGATRON, &r->fw);
+}
+
+int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struct lp_err *err)
+{
+    static const char *const keys[] = {"model", "system", "parallel", "training", "framework",
+                                       "gpus", "comment", NULL};
+    struct lp_jctx c = {origin, err};
+    cJSON *root = NULL;
+    LP_TRY(err, lp_json_parse(&c, text, &root));
+    int rc = LP_OK;
+    run_defaults(out);
+    LP_TRY_GOTO(err, rc, lp_json_check_keys(&c, root, "", keys), cleanup);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "model");
+    if (!v) {
+        rc = missing(&c, "model", "a model preset name or an inline object");
+        goto cleanup;
+    }
+    LP_TRY_GOTO(err, rc, lp_json_model(&c, v, "model", &out->model), cleanup);
+    v = cJSON_GetObjectItemCaseSensitive(root, "system");
+    if (!v) {
+        rc = missing(&c, "system", "a system preset name or an inline object");
+        goto cleanup;
+    }
+    LP_TRY_GOTO(err, rc, lp_json_system(&c, v, "system", &out->system), cleanup);
+    v = cJSON_GetObjectItemCaseSensitive(root, "parallel");
+    bool dp_given = false;
+    if (v) {
+        dp_given = cJSON_GetObjectItemCaseSensitive(v, "dp") != NULL;
+        LP_TRY_GOTO(err, rc, lp_json_parallel(&c, v, "parallel", &out->par), cleanup);
+    }
+    v = cJSON_GetObjectItemCaseSensitive(root, "training");
+    if (!v) {
+        rc = missing(&c, "training", "an object {global_batch, precision, ...}");
+        goto cleanup;
+    }
+    LP_TRY_GOTO(err, rc, lp_json_training(&c, v, "training", &out->train), cleanup);
+    v = cJSON_GetObjectItemCaseSensitive(root, "framework");
+    if (v) LP_TRY_GOTO(err, rc, lp_json_framework(&c, v, "framework", &out->fw), cleanup);
+    /* "gpus" (extension): derive dp = gpus / (tp*pp*cp) when dp is not given */
+    int gpus = 0;
+    LP_TRY_GOTO(err, rc, lp_json_int32(&c, root, "", "gpus", false, 1, 1 << 24, &gpus), cleanup);
+    if (gpus > 0) {
+        int mp = out->par.tp * out->par.pp * out->par.cp;
+        if (!dp_given) {
+            if (gpus % mp != 0) {
+                rc = lp_err_set_at(err, LP_EINVAL, __FILE__, __LINE__,
+                                   "%s: key 'gpus': expected a multiple of tp*pp*cp = %d, got %d",
+                                   origin, mp, gpus);
+                goto cleanup;
+            }
+            out->par.dp = gpus / mp;
+        } else if (gpus != mp * out->par.dp) {
+            rc = lp_err_set_at(err, LP_EINVAL, __FILE__, __LINE__,
+                               "%s: key 'gpus': expected tp*pp*cp*dp = %d, got %d", origin,
+                               mp * out->par.dp, gpus);
+            goto cleanup;
+        }
+    }
+cleanup:
+    cJSON_Delete(root);
+    return rc;
+}
+
+int lp_load_run(const char *path, struct lp_run *out, struct lp_err *err)
+{
+    char *text = NULL;
+    LP_TRY(err, lp_read_file(path, &text, NULL, err));
+    int rc = lp_parse_run(text, path, out, err);
+    free(text);
+    if (rc < 0) lp_err_trace(err, __FILE__, __LINE__);
+    return rc;
+}
+
+/* ---- listing ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int lp_list_presets(enum lp_preset_kind kind,
+                    int (*fn)(const char *name, const char *path, void *arg), void *arg,
+                    struct lp_err *err)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof(dir), "%s/%s", lp_data_dir(), kind_dir(kind));
+    DIR *d = opendir(dir);
+    if (!d) LP_FAIL(err, LP_EIO, "%s: cannot open preset directory: %s", dir, strerror(errno));
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    int rc = LP_OK;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        size_t l = strlen(de->d_name);
+        if (l < 6 || strcmp(de->d_name + l - 5, ".json") != 0 || de->d_name[0] == '.') continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **nn = realloc(names, cap * sizeof(*names));
+            if (!nn) {
+                rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
+                goto cleanup;
+            }
+            names = nn;
+        }
+        names[n] = strndup(de->d_name, l - 5);
+        if (!names[n]) {
+            rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
+            goto cleanup;
+        }
+        n++;
+    }
+    if (n) qsort(names, n, sizeof(*names), cmp_str);
+    for (size_t i = 0; i < n && rc >= 0; i++) {
+        char path[PATH_MAX + 64];
+        int w = snprintf(path, sizeof(path), "%s/%s.json", dir, names[i]);
+        if (w < 0 || (size_t)w >= sizeof(path)) continue;
+        rc = fn(names[i], path, arg);
+    }
+cleanup:
+    for (size_t i = 0; i < n; i++) free(names[i]);
+    free(names);
+    closedir(d);
+    return rc;
+}

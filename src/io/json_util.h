@@ -1,0 +1,58 @@
+/* Private helpers of src/io for reading JSON with precise errors: every
+ * message names the file, the key (dotted path) and what was expected. */
+#ifndef LLMPLAN_IO_JSON_UTIL_H
+#define LLMPLAN_IO_JSON_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <cjson/cJSON.h>
+
+#include "llmplan/config.h"
+#include "llmplan/status.h"
+
+struct lp_jctx {
+    const char *file; /* shown in messages */
+    struct lp_err *err;
+};
+
+/* Build "prefix.key" into buf. */
+const char *lp_jpath(char *buf, size_t len, const char *prefix, const char *key);
+
+/* Parse text; error names the file and the byte offset of the problem. */
+int lp_json_parse(const struct lp_jctx *c, const char *text, cJSON **out);
+
+/* Refuse keys not in the NULL-terminated allowed list. */
+int lp_json_check_keys(const struct lp_jctx *c, const cJSON *obj, const char *path,
+                       const char *const *allowed);
+
+/* Typed getters. `required`: absence is an error; else *out keeps its value. */
+int lp_json_int(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
+                bool required, int64_t min, int64_t max, int64_t *out);
+int lp_json_int32(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
+                  bool required, int min, int max, int *out);
+int lp_json_num(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
+                bool required, double min, bool min_exclusive, double *out);
+int lp_json_bool(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
+                 bool required, bool *out);
+int lp_json_str(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
+                bool required, char *out, size_t len);
+/* A string that must be one of names[0..n-1]; *out gets its index. */
+int lp_json_enum(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
+                 bool required, int (*parse)(const char *, int *), const char *expected,
+                 int *out);
+
+/* Objects of the contract. `item` is a preset name (string) or an inline object. */
+int lp_json_model(const struct lp_jctx *c, const cJSON *item, const char *path,
+                  struct lp_model *out);
+int lp_json_gpu(const struct lp_jctx *c, const cJSON *item, const char *path, struct lp_gpu *out);
+int lp_json_system(const struct lp_jctx *c, const cJSON *item, const char *path,
+                   struct lp_system *out);
+int lp_json_parallel(const struct lp_jctx *c, const cJSON *obj, const char *path,
+                     struct lp_parallel *out);
+int lp_json_training(const struct lp_jctx *c, const cJSON *obj, const char *path,
+                     struct lp_training *out);
+int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
+                      struct lp_framework_opts *out);
+
+#endif

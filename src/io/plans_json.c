@@ -1,0 +1,137 @@
+/* plans.json: the answer of a sweep (DESIGN.md contract; docs/search.md).
+ *
+ * Every plan has the shape of `llmplan simulate --json` with its
+ * configuration blocks (lp_result_to_json, with_config) plus "index", its
+ * position in the sweep's configuration space. Apart from stats.wall_s,
+ * stats.configs_per_s and stats.ranks, the file depends only on the sweep,
+ * never on the rank count or on interruptions. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "llmplan/io.h"
+#include "llmplan/search.h"
+
+static cJSON *plan_json(const struct lp_entry *e, struct lp_err *err)
+{
+    char *text = NULL;
+    if (lp_result_to_json(&e->run, &e->res, true, &text, err) < 0) {
+        lp_err_trace(err, __FILE__, __LINE__);
+        return NULL;
+    }
+    cJSON *o = cJSON_Parse(text);
+    free(text);
+    if (!o) {
+        lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "cannot re-read a result's JSON");
+        return NULL;
+    }
+    /* "index" first: the key a reader joins plans.json and sweep.h5 on */
+    cJSON *p = cJSON_CreateObject();
+    if (!p || !cJSON_AddNumberToObject(p, "index", (double)e->index)) {
+        cJSON_Delete(p);
+        cJSON_Delete(o);
+        lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory building JSON");
+        return NULL;
+    }
+    while (o->child) {
+        cJSON *it = cJSON_DetachItemViaPointer(o, o->child);
+        cJSON_AddItemToObject(p, it->string, it);
+    }
+    cJSON_Delete(o);
+    return p;
+}
+
+static int add_list(cJSON *root, const char *key, const struct lp_entry_set *set,
+                    struct lp_err *err)
+{
+    cJSON *a = cJSON_AddArrayToObject(root, key);
+    if (!a) LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+    for (size_t i = 0; i < set->n; i++) {
+        cJSON *p = plan_json(&set->e[i], err);
+        if (!p) return err ? err->code : LP_ENOMEM;
+        cJSON_AddItemToArray(a, p);
+    }
+    return LP_OK;
+}
+
+static int add_best(cJSON *root, const char *key, const struct lp_entry_set *set,
+                    struct lp_err *err)
+{
+    if (set->n == 0) {
+        if (!cJSON_AddNullToObject(root, key)) LP_FAIL(err, LP_ENOMEM, "out of memory");
+        return LP_OK;
+    }
+    cJSON *p = plan_json(&set->e[0], err);
+    if (!p) return err ? err->code : LP_ENOMEM;
+    cJSON_AddItemToObject(root, key, p);
+    return LP_OK;
+}
+
+static int add_reasons(cJSON *stats, const char *key, const uint64_t *by_reason,
+                       struct lp_err *err)
+{
+    cJSON *o = cJSON_AddObjectToObject(stats, key);
+    if (!o) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    for (int r = 0; r < LP_REASON_COUNT; r++)
+        if (by_reason[r] && !cJSON_AddNumberToObject(o, lp_reason_name((enum lp_reason)r),
+                                                     (double)by_reason[r]))
+            LP_FAIL(err, LP_ENOMEM, "out of memory");
+    return LP_OK;
+}
+
+static int build(cJSON *root, const struct lp_results *res, const struct lp_counts *c,
+                 const struct lp_plans_info *info, struct lp_err *err)
+{
+    LP_TRY(err, add_best(root, "time_optimal", &res->top[LP_OBJ_TIME], err));
+    LP_TRY(err, add_best(root, "cost_optimal", &res->top[LP_OBJ_COST], err));
+    LP_TRY(err, add_list(root, "pareto", &res->front, err));
+    LP_TRY(err, add_list(root, "top_time", &res->top[LP_OBJ_TIME], err));
+    LP_TRY(err, add_list(root, "top_cost", &res->top[LP_OBJ_COST], err));
+    cJSON *st = cJSON_AddObjectToObject(root, "stats");
+    if (!st) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    uint64_t infeasible = c->v[LP_COUNT_EVALUATED] - c->v[LP_COUNT_FEASIBLE];
+    double configs_per_s = info->wall_s > 0 ? (double)c->v[LP_COUNT_DONE] / info->wall_s : 0;
+    int bad = !cJSON_AddNumberToObject(st, "space_size", (double)info->space_size) ||
+              !cJSON_AddNumberToObject(st, "evaluated", (double)c->v[LP_COUNT_EVALUATED]) ||
+              !cJSON_AddNumberToObject(st, "feasible", (double)c->v[LP_COUNT_FEASIBLE]) ||
+              !cJSON_AddNumberToObject(st, "infeasible", (double)infeasible);
+    if (bad) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    LP_TRY(err, add_reasons(st, "infeasible_by_reason", &c->v[LP_COUNT_INFEASIBLE_BY_REASON], err));
+    if (!cJSON_AddNumberToObject(st, "skipped", (double)c->v[LP_COUNT_SKIPPED]))
+        LP_FAIL(err, LP_ENOMEM, "out of memory");
+    LP_TRY(err, add_reasons(st, "skipped_by_reason", &c->v[LP_COUNT_SKIPPED_BY_REASON], err));
+    bad = !cJSON_AddStringToObject(st, "objective_time", "iteration_time_s") ||
+          !cJSON_AddStringToObject(st, "objective_cost",
+                                   info->tokens > 0 ? "training.cost_usd"
+                                       : "cost_per_iteration_usd") ||
+          !cJSON_AddStringToObject(st, "sweep", info->sweep ? info->sweep : "") ||
+          !cJSON_AddStringToObject(st, "profile", info->profile ? info->profile : "") ||
+          !cJSON_AddNumberToObject(st, "wall_s", info->wall_s) ||
+          !cJSON_AddNumberToObject(st, "configs_per_s", configs_per_s) ||
+          !cJSON_AddNumberToObject(st, "ranks", info->ranks);
+    if (bad) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    return LP_OK;
+}
+
+int lp_plans_write(const char *path, const struct lp_results *res, const struct lp_counts *c,
+                   const struct lp_plans_info *info, struct lp_err *err)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    int rc = build(root, res, c, info, err);
+    char *text = NULL;
+    if (rc == LP_OK) {
+        text = cJSON_Print(root);
+        if (!text) rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
+    }
+    cJSON_Delete(root);
+    if (rc == LP_OK) {
+        size_t n = strlen(text);
+        text[n] = '\n'; /* cJSON leaves no final newline; the NUL is replaced */
+        rc = lp_write_file_atomic(path, text, n + 1, err);
+        if (rc < 0) lp_err_trace(err, __FILE__, __LINE__);
+    }
+    free(text);
+    return rc;
+}

@@ -1,0 +1,198 @@
+/* Results as JSON (simulate --json, plans.json entries) and the Chrome
+ * trace-event timeline (--trace). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "llmplan/io.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+static int add_num(cJSON *o, const char *k, double v)
+{
+    return cJSON_AddNumberToObject(o, k, v) ? 0 : -1;
+}
+
+static cJSON *config_json(const struct lp_run *r, int gpus)
+{
+    cJSON *c = cJSON_CreateObject();
+    if (!c) return NULL;
+    int bad = 0;
+    bad |= !cJSON_AddStringToObject(c, "model", r->model.name);
+    bad |= !cJSON_AddStringToObject(c, "system", r->system.name);
+    bad |= add_num(c, "gpus", gpus);
+    cJSON *p = cJSON_AddObjectToObject(c, "parallel");
+    bad |= !p;
+    if (p) {
+        bad |= add_num(p, "tp", r->par.tp) | add_num(p, "pp", r->par.pp) |
+               add_num(p, "dp", r->par.dp) | add_num(p, "cp", r->par.cp) |
+               add_num(p, "ep", r->par.ep) | add_num(p, "vp", r->par.vp) |
+               add_num(p, "micro_batch", r->par.micro_batch);
+        bad |= !cJSON_AddBoolToObject(p, "sequence_parallel", r->par.sequence_parallel);
+        bad |= !cJSON_AddStringToObject(p, "recompute", lp_recompute_name(r->par.recompute));
+        bad |= add_num(p, "zero", r->par.zero);
+        bad |= !cJSON_AddStringToObject(p, "schedule", lp_schedule_name(r->par.schedule));
+    }
+    cJSON *t = cJSON_AddObjectToObject(c, "training");
+    bad |= !t;
+    if (t) {
+        bad |= add_num(t, "global_batch", (double)r->train.global_batch);
+        bad |= !cJSON_AddStringToObject(t, "precision", lp_prec_name(r->train.precision));
+        bad |= !cJSON_AddBoolToObject(t, "flash_attention", r->train.flash_attention);
+        bad |= add_num(t, "tokens", r->train.tokens);
+    }
+    bad |= !cJSON_AddStringToObject(c, "framework", lp_framework_name(r->fw.kind));
+    if (bad) {
+        cJSON_Delete(c);
+        return NULL;
+    }
+    return c;
+}
+
+static int result_json(const struct lp_run *run, const struct lp_result *res, bool with_config,
+                       bool compact, char **out, struct lp_err *err)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o) LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+    int bad = 0;
+    if (with_config) {
+        cJSON *c = config_json(run, res->gpus);
+        if (!c) {
+            cJSON_Delete(o);
+            LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+        }
+        for (cJSON *it = c->child; it;) {
+            cJSON *next = it->next;
+            cJSON *d = cJSON_DetachItemViaPointer(c, it);
+            cJSON_AddItemToObject(o, d->string, d);
+            it = next;
+        }
+        cJSON_Delete(c);
+    }
+    bad |= !cJSON_AddBoolToObject(o, "feasible", res->feasible);
+    if (res->feasible) {
+        bad |= !cJSON_AddNullToObject(o, "reason");
+    } else {
+        char why[256];
+        lp_result_reason(res, why, sizeof(why));
+        bad |= !cJSON_AddStringToObject(o, "reason", why);
+        bad |= !cJSON_AddStringToObject(o, "reason_code", lp_reason_name(res->reason));
+    }
+    bad |= add_num(o, "iteration_time_s", res->iteration_time_s);
+    bad |= add_num(o, "tokens_per_s", res->tokens_per_s);
+    bad |= add_num(o, "model_tflops_per_gpu", res->model_tflops_per_gpu);
+    bad |= add_num(o, "mfu", res->mfu);
+    bad |= add_num(o, "memory_per_gpu_gib", res->memory_per_gpu_bytes / GIB);
+    cJSON *mem = cJSON_AddObjectToObject(o, "memory_gib");
+    bad |= !mem;
+    if (mem) {
+        bad |= add_num(mem, "weights", res->memory.weights_bytes / GIB);
+        bad |= add_num(mem, "gradients", res->memory.grads_bytes / GIB);
+        bad |= add_num(mem, "optimizer", res->memory.optimizer_bytes / GIB);
+        bad |= add_num(mem, "activations", res->memory.activations_bytes / GIB);
+        bad |= add_num(mem, "temporary", res->memory.temp_bytes / GIB);
+    }
+    cJSON *b = cJSON_AddObjectToObject(o, "breakdown_s");
+    bad |= !b;
+    if (b) {
+        bad |= add_num(b, "compute", res->breakdown.compute_s);
+        bad |= add_num(b, "tp_comm", res->breakdown.tp_comm_s);
+        bad |= add_num(b, "pp_bubble", res->breakdown.pp_bubble_s);
+        bad |= add_num(b, "pp_comm", res->breakdown.pp_comm_s);
+        bad |= add_num(b, "dp_comm_exposed", res->breakdown.dp_comm_exposed_s);
+        bad |= add_num(b, "optimizer", res->breakdown.optimizer_s);
+    }
+    bad |= add_num(o, "microbatches", res->microbatches);
+    bad |= add_num(o, "cost_per_iteration_usd", res->cost_per_iteration_usd);
+    cJSON *t = cJSON_AddObjectToObject(o, "training");
+    bad |= !t;
+    if (t) {
+        bad |= add_num(t, "time_days", res->time_days);
+        bad |= add_num(t, "gpu_hours", res->gpu_hours);
+        bad |= add_num(t, "cost_usd", res->cost_usd);
+    }
+    char *s = bad ? NULL : compact ? cJSON_PrintUnformatted(o) : cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!s) LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+    *out = s;
+    return LP_OK;
+}
+
+int lp_result_to_json(const struct lp_run *run, const struct lp_result *res, bool with_config,
+                      char **out, struct lp_err *err)
+{
+    return result_json(run, res, with_config, false, out, err);
+}
+
+int lp_result_to_json_line(const struct lp_run *run, const struct lp_result *res,
+                           bool with_config, char **out, struct lp_err *err)
+{
+    return result_json(run, res, with_config, true, out, err);
+}
+
+static const char *event_name(enum lp_event_kind k)
+{
+    switch (k) {
+    case LP_EV_FWD: return "F";
+    case LP_EV_BWD: return "B";
+    case LP_EV_RECOMPUTE: return "R";
+    case LP_EV_P2P: return "p2p";
+    case LP_EV_TP: return "tp";
+    case LP_EV_DP: return "dp-sync";
+    case LP_EV_OPT: return "optimizer";
+    default: return "?";
+    }
+}
+
+/* Chrome trace-event format ("X" complete events, microseconds); one process
+ * per pipeline stage, thread 0 = compute stream, 1 = communication. */
+int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_event *ev, int n,
+                   struct lp_err *err)
+{
+    cJSON *root = cJSON_CreateObject();
+    cJSON *arr = root ? cJSON_AddArrayToObject(root, "traceEvents") : NULL;
+    if (!arr) {
+        cJSON_Delete(root);
+        LP_FAIL(err, LP_ENOMEM, "out of memory building the trace");
+    }
+    int bad = 0;
+    for (int s = 0; s < run->par.pp; s++) {
+        for (int th = 0; th < 2; th++) {
+            cJSON *m = cJSON_CreateObject();
+            char name[64];
+            snprintf(name, sizeof(name), th ? "stage %d comm" : "stage %d compute", s);
+            bad |= !m || !cJSON_AddStringToObject(m, "name", "thread_name") ||
+                   !cJSON_AddStringToObject(m, "ph", "M") || add_num(m, "pid", s) ||
+                   add_num(m, "tid", th);
+            cJSON *a = m ? cJSON_AddObjectToObject(m, "args") : NULL;
+            bad |= !a || !cJSON_AddStringToObject(a, "name", name);
+            if (m) cJSON_AddItemToArray(arr, m);
+        }
+    }
+    for (int i = 0; i < n && !bad; i++) {
+        cJSON *e = cJSON_CreateObject();
+        char name[64];
+        if (ev[i].micro >= 0)
+            snprintf(name, sizeof(name), "%s%d%s", event_name(ev[i].kind), ev[i].micro,
+                     run->par.vp > 1 ? (ev[i].chunk ? "b" : "a") : "");
+        else
+            snprintf(name, sizeof(name), "%s", event_name(ev[i].kind));
+        bad |= !e || !cJSON_AddStringToObject(e, "name", name) ||
+               !cJSON_AddStringToObject(e, "cat", event_name(ev[i].kind)) ||
+               !cJSON_AddStringToObject(e, "ph", "X") || add_num(e, "ts", ev[i].start_s * 1e6) ||
+               add_num(e, "dur", ev[i].dur_s * 1e6) || add_num(e, "pid", ev[i].stage) ||
+               add_num(e, "tid", ev[i].stream);
+        cJSON *a = e ? cJSON_AddObjectToObject(e, "args") : NULL;
+        bad |= !a || add_num(a, "micro_batch", ev[i].micro) || add_num(a, "chunk", ev[i].chunk);
+        if (e) cJSON_AddItemToArray(arr, e);
+    }
+    char *s = bad ? NULL : cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!s) LP_FAIL(err, LP_ENOMEM, "out of memory building the trace");
+    int rc = lp_write_file_atomic(path, s, strlen(s), err);
+    free(s);
+    if (rc < 0) lp_err_trace(err, __FILE__, __LINE__);
+    return rc;
+}

@@ -1,0 +1,413 @@
+/* Sweep descriptions (`llmplan search SWEEP.json`; docs/search.md).
+ *
+ * A sweep is a run description whose "parallel" block is replaced by a
+ * "space" of values per dimension and whose GPU count is a list. Every error
+ * is one line naming the file, the key and what was expected; unknown keys
+ * are refused. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json_util.h"
+#include "llmplan/io.h"
+#include "llmplan/search.h"
+
+/* A growing list of the values of one dimension, with duplicate and size
+ * checks that name the key. */
+struct vlist {
+    int n;
+    int *v;
+};
+
+static int vlist_push(const struct lp_jctx *c, const char *kp, struct vlist *l, int x)
+{
+    for (int i = 0; i < l->n; i++)
+        if (l->v[i] == x)
+            LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected distinct values, got %d twice",
+                    c->file, kp, x);
+    if (l->n >= LP_SWEEP_MAX_VALUES)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected at most %d values", c->file, kp,
+                LP_SWEEP_MAX_VALUES);
+    l->v[l->n++] = x;
+    return LP_OK;
+}
+
+static void pow2_upto(struct vlist *l, long long limit)
+{
+    l->n = 0;
+    for (long long x = 1; x <= limit && l->n < LP_SWEEP_MAX_VALUES; x *= 2) l->v[l->n++] = (int)x;
+    if (l->n == 0) l->v[l->n++] = 1;
+}
+
+static int int_item(const struct lp_jctx *c, const char *kp, const cJSON *it, int min, int max,
+                    int *out)
+{
+    if (!cJSON_IsNumber(it) || it->valuedouble != (double)(long long)it->valuedouble ||
+        it->valuedouble < min || it->valuedouble > max)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected integers in [%d, %d]", c->file, kp,
+                min, max);
+    *out = (int)it->valuedouble;
+    return LP_OK;
+}
+
+/* {min, max, step}: step is an integer (add) or "xN" (multiply by N >= 2). */
+static int int_range(const struct lp_jctx *c, const char *kp, const cJSON *o, int min, int max,
+                     struct vlist *l)
+{
+    static const char *const keys[] = {"min", "max", "step", NULL};
+    struct lp_err *err = c->err;
+    LP_TRY(err, lp_json_check_keys(c, o, kp, keys));
+    int lo = 0, hi = 0, add = 1, mul = 0;
+    LP_TRY(err, lp_json_int32(c, o, kp, "min", true, min, max, &lo));
+    LP_TRY(err, lp_json_int32(c, o, kp, "max", true, min, max, &hi));
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "step");
+    if (cJSON_IsString(st)) {
+        char *end = NULL;
+        const char *s = st->valuestring;
+        long f = (s[0] == 'x' || s[0] == '*') ? strtol(s + 1, &end, 10) : 0;
+        if (f < 2 || f > 1024 || !end || *end != '\0')
+            LP_FAIL(err, LP_EINVAL,
+                    "%s: key '%s.step': expected a positive integer or \"xN\" (N >= 2), got "
+                    "\"%.32s\"",
+                    c->file, kp, s);
+        mul = (int)f;
+    } else if (st) {
+        LP_TRY(err, lp_json_int32(c, o, kp, "step", true, 1, INT_MAX, &add));
+    }
+    if (hi < lo)
+        LP_FAIL(err, LP_EINVAL, "%s: key '%s.max': expected >= min (%d), got %d", c->file, kp, lo,
+                hi);
+    l->n = 0;
+    for (long long x = lo; x <= hi; x = mul ? x * mul : x + add) {
+        if (mul && x == 0) {
+            LP_TRY(err, vlist_push(c, kp, l, 0));
+            break;
+        }
+        LP_TRY(err, vlist_push(c, kp, l, (int)x));
+    }
+    return LP_OK;
+}
+
+/* An integer dimension: N | [N, ...] | {min,max,step} | "auto" (*is_auto). */
+static int int_values(const struct lp_jctx *c, const cJSON *v, const char *kp, int min, int max,
+                      bool allow_auto, struct vlist *l, bool *is_auto)
+{
+    l->n = 0;
+    if (is_auto) *is_auto = false;
+    if (cJSON_IsString(v) && allow_auto && !strcmp(v->valuestring, "auto")) {
+        *is_auto = true;
+        return LP_OK;
+    }
+    if (cJSON_IsNumber(v)) {
+        int x = 0;
+        LP_TRY(c->err, int_item(c, kp, v, min, max, &x));
+        return vlist_push(c, kp, l, x);
+    }
+    if (cJSON_IsArray(v)) {
+        for (const cJSON *it = v->child; it; it = it->next) {
+            int x = 0;
+            LP_TRY(c->err, int_item(c, kp, it, min, max, &x));
+            LP_TRY(c->err, vlist_push(c, kp, l, x));
+        }
+        return LP_OK;
+    }
+    if (cJSON_IsObject(v)) return int_range(c, kp, v, min, max, l);
+    LP_FAIL(c->err, LP_EINVAL,
+            "%s: key '%s': expected an integer, a list of integers, {min, max, step}%s", c->file,
+            kp, allow_auto ? " or \"auto\"" : "");
+}
+
+/* An enum dimension: "name" | ["name", ...] | "auto" (every value). */
+static int enum_values(const struct lp_jctx *c, const cJSON *v, const char *kp,
+                       const char *const *names, int count, struct vlist *l)
+{
+    char expected[256];
+    size_t off = 0;
+    for (int i = 0; i < count; i++)
+        off += (size_t)snprintf(expected + off, sizeof(expected) - off, "\"%s\", ", names[i]);
+    snprintf(expected + off, sizeof(expected) - off, "a list of them or \"auto\"");
+    l->n = 0;
+    if (cJSON_IsString(v) && !strcmp(v->valuestring, "auto")) {
+        for (int i = 0; i < count; i++) l->v[l->n++] = i;
+        return LP_OK;
+    }
+    const cJSON *first = cJSON_IsArray(v) ? v->child : v;
+    for (const cJSON *it = first; it; it = cJSON_IsArray(v) ? it->next : NULL) {
+        int idx = -1;
+        for (int i = 0; cJSON_IsString(it) && i < count; i++)
+            if (!strcmp(it->valuestring, names[i])) idx = i;
+        if (idx < 0) LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected %s", c->file, kp, expected);
+        LP_TRY(c->err, vlist_push(c, kp, l, idx));
+    }
+    return LP_OK;
+}
+
+static int bool_values(const struct lp_jctx *c, const cJSON *v, const char *kp, struct vlist *l)
+{
+    l->n = 0;
+    if (cJSON_IsString(v) && !strcmp(v->valuestring, "auto")) {
+        l->v[l->n++] = 0;
+        l->v[l->n++] = 1;
+        return LP_OK;
+    }
+    const cJSON *first = cJSON_IsArray(v) ? v->child : v;
+    for (const cJSON *it = first; it; it = cJSON_IsArray(v) ? it->next : NULL) {
+        if (!cJSON_IsBool(it))
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key '%s': expected true, false, a list of them or \"auto\"", c->file, kp);
+        LP_TRY(c->err, vlist_push(c, kp, l, cJSON_IsTrue(it) ? 1 : 0));
+    }
+    return LP_OK;
+}
+
+/* "model" / "models" (or "system" / "systems"): one item or a list. */
+static int load_list(const struct lp_jctx *c, const cJSON *root, const char *one, const char *many,
+                     bool is_model, struct lp_sweep *sw)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(root, one);
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, many);
+    if (a && b)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected either '%s' or '%s', not both", c->file,
+                many, one, many);
+    const cJSON *v = a ? a : b;
+    const char *key = a ? one : many;
+    if (!v)
+        LP_FAIL(c->err, LP_EINVAL, "%s: missing key '%s': expected a %s preset name, an inline "
+                "object or a list of them", c->file, one, one);
+    int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
+    if (n < 1 || n > LP_SWEEP_MAX_VALUES)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected 1 to %d entries, got %d", c->file, key,
+                LP_SWEEP_MAX_VALUES, n);
+    void *arr = calloc((size_t)n, is_model ? sizeof(struct lp_model) : sizeof(struct lp_system));
+    if (!arr) LP_FAIL(c->err, LP_ENOMEM, "out of memory");
+    if (is_model)
+        sw->models = arr;
+    else
+        sw->systems = arr;
+    enum lp_dim d = is_model ? LP_DIM_MODEL : LP_DIM_SYSTEM;
+    int i = 0;
+    for (const cJSON *it = cJSON_IsArray(v) ? v->child : v; it;
+         it = cJSON_IsArray(v) ? it->next : NULL, i++) {
+        char kp[256];
+        if (cJSON_IsArray(v))
+            snprintf(kp, sizeof(kp), "%s[%d]", key, i);
+        else
+            snprintf(kp, sizeof(kp), "%s", key);
+        if (is_model)
+            LP_TRY(c->err, lp_json_model(c, it, kp, &sw->models[i]));
+        else
+            LP_TRY(c->err, lp_json_system(c, it, kp, &sw->systems[i]));
+        sw->values[d][i] = i;
+    }
+    sw->nvalues[d] = n;
+    return LP_OK;
+}
+
+static int max_over(const struct lp_sweep *sw, int which)
+{
+    int best = 1;
+    for (int i = 0; i < sw->nvalues[LP_DIM_MODEL]; i++) {
+        const struct lp_model *m = &sw->models[i];
+        int x = which == 0 ? m->heads : which == 1 ? m->layers : which == 2 ? m->seq_len / 2
+                                                                           : m->moe.experts;
+        if (x > best) best = x;
+    }
+    return best;
+}
+
+static void store(struct lp_sweep *sw, enum lp_dim d, const struct vlist *l)
+{
+    sw->nvalues[d] = l->n;
+    memcpy(sw->values[d], l->v, (size_t)l->n * sizeof(int));
+}
+
+static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sweep *sw)
+{
+    static const char *const keys[] = {"tp", "pp", "dp", "cp", "ep", "vp", "micro_batch",
+                                       "sequence_parallel", "recompute", "zero", "schedule", NULL};
+    static const char *const rc_names[] = {"none", "selective", "full"};
+    static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved"};
+    struct lp_err *err = c->err;
+    int buf[LP_SWEEP_MAX_VALUES];
+    struct vlist l = {0, buf};
+    char kp[64];
+    if (space) LP_TRY(err, lp_json_check_keys(c, space, "space", keys));
+
+    int max_gpus = 1;
+    for (int i = 0; i < sw->nvalues[LP_DIM_GPUS]; i++)
+        if (sw->values[LP_DIM_GPUS][i] > max_gpus) max_gpus = sw->values[LP_DIM_GPUS][i];
+    int max_node = 1;
+    for (int i = 0; i < sw->nvalues[LP_DIM_SYSTEM]; i++)
+        if (sw->systems[i].gpus_per_node > max_node) max_node = sw->systems[i].gpus_per_node;
+
+    /* integer degrees; "auto" = powers of two up to the limit the models,
+     * systems and GPU counts imply */
+    struct {
+        enum lp_dim d;
+        const char *key;
+        int min, max;
+        long long auto_limit;
+    } deg[] = {
+        {LP_DIM_TP, "tp", 1, 1 << 20, 0},
+        {LP_DIM_PP, "pp", 1, 1 << 20, 0},
+        {LP_DIM_CP, "cp", 1, 1 << 20, 0},
+        {LP_DIM_EP, "ep", 1, 1 << 20, 0},
+        {LP_DIM_VP, "vp", 1, 1 << 10, 0},
+        {LP_DIM_MICRO_BATCH, "micro_batch", 1, 1 << 20, 0},
+        {LP_DIM_ZERO, "zero", 0, 3, 0},
+    };
+    long long lim_tp = max_node < max_over(sw, 0) ? max_node : max_over(sw, 0);
+    deg[0].auto_limit = lim_tp < max_gpus ? lim_tp : max_gpus;
+    deg[1].auto_limit = max_over(sw, 1) < max_gpus ? max_over(sw, 1) : max_gpus;
+    deg[2].auto_limit = max_over(sw, 2) < max_gpus ? max_over(sw, 2) : max_gpus;
+    deg[3].auto_limit = max_over(sw, 3) < max_gpus ? max_over(sw, 3) : max_gpus;
+    deg[4].auto_limit = max_over(sw, 1) / 2;
+    deg[5].auto_limit = sw->train.global_batch;
+    for (size_t k = 0; k < sizeof(deg) / sizeof(deg[0]); k++) {
+        const cJSON *v = space ? cJSON_GetObjectItemCaseSensitive(space, deg[k].key) : NULL;
+        lp_jpath(kp, sizeof(kp), "space", deg[k].key);
+        bool is_auto = false;
+        if (!v) {
+            l.n = 1;
+            l.v[0] = deg[k].d == LP_DIM_ZERO ? 0 : 1;
+        } else {
+            LP_TRY(err, int_values(c, v, kp, deg[k].min, deg[k].max, true, &l, &is_auto));
+        }
+        if (is_auto) {
+            if (deg[k].d == LP_DIM_ZERO) {
+                for (l.n = 0; l.n < 4; l.n++) l.v[l.n] = l.n;
+            } else {
+                pow2_upto(&l, deg[k].auto_limit);
+            }
+        }
+        store(sw, deg[k].d, &l);
+    }
+    /* dp: derived from the GPU count; a list (or range) filters it */
+    const cJSON *v = space ? cJSON_GetObjectItemCaseSensitive(space, "dp") : NULL;
+    sw->ndp = 0;
+    if (v) {
+        bool is_auto = false;
+        LP_TRY(err, int_values(c, v, "space.dp", 1, 1 << 24, true, &l, &is_auto));
+        if (!is_auto) {
+            sw->ndp = l.n;
+            memcpy(sw->dp_values, l.v, (size_t)l.n * sizeof(int));
+        }
+    }
+    v = space ? cJSON_GetObjectItemCaseSensitive(space, "sequence_parallel") : NULL;
+    if (v) {
+        LP_TRY(err, bool_values(c, v, "space.sequence_parallel", &l));
+    } else {
+        l.n = 1;
+        l.v[0] = 0;
+    }
+    store(sw, LP_DIM_SP, &l);
+    v = space ? cJSON_GetObjectItemCaseSensitive(space, "recompute") : NULL;
+    if (v) {
+        LP_TRY(err, enum_values(c, v, "space.recompute", rc_names, 3, &l));
+    } else {
+        l.n = 1;
+        l.v[0] = LP_RECOMPUTE_NONE;
+    }
+    store(sw, LP_DIM_RECOMPUTE, &l);
+    v = space ? cJSON_GetObjectItemCaseSensitive(space, "schedule") : NULL;
+    if (v) {
+        LP_TRY(err, enum_values(c, v, "space.schedule", sched_names, 3, &l));
+    } else {
+        /* default: 1f1b, and interleaved too when some vp > 1 */
+        l.n = 1;
+        l.v[0] = LP_SCHED_1F1B;
+        for (int i = 0; i < sw->nvalues[LP_DIM_VP]; i++)
+            if (sw->values[LP_DIM_VP][i] > 1) {
+                l.v[l.n++] = LP_SCHED_INTERLEAVED;
+                break;
+            }
+    }
+    store(sw, LP_DIM_SCHEDULE, &l);
+    return LP_OK;
+}
+
+static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_sweep *sw)
+{
+    static const char *const keys[] = {"name", "comment", "model", "models", "system", "systems",
+                                       "gpus", "space", "training", "framework", "profile",
+                                       "top_k", "output", NULL};
+    struct lp_err *err = c->err;
+    LP_TRY(err, lp_json_check_keys(c, root, "", keys));
+    LP_TRY(err, lp_json_str(c, root, "", "name", false, sw->name, sizeof(sw->name)));
+    LP_TRY(err, load_list(c, root, "model", "models", true, sw));
+    LP_TRY(err, load_list(c, root, "system", "systems", false, sw));
+
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "training");
+    if (!v)
+        LP_FAIL(err, LP_EINVAL, "%s: missing key 'training': expected an object {global_batch, "
+                "precision, ...}", c->file);
+    LP_TRY(err, lp_json_training(c, v, "training", &sw->train));
+    v = cJSON_GetObjectItemCaseSensitive(root, "framework");
+    if (v) LP_TRY(err, lp_json_framework(c, v, "framework", &sw->fw));
+
+    v = cJSON_GetObjectItemCaseSensitive(root, "gpus");
+    if (!v)
+        LP_FAIL(err, LP_EINVAL, "%s: missing key 'gpus': expected a GPU count, a list of them or "
+                "{min, max, step}", c->file);
+    int buf[LP_SWEEP_MAX_VALUES];
+    struct vlist l = {0, buf};
+    LP_TRY(err, int_values(c, v, "gpus", 1, 1 << 24, false, &l, NULL));
+    store(sw, LP_DIM_GPUS, &l);
+
+    LP_TRY(err, parse_space(c, cJSON_GetObjectItemCaseSensitive(root, "space"), sw));
+
+    LP_TRY(err, lp_json_str(c, root, "", "profile", false, sw->profile, sizeof(sw->profile)));
+    LP_TRY(err, lp_json_int32(c, root, "", "top_k", false, 1, 100000, &sw->top_k));
+    LP_TRY(err, lp_json_str(c, root, "", "output", false, sw->output, sizeof(sw->output)));
+    return LP_OK;
+}
+
+int lp_sweep_parse(const char *text, const char *origin, struct lp_sweep **out,
+                   struct lp_err *err)
+{
+    struct lp_jctx c = {origin, err};
+    *out = NULL;
+    struct lp_sweep *sw = calloc(1, sizeof(*sw));
+    if (!sw) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    /* defaults of a run description (json_load.c run_defaults) */
+    sw->train.precision = LP_BF16;
+    sw->train.flash_attention = true;
+    lp_framework_defaults(LP_FW_MEGATRON, &sw->fw);
+    sw->top_k = 10;
+    cJSON *root = NULL;
+    int rc = lp_json_parse(&c, text, &root);
+    if (rc == LP_OK) rc = parse_root(&c, root, sw);
+    cJSON_Delete(root);
+    if (rc < 0) {
+        lp_err_trace(err, __FILE__, __LINE__);
+        lp_sweep_destroy(&sw);
+        return rc;
+    }
+    if (!sw->name[0]) {
+        const char *base = strrchr(origin, '/');
+        snprintf(sw->name, sizeof(sw->name), "%s", base ? base + 1 : origin);
+        char *dot = strrchr(sw->name, '.');
+        if (dot && dot != sw->name) *dot = '\0';
+    }
+    *out = sw;
+    return LP_OK;
+}
+
+int lp_sweep_load(const char *path, struct lp_sweep **out, struct lp_err *err)
+{
+    char *text = NULL;
+    LP_TRY(err, lp_read_file(path, &text, NULL, err));
+    int rc = lp_sweep_parse(text, path, out, err);
+    free(text);
+    if (rc < 0) lp_err_trace(err, __FILE__, __LINE__);
+    return rc;
+}
+
+void lp_sweep_destroy(struct lp_sweep **sw)
+{
+    if (!sw || !*sw) return;
+    free((*sw)->models);
+    free((*sw)->systems);
+    free(*sw);
+    *sw = NULL;
+}

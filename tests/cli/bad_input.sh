@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Bad input to `llmplan simulate`: each case must exit non-zero with exactly
+# one line on stderr that names the file, the key and what was expected.
+#   bad_input.sh LLMPLAN SRCDIR SCRATCH
+set -u
+bin=$1 src=$2 dir=$3
+rm -rf "$dir" && mkdir -p "$dir"
+pass=0 fail=0
+
+good='"model": "gpt3-1.3b", "system": "dgx-a100-80gb",
+  "parallel": {"tp": 1, "pp": 1, "dp": 8, "micro_batch": 4},
+  "training": {"global_batch": 256, "precision": "bf16"}'
+
+# case NAME JSON-TEXT EXPECTED-SUBSTRING...
+case_() {
+  local name=$1 text=$2
+  shift 2
+  local f="$dir/$name.json"
+  printf '%s\n' "$text" >"$f"
+  local out rc
+  out=$("$bin" simulate "$f" --profile roofline 2>&1 >/dev/null)
+  rc=$?
+  local ok=1
+  [ $rc -ne 0 ] || ok=0
+  [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || ok=0
+  for want in "$f" "$@"; do
+    case "$out" in *"$want"*) ;; *) ok=0 ;; esac
+  done
+  if [ $ok -eq 1 ]; then
+    pass=$((pass + 1)); echo "ok   $name: $out"
+  else
+    fail=$((fail + 1)); echo "FAIL $name (rc $rc): $out (wanted: $*)"
+  fi
+}
+
+case_ malformed '{ "model": "gpt3-1.3b", ' "malformed JSON" "line"
+case_ unknown_key "{ $good, \"paralel\": {} }" "unknown key 'paralel'" "expected one of"
+case_ unknown_nested "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
+  \"parallel\": {\"tp\": 1, \"tpp\": 2}, \"training\": {\"global_batch\": 8} }" "unknown key 'parallel.tpp'"
+case_ wrong_type "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
+  \"parallel\": {\"tp\": \"eight\"}, \"training\": {\"global_batch\": 8} }" "'parallel.tp'" "positive integer" '"eight"'
+case_ negative "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
+  \"parallel\": {\"pp\": -2}, \"training\": {\"global_batch\": 8} }" "'parallel.pp'" "positive integer" "-2"
+case_ zero_size "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
+  \"training\": {\"global_batch\": 0} }" "'training.global_batch'" "positive integer" "got 0"
+case_ non_integer "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
+  \"parallel\": {\"micro_batch\": 2.5}, \"training\": {\"global_batch\": 8} }" "'parallel.micro_batch'" "integer" "2.5"
+case_ not_a_preset "{ \"model\": \"gpt-9000\", \"system\": \"dgx-a100-80gb\",
+  \"training\": {\"global_batch\": 8} }" "key 'model'" "gpt-9000" "not a models preset"
+case_ bad_enum "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
+  \"parallel\": {\"recompute\": \"some\"}, \"training\": {\"global_batch\": 8} }" "'parallel.recompute'" "\"selective\"" '"some"'
+case_ missing_key "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\" }" "missing key 'training'"
+case_ inline_model_bad "{ \"model\": {\"name\": \"x\", \"layers\": 2, \"hidden\": 100, \"heads\": 3,
+  \"vocab\": 10, \"seq_len\": 8}, \"system\": \"dgx-a100-80gb\", \"training\": {\"global_batch\": 8} }" "'model.heads'" "divide hidden"
+case_ inline_system_type "{ \"model\": \"gpt3-1.3b\", \"system\": {\"name\": \"s\", \"gpu\": \"a100-80gb\",
+  \"gpus_per_node\": 8, \"intra_node\": {\"bw_GBps\": \"fast\", \"latency_us\": 1},
+  \"inter_node\": {\"bw_GBps_per_gpu\": 25, \"latency_us\": 5}, \"price_per_gpu_hour_usd\": 1},
+  \"training\": {\"global_batch\": 8} }" "'system.intra_node.bw_GBps'" "positive number"
+
+# a missing file
+out=$("$bin" simulate "$dir/nope.json" 2>&1 >/dev/null); rc=$?
+if [ $rc -ne 0 ] && [[ "$out" == *"$dir/nope.json"*"cannot open"* ]]; then
+  pass=$((pass + 1)); echo "ok   missing_file: $out"
+else
+  fail=$((fail + 1)); echo "FAIL missing_file (rc $rc): $out"
+fi
+
+# infeasible is a result, exit 0
+f="$dir/infeasible.json"
+printf '{ "model": "gpt3-1.3b", "system": "dgx-a100-80gb", "parallel": {"tp": 3}, "training": {"global_batch": 8} }\n' >"$f"
+out=$("$bin" simulate "$f" --profile roofline --json); rc=$?
+if [ $rc -eq 0 ] && [[ "$out" == *'"feasible":	false'* ]] && [[ "$out" == *'tp (3) does not divide heads'* ]]; then
+  pass=$((pass + 1)); echo "ok   infeasible_is_a_result"
+else
+  fail=$((fail + 1)); echo "FAIL infeasible_is_a_result (rc $rc): $out"
+fi
+
+# a preset file that is itself broken names the preset file
+mkdir -p "$dir/data/models" "$dir/data/systems" "$dir/data/gpus"
+cp "$src"/data/systems/dgx-a100-80gb.json "$dir/data/systems/"
+cp "$src"/data/gpus/a100-80gb.json "$dir/data/gpus/"
+printf '{ "name": "broken", "layers": "many" }\n' >"$dir/data/models/broken.json"
+printf '{ "model": "broken", "system": "dgx-a100-80gb", "training": {"global_batch": 8} }\n' >"$dir/b.json"
+out=$(LLMPLAN_DATA="$dir/data" "$bin" simulate "$dir/b.json" --profile roofline 2>&1 >/dev/null); rc=$?
+if [ $rc -ne 0 ] && [[ "$out" == *"data/models/broken.json"*"'layers'"*"positive integer"* ]]; then
+  pass=$((pass + 1)); echo "ok   broken_preset: $out"
+else
+  fail=$((fail + 1)); echo "FAIL broken_preset (rc $rc): $out"
+fi
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

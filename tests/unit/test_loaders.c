@@ -1,0 +1,172 @@
+/* Preset and run-description loaders (cJSON), and framework defaults. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "llmplan/io.h"
+
+struct count_ctx {
+    enum lp_preset_kind kind;
+    int n, bad;
+    char first_bad[LP_ERR_MSG + LP_NAME_LEN * 4];
+};
+
+static int load_each(const char *name, const char *path, void *arg)
+{
+    struct count_ctx *c = arg;
+    struct lp_err err;
+    lp_err_clear(&err);
+    int rc;
+    (void)path;
+    if (c->kind == LP_PRESET_MODEL) {
+        struct lp_model m;
+        rc = lp_load_model(name, &m, &err);
+        if (rc == 0 && strcmp(m.name, name) != 0) rc = -1;
+        if (rc == 0 && m.source[0] == '\0') rc = -1;
+    } else if (c->kind == LP_PRESET_GPU) {
+        struct lp_gpu g;
+        rc = lp_load_gpu(name, &g, &err);
+        if (rc == 0 && (strcmp(g.name, name) != 0 || g.source[0] == '\0')) rc = -1;
+    } else {
+        struct lp_system s;
+        rc = lp_load_system(name, &s, &err);
+        if (rc == 0 && (strcmp(s.name, name) != 0 || s.source[0] == '\0')) rc = -1;
+    }
+    c->n++;
+    if (rc != 0 && !c->bad++) snprintf(c->first_bad, sizeof(c->first_bad), "%s: %s", name, err.msg);
+    return 0;
+}
+
+/* Every shipped preset loads, names itself like its file, and cites a source. */
+TEST(all_presets_load)
+{
+    enum lp_preset_kind kinds[] = {LP_PRESET_MODEL, LP_PRESET_GPU, LP_PRESET_SYSTEM};
+    int mins[] = {36, 11, 14}; /* the lists required by the foundation issue */
+    for (int k = 0; k < 3; k++) {
+        struct count_ctx c = {kinds[k], 0, 0, ""};
+        ASSERT_OK(lp_list_presets(kinds[k], load_each, &c, NULL));
+        if (c.bad) TH_FAIL_("%s", c.first_bad);
+        ASSERT_TRUE(c.n >= mins[k]);
+    }
+}
+
+/* Figures from the sources, by hand: GPT-3 175B has ~175B parameters (Brown
+ * et al. 2020 Table 2.1); A100 peak bf16 312 TFLOP/s, 2039 GB/s (datasheet). */
+TEST(preset_values)
+{
+    struct lp_model m;
+    ASSERT_OK(lp_load_model("gpt3-175b", &m, NULL));
+    ASSERT_EQ_INT(m.layers, 96);
+    ASSERT_EQ_INT(m.hidden, 12288);
+    ASSERT_NEAR(lp_model_params(&m), 175e9, 0.01);
+    ASSERT_OK(lp_load_model("llama2-70b", &m, NULL));
+    ASSERT_EQ_INT(m.kv_heads, 8);
+    ASSERT_TRUE(m.ffn_act == LP_ACT_SWIGLU);
+    ASSERT_NEAR(lp_model_params(&m), 69e9, 0.02);
+    ASSERT_OK(lp_load_model("mixtral-8x7b", &m, NULL));
+    ASSERT_EQ_INT(m.moe.experts, 8);
+    ASSERT_EQ_INT(m.moe.top_k, 2);
+    ASSERT_NEAR(lp_model_params(&m), 46.7e9, 0.01);
+    struct lp_gpu g;
+    ASSERT_OK(lp_load_gpu("a100-80gb", &g, NULL));
+    ASSERT_NEAR(g.peak_flops[LP_BF16], 312e12, 1e-9);
+    ASSERT_NEAR(g.mem_bw_Bps, 2039e9, 1e-9);
+    struct lp_system s;
+    ASSERT_OK(lp_load_system("dgx-h100", &s, NULL));
+    ASSERT_EQ_INT(s.gpus_per_node, 8);
+    ASSERT_EQ_STR(s.gpu.name, "h100-sxm");
+    ASSERT_TRUE(s.price_per_gpu_hour_usd > 0);
+}
+
+TEST(run_inline_and_defaults)
+{
+    const char *text =
+        "{ \"model\": {\"name\": \"tiny\", \"layers\": 4, \"hidden\": 256, \"heads\": 4,"
+        "  \"kv_heads\": 2, \"ffn_act\": \"swiglu\", \"ffn_hidden\": 688, \"vocab\": 1000,"
+        "  \"seq_len\": 128, \"norm\": \"rmsnorm\", \"position\": \"rotary\"},"
+        "  \"system\": \"dgx-a100-80gb\", \"gpus\": 8,"
+        "  \"parallel\": {\"tp\": 2, \"vp\": 2, \"pp\": 2},"
+        "  \"training\": {\"global_batch\": 64},"
+        "  \"framework\": {\"name\": \"megatron-deepspeed\", \"dp_overlap\": true} }";
+    struct lp_run r;
+    struct lp_err err;
+    lp_err_clear(&err);
+    int rc = lp_parse_run(text, "inline", &r, &err);
+    if (rc) TH_FAIL_("%s", err.msg);
+    ASSERT_EQ_INT(r.model.kv_heads, 2);
+    ASSERT_TRUE(r.model.norm == LP_NORM_RMSNORM);
+    ASSERT_EQ_INT(r.par.dp, 2); /* gpus / (tp*pp*cp) */
+    ASSERT_TRUE(r.par.schedule == LP_SCHED_INTERLEAVED); /* vp > 1 */
+    ASSERT_EQ_INT(r.par.micro_batch, 1);
+    ASSERT_TRUE(r.train.precision == LP_BF16);
+    ASSERT_TRUE(r.train.flash_attention);
+    ASSERT_TRUE(r.fw.kind == LP_FW_MEGATRON_DEEPSPEED);
+    ASSERT_TRUE(r.fw.dp_overlap); /* overridden */
+    ASSERT_TRUE(!r.fw.pp_overlap); /* framework default kept */
+}
+
+TEST(run_errors_name_file_and_key)
+{
+    struct lp_run r;
+    struct lp_err err;
+    lp_err_clear(&err);
+    int rc = lp_parse_run("{\"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\", "
+                          "\"training\": {\"global_batch\": 8, \"precision\": \"fp12\"}}",
+                          "x.json", &r, &err);
+    ASSERT_EQ_INT(rc, LP_EINVAL);
+    ASSERT_CONTAINS(err.msg, "x.json");
+    ASSERT_CONTAINS(err.msg, "'training.precision'");
+    ASSERT_CONTAINS(err.msg, "\"fp12\"");
+    lp_err_clear(&err);
+    rc = lp_parse_run("{\"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\", \"gpus\": 12, "
+                      "\"parallel\": {\"tp\": 8}, \"training\": {\"global_batch\": 8}}",
+                      "y.json", &r, &err);
+    ASSERT_EQ_INT(rc, LP_EINVAL);
+    ASSERT_CONTAINS(err.msg, "key 'gpus'");
+    lp_err_clear(&err);
+    rc = lp_parse_run("[1, 2]", "z.json", &r, &err);
+    ASSERT_EQ_INT(rc, LP_EINVAL);
+    ASSERT_CONTAINS(err.msg, "z.json");
+    lp_err_clear(&err);
+    rc = lp_load_model("../etc/passwd", NULL, &err);
+    ASSERT_EQ_INT(rc, LP_ENOTFOUND);
+}
+
+/* The documented framework defaults (docs/frameworks.md), pinned. */
+TEST(framework_defaults)
+{
+    struct lp_framework_opts o;
+    lp_framework_defaults(LP_FW_MEGATRON, &o);
+    ASSERT_TRUE(o.dp_overlap && o.pp_overlap && o.param_gather_overlap && !o.tp_overlap);
+    ASSERT_TRUE(o.fused_kernels);
+    lp_framework_defaults(LP_FW_MEGATRON_2021, &o);
+    ASSERT_TRUE(!o.dp_overlap && !o.pp_overlap && !o.param_gather_overlap && !o.tp_overlap);
+    lp_framework_defaults(LP_FW_MEGATRON_DEEPSPEED, &o);
+    ASSERT_TRUE(!o.dp_overlap && !o.pp_overlap);
+    lp_framework_defaults(LP_FW_FSDP, &o);
+    ASSERT_TRUE(o.dp_overlap && o.param_gather_overlap && !o.pp_overlap);
+    enum lp_framework f;
+    ASSERT_OK(lp_framework_parse("fsdp", &f));
+    ASSERT_TRUE(f == LP_FW_FSDP);
+    ASSERT_TRUE(lp_framework_parse("jax", &f) != 0);
+}
+
+TEST(atomic_write)
+{
+    char dir[] = "/tmp/lp_test_XXXXXX";
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    char path[128];
+    snprintf(path, sizeof(path), "%s/out.json", dir);
+    ASSERT_OK(lp_write_file_atomic(path, "{}\n", 3, NULL));
+    char *text = NULL;
+    size_t len = 0;
+    ASSERT_OK(lp_read_file(path, &text, &len, NULL));
+    ASSERT_EQ_INT(len, 3);
+    ASSERT_EQ_STR(text, "{}\n");
+    free(text);
+    remove(path);
+    remove(dir);
+}
+
+TH_MAIN(TH_CASE(all_presets_load), TH_CASE(preset_values), TH_CASE(run_inline_and_defaults),
+        TH_CASE(run_errors_name_file_and_key), TH_CASE(framework_defaults), TH_CASE(atomic_write))

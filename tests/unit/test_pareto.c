@@ -1,0 +1,206 @@
+/* Pareto front and top-k: correctness against brute force on random points
+ * (with many ties), and independence from the order of insertion and of
+ * merges (what makes plans.json rank-count invariant). */
+#include <stdlib.h>
+
+#include "harness.h"
+#include "llmplan/search.h"
+
+#define N 600
+
+static struct lp_entry pts[N];
+
+/* Objectives from a small grid so that ties in time, cost and both occur. */
+static void make_points(unsigned seed, double tokens)
+{
+    srand(seed);
+    for (int i = 0; i < N; i++) {
+        memset(&pts[i], 0, sizeof(pts[i]));
+        pts[i].index = (uint64_t)(i * 7919 % 100003); /* distinct */
+        pts[i].run.train.tokens = tokens;
+        pts[i].res.feasible = rand() % 10 != 0;
+        pts[i].res.iteration_time_s = 1.0 + rand() % 40;
+        double c = 1.0 + rand() % 40;
+        pts[i].res.cost_usd = tokens > 0 ? c : -1;
+        pts[i].res.cost_per_iteration_usd = tokens > 0 ? -1 : c;
+    }
+}
+
+static double t_of(const struct lp_entry *e)
+{
+    return lp_entry_objective(e, LP_OBJ_TIME);
+}
+static double c_of(const struct lp_entry *e)
+{
+    return lp_entry_objective(e, LP_OBJ_COST);
+}
+
+static bool dom(const struct lp_entry *a, const struct lp_entry *b)
+{
+    if (t_of(a) > t_of(b) || c_of(a) > c_of(b)) return false;
+    if (t_of(a) < t_of(b) || c_of(a) < c_of(b)) return true;
+    return a->index < b->index;
+}
+
+static int add_all(struct lp_results *r, const int *order, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (lp_results_add(r, &pts[order[i]], NULL) != LP_OK) return -1;
+    return 0;
+}
+
+static void shuffle(int *o, int n)
+{
+    for (int i = n - 1; i > 0; i--) {
+        int j = rand() % (i + 1), t = o[i];
+        o[i] = o[j];
+        o[j] = t;
+    }
+}
+
+static bool same_set(const struct lp_entry_set *a, const struct lp_entry_set *b)
+{
+    if (a->n != b->n) return false;
+    for (size_t i = 0; i < a->n; i++)
+        if (a->e[i].index != b->e[i].index) return false;
+    return true;
+}
+
+static bool same(const struct lp_results *a, const struct lp_results *b)
+{
+    return same_set(&a->front, &b->front) && same_set(&a->top[0], &b->top[0]) &&
+           same_set(&a->top[1], &b->top[1]);
+}
+
+static void check_brute(const struct lp_results *r, int *th_failed_)
+{
+    /* front: exactly the feasible points no feasible point dominates */
+    size_t expect = 0;
+    for (int i = 0; i < N; i++) {
+        if (!pts[i].res.feasible) continue;
+        bool d = false;
+        for (int j = 0; j < N && !d; j++)
+            if (j != i && pts[j].res.feasible && dom(&pts[j], &pts[i])) d = true;
+        bool in = false;
+        for (size_t k = 0; k < r->front.n; k++)
+            if (r->front.e[k].index == pts[i].index) in = true;
+        ASSERT_EQ_INT(in, !d);
+        expect += !d;
+    }
+    ASSERT_EQ_INT(r->front.n, expect);
+    for (size_t k = 1; k < r->front.n; k++) {
+        ASSERT_TRUE(t_of(&r->front.e[k - 1]) <= t_of(&r->front.e[k]));
+        ASSERT_TRUE(c_of(&r->front.e[k - 1]) >= c_of(&r->front.e[k]));
+    }
+    /* top-k: the k smallest (objective, index) among feasible points */
+    for (int o = 0; o < LP_OBJ_COUNT; o++) {
+        const struct lp_entry_set *s = &r->top[o];
+        ASSERT_EQ_INT(s->n, (size_t)r->top_k);
+        for (size_t k = 0; k < s->n; k++) {
+            size_t better = 0;
+            double v = lp_entry_objective(&s->e[k], (enum lp_objective)o);
+            for (int i = 0; i < N; i++) {
+                if (!pts[i].res.feasible) continue;
+                double w = lp_entry_objective(&pts[i], (enum lp_objective)o);
+                if (w < v || (w == v && pts[i].index < s->e[k].index)) better++;
+            }
+            ASSERT_EQ_INT(better, k);
+        }
+    }
+}
+
+TEST(front_and_topk_vs_brute_force)
+{
+    for (int round = 0; round < 4; round++) {
+        make_points(100u + (unsigned)round, round % 2 ? 1e9 : 0.0);
+        struct lp_results r;
+        ASSERT_OK(lp_results_init(&r, 7, NULL));
+        int order[N];
+        for (int i = 0; i < N; i++) order[i] = i;
+        ASSERT_OK(add_all(&r, order, N));
+        check_brute(&r, th_failed_);
+        lp_results_free(&r);
+        if (*th_failed_) return;
+    }
+}
+
+TEST(order_and_merge_independence)
+{
+    make_points(42, 1e9);
+    int order[N];
+    for (int i = 0; i < N; i++) order[i] = i;
+    struct lp_results ref;
+    ASSERT_OK(lp_results_init(&ref, 5, NULL));
+    ASSERT_OK(add_all(&ref, order, N));
+    for (int trial = 0; trial < 10; trial++) {
+        shuffle(order, N);
+        /* split into 1..4 parts ("ranks"), merge in a random order */
+        int parts = 1 + trial % 4;
+        struct lp_results part[4], all;
+        ASSERT_OK(lp_results_init(&all, 5, NULL));
+        for (int p = 0; p < parts; p++) {
+            ASSERT_OK(lp_results_init(&part[p], 5, NULL));
+            int lo = N * p / parts, hi = N * (p + 1) / parts;
+            ASSERT_OK(add_all(&part[p], order + lo, hi - lo));
+        }
+        for (int p = parts - 1; p >= 0; p--) ASSERT_OK(lp_results_merge(&all, &part[(p + trial) % parts], NULL));
+        ASSERT_TRUE(same(&all, &ref));
+        /* merging again (duplicates) changes nothing */
+        ASSERT_OK(lp_results_merge(&all, &part[0], NULL));
+        ASSERT_TRUE(same(&all, &ref));
+        /* pack / unpack round trip */
+        struct lp_entry *buf = NULL;
+        uint64_t counts[3];
+        ASSERT_OK(lp_results_pack(&all, &buf, counts, NULL));
+        struct lp_results back;
+        ASSERT_OK(lp_results_init(&back, 5, NULL));
+        ASSERT_OK(lp_results_unpack(&back, buf, counts, NULL));
+        ASSERT_TRUE(same(&back, &ref));
+        free(buf);
+        lp_results_free(&back);
+        for (int p = 0; p < parts; p++) lp_results_free(&part[p]);
+        lp_results_free(&all);
+    }
+    lp_results_free(&ref);
+}
+
+TEST(offer_matches_add)
+{
+    make_points(9, 0.0);
+    struct lp_results a, b;
+    ASSERT_OK(lp_results_init(&a, 4, NULL));
+    ASSERT_OK(lp_results_init(&b, 4, NULL));
+    for (int i = 0; i < N; i++) {
+        ASSERT_OK(lp_results_add(&a, &pts[i], NULL));
+        ASSERT_OK(lp_results_offer(&b, pts[i].index, &pts[i].run, &pts[i].res, NULL));
+    }
+    ASSERT_TRUE(same(&a, &b));
+    lp_results_free(&a);
+    lp_results_free(&b);
+}
+
+TEST(infeasible_and_nan_ignored)
+{
+    struct lp_results r;
+    ASSERT_OK(lp_results_init(&r, 3, NULL));
+    static struct lp_entry e;
+    memset(&e, 0, sizeof(e));
+    e.res.feasible = false;
+    e.res.iteration_time_s = 1;
+    ASSERT_OK(lp_results_add(&r, &e, NULL));
+    e.res.feasible = true;
+    e.res.iteration_time_s = NAN;
+    ASSERT_OK(lp_results_add(&r, &e, NULL));
+    ASSERT_EQ_INT(r.front.n, 0);
+    ASSERT_EQ_INT(r.top[0].n, 0);
+    e.res.iteration_time_s = 2;
+    e.res.cost_per_iteration_usd = 3;
+    ASSERT_OK(lp_results_add(&r, &e, NULL));
+    ASSERT_EQ_INT(r.front.n, 1);
+    lp_results_clear(&r);
+    ASSERT_EQ_INT(r.front.n, 0);
+    lp_results_free(&r);
+}
+
+TH_MAIN(TH_CASE(front_and_topk_vs_brute_force), TH_CASE(order_and_merge_independence),
+        TH_CASE(offer_matches_add), TH_CASE(infeasible_and_nan_ignored))

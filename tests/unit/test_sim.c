@@ -1,0 +1,295 @@
+/* Simulator formulas against hand derivations (roofline backend, no files). */
+#include <string.h>
+
+#include "harness.h"
+#include "llmplan/sim.h"
+#include "sim_internal.h"
+
+/* GPT-3 175B (Brown et al. 2020, Table 2.1) on an inline DGX-A100-like system. */
+static void gpt3_run(struct lp_run *r)
+{
+    memset(r, 0, sizeof(*r));
+    struct lp_model *m = &r->model;
+    strcpy(m->name, "gpt3-175b");
+    m->layers = 96;
+    m->hidden = 12288;
+    m->heads = 96;
+    m->kv_heads = 96;
+    m->ffn_hidden = 4 * 12288;
+    m->vocab = 51200;
+    m->seq_len = 2048;
+    m->ffn_act = LP_ACT_GELU;
+    m->norm = LP_NORM_LAYERNORM;
+    m->pos = LP_POS_LEARNED;
+    m->tied_embeddings = true;
+    m->bias = true;
+    struct lp_system *s = &r->system;
+    strcpy(s->name, "test-dgx");
+    strcpy(s->gpu.name, "test-a100");
+    s->gpu.mem_bytes = 80.0 * 1024 * 1024 * 1024;
+    s->gpu.mem_bw_Bps = 2.039e12;
+    s->gpu.peak_flops[LP_FP16] = 312e12;
+    s->gpu.peak_flops[LP_BF16] = 312e12;
+    s->gpu.peak_flops[LP_FP32] = 156e12;
+    s->gpus_per_node = 8;
+    s->intra.bw_Bps = 300e9;
+    s->intra.latency_s = 3e-6;
+    s->inter.bw_Bps = 25e9;
+    s->inter.latency_s = 5e-6;
+    s->price_per_gpu_hour_usd = 4.0;
+    r->par = (struct lp_parallel){.tp = 8, .pp = 8, .dp = 16, .cp = 1, .ep = 1, .vp = 1,
+                                  .micro_batch = 1, .sequence_parallel = true,
+                                  .recompute = LP_RECOMPUTE_SELECTIVE, .zero = 1,
+                                  .schedule = LP_SCHED_1F1B};
+    r->train.global_batch = 1536;
+    r->train.precision = LP_BF16;
+    r->train.flash_attention = true;
+    r->train.tokens = 300e9;
+    lp_framework_defaults(LP_FW_MEGATRON, &r->fw);
+}
+
+/* Model FLOPs per iteration: Korthikanti et al. 2022 / Narayanan 2021 Eq. 3
+ * without recompute: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)). */
+TEST(model_flops_gpt3)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_sim *sim = NULL;
+    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    struct lp_result res;
+    lp_sim_run(sim, &r, &res);
+    lp_sim_destroy(&sim);
+    ASSERT_TRUE(res.feasible);
+    double B = 1536, s = 2048, l = 96, h = 12288, V = 51200;
+    double expect = 72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h));
+    /* the formula ignores biases and norms; ours counts exactly the same terms */
+    ASSERT_NEAR(res.model_flops, expect, 1e-9);
+    ASSERT_NEAR(res.model_tflops_per_gpu,
+                expect / (res.iteration_time_s * 1024) / 1e12, 1e-9);
+    ASSERT_NEAR(res.tokens_per_s, B * s / res.iteration_time_s, 1e-12);
+}
+
+/* Korthikanti et al. 2022, Table 2: activation bytes per layer
+ *   no parallelism, no recompute:  s b h (34 + 5 a s / h)
+ *   TP (no SP):                    s b h (10 + 24/t + 5 a s/(h t))
+ *   TP + SP:                       s b h (34/t + 5 a s/(h t))
+ *   TP + SP + selective:           s b h 34/t
+ *   full recompute:                2 s b h            (we keep it /t with SP) */
+TEST(korthikanti_activations)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    r.train.flash_attention = false;
+    double s = 2048, h = 12288, a = 96, t = 8, b = 1;
+    r.par.micro_batch = 1;
+    r.par.recompute = LP_RECOMPUTE_NONE;
+    r.par.sequence_parallel = false;
+    r.par.tp = 1;
+    ASSERT_NEAR(lp_sim_layer_activation_bytes(&r), s * b * h * (34 + 5 * a * s / h), 1e-12);
+    r.par.tp = 8;
+    ASSERT_NEAR(lp_sim_layer_activation_bytes(&r),
+                s * b * h * (10 + 24 / t + 5 * a * s / (h * t)), 1e-12);
+    r.par.sequence_parallel = true;
+    ASSERT_NEAR(lp_sim_layer_activation_bytes(&r), s * b * h * (34 / t + 5 * a * s / (h * t)),
+                1e-12);
+    r.par.recompute = LP_RECOMPUTE_SELECTIVE;
+    ASSERT_NEAR(lp_sim_layer_activation_bytes(&r), s * b * h * 34 / t, 1e-12);
+    r.par.sequence_parallel = false;
+    ASSERT_NEAR(lp_sim_layer_activation_bytes(&r), s * b * h * (10 + 24 / t), 1e-12);
+    r.par.recompute = LP_RECOMPUTE_FULL;
+    ASSERT_NEAR(lp_sim_layer_activation_bytes(&r), 2 * s * b * h, 1e-12);
+    r.par.micro_batch = 4;
+    ASSERT_NEAR(lp_sim_layer_activation_bytes(&r), 2 * s * 4 * h, 1e-12);
+}
+
+static double run_sched(int p, int m, int v, enum lp_schedule k, double f, double b, double c,
+                        struct lp_sched_out *out)
+{
+    struct lp_cost_model cm;
+    struct lp_gpu g;
+    memset(&g, 0, sizeof(g));
+    g.mem_bw_Bps = 1e12;
+    lp_cost_model_roofline(&cm, &g);
+    struct lp_sim *sim = NULL;
+    if (lp_sim_create(&cm, &sim, NULL) != 0) return -1;
+    double fs[64], bs[64];
+    for (int i = 0; i < p; i++) {
+        fs[i] = f;
+        bs[i] = b;
+    }
+    struct lp_sched_in in = {.p = p, .m = m, .v = v, .kind = k, .f = fs, .b = bs, .p2p_s = c};
+    int rc = lp_sched_exact(sim, &in, out, NULL, 0, NULL);
+    lp_sim_destroy(&sim);
+    return rc == 0 ? out->makespan_s : -1;
+}
+
+/* 1F1B with uniform stages and free p2p: bubble fraction (p-1)/(m+p-1)
+ * (Narayanan et al. 2021, Sec 2.2.1). */
+TEST(bubble_fraction_1f1b)
+{
+    struct lp_sched_out out;
+    int ps[] = {2, 4, 8, 16}, ms[] = {1, 3, 8, 64};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            int p = ps[i], m = ms[j];
+            double f = 1.0, b = 2.0;
+            double T = run_sched(p, m, 1, LP_SCHED_1F1B, f, b, 0.0, &out);
+            double ideal = m * (f + b);
+            ASSERT_NEAR((T - ideal) / T, (double)(p - 1) / (m + p - 1), 1e-12);
+        }
+}
+
+/* The exact solver equals the closed forms on uniform stages, with p2p. */
+TEST(exact_equals_closed_form)
+{
+    struct lp_sched_out out;
+    struct {
+        int p, m, v;
+        enum lp_schedule k;
+    } cases[] = {{4, 8, 1, LP_SCHED_1F1B},        {8, 32, 1, LP_SCHED_1F1B},
+                 {4, 8, 1, LP_SCHED_GPIPE},       {8, 16, 1, LP_SCHED_GPIPE},
+                 {4, 8, 2, LP_SCHED_INTERLEAVED}, {4, 16, 4, LP_SCHED_INTERLEAVED},
+                 {8, 64, 3, LP_SCHED_INTERLEAVED}, {2, 2, 2, LP_SCHED_INTERLEAVED}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        double f = 0.7, b = 1.5, c = 0.0;
+        double fs[64], bs[64];
+        for (int s = 0; s < cases[i].p; s++) {
+            fs[s] = f;
+            bs[s] = b;
+        }
+        struct lp_sched_in in = {.p = cases[i].p, .m = cases[i].m, .v = cases[i].v,
+                                 .kind = cases[i].k, .f = fs, .b = bs, .p2p_s = c};
+        double T = run_sched(cases[i].p, cases[i].m, cases[i].v, cases[i].k, f, b, c, &out);
+        ASSERT_NEAR(T, lp_sched_closed_form(&in), 1e-12);
+    }
+}
+
+/* p2p latency: 1F1B pays at least the 2(p-1) hops of fill and drain, and at
+ * most a round trip per micro-batch on top. For p = 2, m = 3 by hand (stage 0
+ * runs F0 F1 B0 F2 B1 B2, stage 1 runs F0 B0 F1 B1 F2 B2), the critical path
+ * is F0(s0) c F0(s1) B0(s1) c B0(s0) F2(s0) c F2(s1) B2(s1) c B2(s0):
+ * 4f + 4b + 4c = (m + p - 1)(f + b) + 4c = 12.4 for f=1, b=2, c=0.1. */
+TEST(exact_p2p_1f1b)
+{
+    struct lp_sched_out out;
+    double f = 1.0, b = 2.0, c = 0.1;
+    int p = 4, m = 8;
+    double T = run_sched(p, m, 1, LP_SCHED_1F1B, f, b, c, &out);
+    ASSERT_TRUE(T >= (m + p - 1) * (f + b) + 2 * (p - 1) * c - 1e-12);
+    ASSERT_TRUE(T <= (m + p - 1) * (f + b + 2 * c) + 1e-12);
+    T = run_sched(2, 3, 1, LP_SCHED_1F1B, f, b, c, &out);
+    ASSERT_NEAR(T, 4 * f + 4 * b + 4 * c, 1e-12);
+}
+
+/* ZeRO memory (Rajbhandari et al. 2020, Fig. 1) with fp16 mixed precision:
+ * (2+2+12)P, (2+2+12/N)P, (2+(2+12)/N)P, 16P/N. */
+TEST(zero_memory_ratios)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    r.train.precision = LP_FP16;
+    r.par.pp = 1;
+    r.par.tp = 8;
+    r.par.dp = 64;
+    r.model.layers = 8;
+    struct lp_memory m0, m;
+    r.par.zero = 0;
+    lp_sim_memory(&r, &m0);
+    double P = m0.weights_bytes / 2.0, N = 64;
+    ASSERT_NEAR(m0.grads_bytes, 2 * P, 1e-12);
+    ASSERT_NEAR(m0.optimizer_bytes, 12 * P, 1e-12);
+    r.par.zero = 1;
+    lp_sim_memory(&r, &m);
+    ASSERT_NEAR(m.weights_bytes + m.grads_bytes + m.optimizer_bytes, (4 + 12 / N) * P, 1e-12);
+    r.par.zero = 2;
+    lp_sim_memory(&r, &m);
+    ASSERT_NEAR(m.weights_bytes + m.grads_bytes + m.optimizer_bytes, (2 + 14 / N) * P, 1e-12);
+    r.par.zero = 3;
+    lp_sim_memory(&r, &m);
+    ASSERT_NEAR(m.weights_bytes + m.grads_bytes + m.optimizer_bytes, 16 / N * P, 1e-12);
+}
+
+/* Structural reasons come back as results, not errors. */
+TEST(infeasible_reasons)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_sim *sim = NULL;
+    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    struct lp_result res;
+    r.par.tp = 7;
+    lp_sim_run(sim, &r, &res);
+    ASSERT_TRUE(!res.feasible);
+    ASSERT_EQ_INT(res.reason, LP_REASON_TP_HEADS);
+    gpt3_run(&r);
+    r.par.pp = 7;
+    lp_sim_run(sim, &r, &res);
+    ASSERT_EQ_INT(res.reason, LP_REASON_PP_LAYERS);
+    gpt3_run(&r);
+    r.par.micro_batch = 5;
+    lp_sim_run(sim, &r, &res);
+    ASSERT_EQ_INT(res.reason, LP_REASON_BATCH);
+    gpt3_run(&r);
+    r.par.tp = 1;
+    r.par.pp = 1;
+    r.par.dp = 512;
+    r.par.sequence_parallel = false;
+    lp_sim_run(sim, &r, &res);
+    ASSERT_EQ_INT(res.reason, LP_REASON_OOM);
+    char why[256];
+    lp_result_reason(&res, why, sizeof(why));
+    ASSERT_CONTAINS(why, "out of memory");
+    gpt3_run(&r);
+    r.par.vp = 2;
+    lp_sim_run(sim, &r, &res);
+    ASSERT_EQ_INT(res.reason, LP_REASON_SCHEDULE);
+    lp_sim_destroy(&sim);
+}
+
+/* Collective costs: ring all-reduce bus factor 2(n-1)/n over NVLink, and a
+ * group spanning nodes bounded by k NICs per node. */
+TEST(collective_alpha_beta)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    double bytes = 1e9, eff = 0.80; /* roofline busbw fraction */
+    double t = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, bytes, 8, 1);
+    ASSERT_NEAR(t, 14 * 3e-6 + bytes * 2 * 7 / 8 / (eff * 300e9), 1e-12);
+    /* 16 ranks spaced 8 apart: one per node, one NIC each */
+    t = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, bytes, 16, 8);
+    ASSERT_NEAR(t, 2 * 4 * 5e-6 + bytes * 15.0 / 16 / (eff * 25e9), 1e-12);
+    /* 16 ranks spaced 2 apart: 4 per node share 4 NICs */
+    t = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, bytes, 16, 2);
+    ASSERT_NEAR(t, 3 * 3e-6 + 2 * 2 * 5e-6 + bytes * 15.0 / 16 / (eff * 100e9), 1e-12);
+}
+
+/* More data parallelism of the same model: iteration time falls, and a
+ * balanced pipeline's bubble shrinks with more micro-batches. */
+TEST(monotone_sanity)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_sim *sim = NULL;
+    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    struct lp_result a, b;
+    lp_sim_run(sim, &r, &a);
+    r.par.dp = 32;
+    lp_sim_run(sim, &r, &b);
+    ASSERT_TRUE(a.feasible && b.feasible);
+    ASSERT_TRUE(b.iteration_time_s < a.iteration_time_s);
+    ASSERT_TRUE(b.breakdown.pp_bubble_s / b.iteration_time_s >
+                a.breakdown.pp_bubble_s / a.iteration_time_s);
+    lp_sim_destroy(&sim);
+}
+
+TH_MAIN(TH_CASE(model_flops_gpt3), TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
+        TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
+        TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta), TH_CASE(monotone_sanity))

@@ -1,0 +1,276 @@
+/* The configuration space: sweep parsing, mixed-radix round trip, skip spans
+ * (a walk that jumps by span must count exactly what a one-by-one walk
+ * counts), and agreement of the space's structural checks with
+ * lp_sim_validate. */
+#include <stdlib.h>
+
+#include "harness.h"
+#include "llmplan/io.h"
+#include "llmplan/search.h"
+
+static const char *const SWEEP =
+    "{\"model\": \"gpt3-175b\", \"system\": \"dgx-a100-80gb\","
+    " \"gpus\": {\"min\": 64, \"max\": 512, \"step\": \"x2\"},"
+    " \"training\": {\"global_batch\": 512},"
+    " \"space\": {\"tp\": [1, 2, 4, 8, 16], \"pp\": \"auto\", \"cp\": [1, 2],"
+    "   \"vp\": [1, 2, 3], \"micro_batch\": [1, 2, 4, 3],"
+    "   \"sequence_parallel\": \"auto\", \"recompute\": \"auto\", \"zero\": [0, 1, 3],"
+    "   \"schedule\": \"auto\"}}";
+
+static struct lp_sweep *parse(const char *text, int *th_failed_)
+{
+    struct lp_sweep *sw = NULL;
+    struct lp_err err;
+    lp_err_clear(&err);
+    int rc = lp_sweep_parse(text, "test.json", &sw, &err);
+    if (rc != LP_OK) {
+        fprintf(stderr, "  parse failed: %s\n", err.msg);
+        *th_failed_ = 1;
+        return NULL;
+    }
+    return sw;
+}
+
+TEST(parse_and_size)
+{
+    struct lp_sweep *sw = parse(SWEEP, th_failed_);
+    if (!sw) return;
+    ASSERT_EQ_INT(sw->nvalues[LP_DIM_GPUS], 4); /* 64, 128, 256, 512 */
+    ASSERT_EQ_INT(sw->values[LP_DIM_GPUS][3], 512);
+    /* pp auto: powers of two up to min(max gpus 512, layers 96) = 1..64 */
+    ASSERT_EQ_INT(sw->nvalues[LP_DIM_PP], 7);
+    ASSERT_EQ_INT(sw->nvalues[LP_DIM_RECOMPUTE], 3);
+    ASSERT_EQ_INT(sw->nvalues[LP_DIM_SCHEDULE], 3);
+    ASSERT_EQ_INT(sw->nvalues[LP_DIM_SP], 2);
+    ASSERT_EQ_INT(sw->top_k, 10);
+    struct lp_space s;
+    ASSERT_OK(lp_space_init(&s, sw, NULL));
+    uint64_t expect = 1;
+    for (int d = 0; d < LP_DIM_COUNT; d++) expect *= (uint64_t)sw->nvalues[d];
+    ASSERT_EQ_INT(lp_space_size(&s), expect);
+    ASSERT_EQ_INT(expect, 4ull * 5 * 7 * 2 * 1 * 3 * 3 * 4 * 2 * 3 * 3);
+    lp_sweep_destroy(&sw);
+    ASSERT_TRUE(sw == NULL);
+    lp_sweep_destroy(&sw); /* NULL-safe */
+}
+
+TEST(round_trip)
+{
+    struct lp_sweep *sw = parse(SWEEP, th_failed_);
+    if (!sw) return;
+    struct lp_space s;
+    ASSERT_OK(lp_space_init(&s, sw, NULL));
+    srand(7);
+    for (int k = 0; k < 20000; k++) {
+        uint64_t i = ((uint64_t)rand() * 7919u + (uint64_t)rand()) % lp_space_size(&s);
+        int dg[LP_DIM_COUNT];
+        lp_space_digits(&s, i, dg);
+        for (int d = 0; d < LP_DIM_COUNT; d++) ASSERT_TRUE(dg[d] >= 0 && dg[d] < s.radix[d]);
+        ASSERT_EQ_INT(lp_space_encode(&s, dg), i);
+    }
+    /* the last dimension varies fastest */
+    int dg[LP_DIM_COUNT];
+    lp_space_digits(&s, 1, dg);
+    ASSERT_EQ_INT(dg[LP_DIM_COUNT - 1], 1);
+    lp_space_digits(&s, lp_space_size(&s) - 1, dg);
+    for (int d = 0; d < LP_DIM_COUNT; d++) ASSERT_EQ_INT(dg[d], s.radix[d] - 1);
+    lp_sweep_destroy(&sw);
+}
+
+/* Fill a run from digits without lp_space_decode (independent path). */
+static void run_of(const struct lp_sweep *sw, const int *dg, struct lp_run *r)
+{
+    memset(r, 0, sizeof(*r));
+#define V(d) (sw->values[(d)][dg[(d)]])
+    r->model = sw->models[V(LP_DIM_MODEL)];
+    r->system = sw->systems[V(LP_DIM_SYSTEM)];
+    r->train = sw->train;
+    r->fw = sw->fw;
+    r->par.tp = V(LP_DIM_TP);
+    r->par.pp = V(LP_DIM_PP);
+    r->par.cp = V(LP_DIM_CP);
+    r->par.ep = V(LP_DIM_EP);
+    r->par.vp = V(LP_DIM_VP);
+    r->par.dp = V(LP_DIM_GPUS) / (r->par.tp * r->par.pp * r->par.cp);
+    r->par.micro_batch = V(LP_DIM_MICRO_BATCH);
+    r->par.sequence_parallel = V(LP_DIM_SP) != 0;
+    r->par.recompute = (enum lp_recompute)V(LP_DIM_RECOMPUTE);
+    r->par.zero = V(LP_DIM_ZERO);
+    r->par.schedule = (enum lp_schedule)V(LP_DIM_SCHEDULE);
+#undef V
+}
+
+TEST(skip_spans_and_validate)
+{
+    struct lp_sweep *sw = parse(SWEEP, th_failed_);
+    if (!sw) return;
+    struct lp_space s;
+    ASSERT_OK(lp_space_init(&s, sw, NULL));
+    static struct lp_run run, ref;
+    uint64_t n = lp_space_size(&s);
+    uint64_t one_skip[LP_REASON_COUNT] = {0}, one_valid = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        enum lp_reason why;
+        uint64_t span = 0;
+        enum lp_space_verdict v = lp_space_decode(&s, i, &run, &why, &span);
+        ASSERT_TRUE(span >= 1 && i + span <= n);
+        int dg[LP_DIM_COUNT];
+        lp_space_digits(&s, i, dg);
+        run_of(sw, dg, &ref);
+        int gpus = sw->values[LP_DIM_GPUS][dg[LP_DIM_GPUS]];
+        bool divides = gpus % (ref.par.tp * ref.par.pp * ref.par.cp) == 0;
+        if (v == LP_SPACE_VALID) {
+            one_valid++;
+            ASSERT_EQ_INT(why, LP_REASON_NONE);
+            ASSERT_TRUE(divides);
+            ASSERT_EQ_INT(lp_sim_validate(&ref), LP_REASON_NONE);
+            ASSERT_EQ_INT(run.par.dp, ref.par.dp);
+            ASSERT_EQ_INT(run.par.tp * run.par.pp * run.par.dp * run.par.cp, gpus);
+            ASSERT_TRUE(ref.par.tp <= ref.system.gpus_per_node);
+        } else {
+            one_skip[why]++;
+            /* every skip is a configuration the simulator refuses too, or one
+             * the space rules out on its own (GPU count, TP across nodes) */
+            if (why == LP_REASON_GPU_COUNT)
+                ASSERT_TRUE(!divides || ref.par.tp > gpus);
+            else if (why == LP_REASON_TP_NODE)
+                ASSERT_TRUE(ref.par.tp > ref.system.gpus_per_node);
+            else
+                ASSERT_TRUE(lp_sim_validate(&ref) != LP_REASON_NONE);
+        }
+    }
+    /* the same counts walking with the spans */
+    uint64_t jump_skip[LP_REASON_COUNT] = {0}, jump_valid = 0, steps = 0;
+    for (uint64_t i = 0; i < n; steps++) {
+        enum lp_reason why;
+        uint64_t span = 0;
+        if (lp_space_decode(&s, i, &run, &why, &span) == LP_SPACE_VALID) {
+            jump_valid++;
+            i++;
+        } else {
+            jump_skip[why] += span;
+            i += span;
+        }
+    }
+    ASSERT_EQ_INT(jump_valid, one_valid);
+    for (int r = 0; r < LP_REASON_COUNT; r++) ASSERT_EQ_INT(jump_skip[r], one_skip[r]);
+    ASSERT_TRUE(one_valid > 0);
+    ASSERT_TRUE(one_skip[LP_REASON_TP_NODE] > 0); /* tp 16 on 8-GPU nodes */
+    ASSERT_TRUE(steps < n / 4);                   /* spans do skip blocks */
+    lp_sweep_destroy(&sw);
+}
+
+/* A hand-counted space: gpt3-175b (96 heads) on 8 GPUs of 8-GPU nodes, tp in
+ * {1,2,4,8,16,3}: tp 16 exceeds the GPUs, tp 3 does not divide 8; the rest
+ * give dp = 8/tp, micro_batch 1, batch 64: 4 valid, 2 skipped. */
+TEST(hand_count)
+{
+    struct lp_sweep *sw = parse("{\"model\": \"gpt3-175b\", \"system\": \"dgx-a100-80gb\","
+                                " \"gpus\": 8, \"training\": {\"global_batch\": 64},"
+                                " \"space\": {\"tp\": [1, 2, 4, 8, 16, 3]}}",
+                                th_failed_);
+    if (!sw) return;
+    struct lp_space s;
+    ASSERT_OK(lp_space_init(&s, sw, NULL));
+    ASSERT_EQ_INT(lp_space_size(&s), 6);
+    static struct lp_run run;
+    int valid = 0, gpu_count = 0;
+    for (uint64_t i = 0; i < 6; i++) {
+        enum lp_reason why;
+        if (lp_space_decode(&s, i, &run, &why, NULL) == LP_SPACE_VALID)
+            valid++;
+        else if (why == LP_REASON_GPU_COUNT)
+            gpu_count++;
+    }
+    ASSERT_EQ_INT(valid, 4);
+    ASSERT_EQ_INT(gpu_count, 2);
+    lp_sweep_destroy(&sw);
+}
+
+TEST(empty_space)
+{
+    struct lp_sweep *sw = parse("{\"model\": \"gpt3-175b\", \"system\": \"dgx-a100-80gb\","
+                                " \"gpus\": [], \"training\": {\"global_batch\": 64}}",
+                                th_failed_);
+    if (!sw) return;
+    struct lp_space s;
+    ASSERT_OK(lp_space_init(&s, sw, NULL));
+    ASSERT_EQ_INT(lp_space_size(&s), 0);
+    lp_sweep_destroy(&sw);
+}
+
+TEST(parse_errors)
+{
+    const char *bad[][2] = {
+        {"{\"model\": \"gpt3-175b\", \"system\": \"dgx-a100-80gb\", \"gpus\": 8,"
+         " \"training\": {\"global_batch\": 64}, \"space\": {\"tpp\": 2}}",
+         "space.tpp"},
+        {"{\"model\": \"gpt3-175b\", \"system\": \"dgx-a100-80gb\", \"gpus\": 8,"
+         " \"training\": {\"global_batch\": 64}, \"bogus\": 1}",
+         "bogus"},
+        {"{\"model\": \"gpt3-175b\", \"system\": \"dgx-a100-80gb\", \"gpus\": 8,"
+         " \"training\": {\"global_batch\": 64}, \"space\": {\"tp\": [2, 2]}}",
+         "space.tp"},
+        {"{\"model\": \"gpt3-175b\", \"system\": \"dgx-a100-80gb\","
+         " \"gpus\": {\"min\": 8, \"max\": 64, \"step\": \"y2\"},"
+         " \"training\": {\"global_batch\": 64}}",
+         "gpus.step"},
+        {"{\"model\": \"gpt3-175b\", \"system\": \"dgx-a100-80gb\", \"gpus\": 8,"
+         " \"training\": {\"global_batch\": 64}, \"space\": {\"recompute\": \"some\"}}",
+         "space.recompute"},
+        {"{\"model\": \"gpt3-175b\", \"models\": [\"gpt3-13b\"], \"system\": \"dgx-a100-80gb\","
+         " \"gpus\": 8, \"training\": {\"global_batch\": 64}}",
+         "models"},
+        {"{\"model\": \"no-such-model\", \"system\": \"dgx-a100-80gb\", \"gpus\": 8,"
+         " \"training\": {\"global_batch\": 64}}",
+         "model"},
+        {"{\"model\": \"gpt3-175b\", \"system\": \"dgx-a100-80gb\","
+         " \"training\": {\"global_batch\": 64}}",
+         "gpus"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        struct lp_sweep *sw = NULL;
+        struct lp_err err;
+        lp_err_clear(&err);
+        ASSERT_TRUE(lp_sweep_parse(bad[i][0], "bad.json", &sw, &err) < 0);
+        ASSERT_TRUE(sw == NULL);
+        ASSERT_CONTAINS(err.msg, "bad.json");
+        ASSERT_CONTAINS(err.msg, bad[i][1]);
+    }
+}
+
+TEST(lists_and_ranges)
+{
+    struct lp_sweep *sw =
+        parse("{\"models\": [\"gpt3-13b\", \"gpt3-175b\"],"
+              " \"systems\": [\"dgx-a100-80gb\", \"dgx-h100\"],"
+              " \"gpus\": {\"min\": 16, \"max\": 64, \"step\": 16},"
+              " \"training\": {\"global_batch\": 64, \"tokens\": 1e9}, \"top_k\": 3,"
+              " \"profile\": \"roofline\", \"output\": \"out\","
+              " \"space\": {\"dp\": [2, 4], \"zero\": \"auto\", \"vp\": [1, 2]}}",
+              th_failed_);
+    if (!sw) return;
+    ASSERT_EQ_INT(sw->nvalues[LP_DIM_MODEL], 2);
+    ASSERT_EQ_STR(sw->models[1].name, "gpt3-175b");
+    ASSERT_EQ_STR(sw->systems[1].name, "dgx-h100");
+    ASSERT_EQ_INT(sw->nvalues[LP_DIM_GPUS], 4); /* 16 32 48 64 */
+    ASSERT_EQ_INT(sw->values[LP_DIM_GPUS][2], 48);
+    ASSERT_EQ_INT(sw->ndp, 2);
+    ASSERT_EQ_INT(sw->nvalues[LP_DIM_ZERO], 4);
+    /* vp > 1 listed, schedule absent: 1f1b and interleaved */
+    ASSERT_EQ_INT(sw->nvalues[LP_DIM_SCHEDULE], 2);
+    ASSERT_EQ_INT(sw->top_k, 3);
+    ASSERT_EQ_STR(sw->profile, "roofline");
+    ASSERT_EQ_STR(sw->output, "out");
+    /* the dp filter: only tp=pp=cp=1 -> dp = gpus; dp in {2, 4} never */
+    struct lp_space s;
+    ASSERT_OK(lp_space_init(&s, sw, NULL));
+    static struct lp_run run;
+    for (uint64_t i = 0; i < lp_space_size(&s); i++)
+        ASSERT_TRUE(lp_space_decode(&s, i, &run, NULL, NULL) == LP_SPACE_SKIP);
+    lp_sweep_destroy(&sw);
+}
+
+TH_MAIN(TH_CASE(parse_and_size), TH_CASE(round_trip), TH_CASE(skip_spans_and_validate),
+        TH_CASE(hand_count), TH_CASE(empty_space), TH_CASE(parse_errors),
+        TH_CASE(lists_and_ranges))

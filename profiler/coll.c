@@ -5,8 +5,9 @@
  * Groups: intra-node tier, r ranks of the first node (r = 2, 4, .., ranks
  * per node); inter-node tier, every rank of the first k nodes (k = 2, 4, ..,
  * nodes), so each node's NICs carry the traffic of all its GPUs as in a DP
- * group of a TP-within-node run. Stored value: busbw / nominal per-GPU
- * bandwidth of the tier. */
+ * group of a TP-within-node run. Stored value: busbw / nominal bandwidth
+ * of the tier: the per-GPU NVLink bandwidth inside a node; min(NVLink,
+ * GPUs per node x per-GPU network bandwidth) across nodes. */
 #include <math.h>
 #include <mpi.h>
 #include <stdlib.h>
@@ -206,6 +207,15 @@ static int fill_tables(struct lpp_ctx *c, const struct lpp_coll_env *env, enum l
                      ranks[0], 2 * ranks[0]);
     }
     double nominal = env->nominal_Bps[tier];
+    /* Across nodes every GPU of a node is in the group, so the node's NICs
+     * carry it in parallel: the nominal bus bandwidth is min(intra, local *
+     * per-GPU network), the link the simulator multiplies the fraction by
+     * (src/core/sim_comm.c, docs/profile-format.md). */
+    if (tier == LP_TIER_INTER && nominal > 0) {
+        nominal *= env->local > 0 ? env->local : 1;
+        if (env->nominal_Bps[LP_TIER_INTRA] > 0 && env->nominal_Bps[LP_TIER_INTRA] < nominal)
+            nominal = env->nominal_Bps[LP_TIER_INTRA];
+    }
     double peak = 0;
     for (size_t i = 0; i < (size_t)nr * cells; i++)
         peak = fmax(peak, all_bw[i]);

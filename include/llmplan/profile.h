@@ -198,7 +198,7 @@ const char *lp_profile_get_prov(const struct lp_profile *p, const char *key);
 
 /* Full validation: every table lp_table_check'd, required tables present
  * (gemm fwd/dgrad/wgrad in bf16, fused+unfused attention fwd/bwd in bf16,
- * every mem kind, allreduce intra). Monotonicity of time in size is also
+ * every mem kind; collectives optional). Monotonicity of time in size is also
  * checked (warnings counted into *nonmonotone if not NULL). */
 int lp_profile_check(const struct lp_profile *p, int *nonmonotone, struct lp_err *err);
 

@@ -479,6 +479,46 @@ static void dp_costs(struct lp_sim *s, const struct lp_run *r, const struct para
     out->opt_s = cm->ops->mem_s(cm, LP_MEM_ADAM, owned * per);
 }
 
+/* Solve the pipeline schedule (memoised when no trace is recorded); the
+ * closed form stands in when the exact solver's scratch is too small. */
+static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_event *ev, int cap,
+                     int *nev, double *end_first, double *end_last)
+{
+    struct lp_sched_key k;
+    memset(&k, 0, sizeof(k));
+    k.p = in->p;
+    k.m = in->m;
+    k.v = in->v;
+    k.kind = (int)in->kind;
+    k.blocking = in->p2p_blocking;
+    k.f = in->f[0];
+    k.b = in->b[0];
+    k.ff = in->f_first_extra;
+    k.bf = in->b_first_extra;
+    k.fl = in->f_last_extra;
+    k.bl = in->b_last_extra;
+    k.c = in->p2p_s;
+    size_t slot = (size_t)(lp_hash_bytes(&k, sizeof(k), FNV_OFFSET) % LP_SCHED_MEMO);
+    if (!ev && s->sused[slot] && memcmp(&s->skey[slot], &k, sizeof(k)) == 0) {
+        *end_first = s->sval[slot].end_first;
+        *end_last = s->sval[slot].end_last;
+        return;
+    }
+    struct lp_sched_out *so = &s->sout;
+    if (lp_sched_exact(s, in, so, ev, cap, nev) != 0) {
+        double t = lp_sched_closed_form(in) + in->f_first_extra + in->b_first_extra +
+                   in->f_last_extra + in->b_last_extra;
+        so->stage_end_s[0] = so->stage_end_s[in->p > 1024 ? 0 : in->p - 1] = t;
+        if (nev) *nev = 0;
+    }
+    *end_first = so->stage_end_s[0];
+    *end_last = so->stage_end_s[in->p > 1024 ? 0 : in->p - 1];
+    s->skey[slot] = k;
+    s->sval[slot].end_first = *end_first;
+    s->sval[slot].end_last = *end_last;
+    s->sused[slot] = true;
+}
+
 static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *res,
                     struct lp_event *ev, int cap, int *nev)
 {
@@ -539,25 +579,19 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
                            : 0.0,
         .p2p_blocking = !r->fw.pp_overlap,
     };
-    _Static_assert(sizeof(((struct lp_sched_out *)0)->stage_end_s) / sizeof(double) == 1024,
-                  "stage arrays");
-    struct lp_sched_out so;
-    if (p->pp > 1024 || lp_sched_exact(s, &in, &so, ev, cap, nev) != 0) {
-        so.makespan_s = lp_sched_closed_form(&in) + in.f_first_extra + in.b_first_extra +
-                        in.f_last_extra + in.b_last_extra;
-        for (int i = 0; i < np; i++) {
-            so.stage_end_s[i] = so.makespan_s;
-            so.stage_busy_s[i] = micro * p->vp * (f + b);
-        }
-        if (nev) *nev = 0;
-    }
+    double end_first, end_last;
+    schedule(s, &in, ev, cap, nev, &end_first, &end_last);
+    /* busy time of the first / last stage: every chunk of every micro-batch */
+    double busy_first = micro * (p->vp * (f + b) + in.f_first_extra + in.b_first_extra);
+    double busy_last = micro * (p->vp * (f + b) + in.f_last_extra + in.b_last_extra);
+    if (p->pp == 1) busy_first = busy_last = busy_first + micro * (in.f_last_extra + in.b_last_extra);
 
     /* DP reduction overlaps the last micro-batch's backward on each stage */
     double bw_win[2] = {b_comp * p->vp, b_comp * p->vp};
     dp_costs(s, r, &pr, bw_win, f_comp * p->vp, &dpc);
     int last = p->pp - 1;
-    double end0 = so.stage_end_s[0] + dpc.exposed_s[0];
-    double endl = so.stage_end_s[last] + dpc.exposed_s[1];
+    double end0 = end_first + dpc.exposed_s[0];
+    double endl = end_last + dpc.exposed_s[1];
     int crit = endl > end0 ? last : 0;
     double end = fmax(end0, endl) + dpc.emb_sync_s;
     res->iteration_time_s = end + dpc.opt_s + r->fw.step_overhead_s;
@@ -567,10 +601,11 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     bd->compute_s = mv * (f_comp + b_comp) + micro * (crit == 0 ? sc->edge.emb_fwd_s + sc->edge.emb_bwd_s
                                                                 : sc->edge.head_fwd_s + sc->edge.head_bwd_s);
     bd->tp_comm_s = mv * (f_comm + b_comm + zero3 / p->vp);
-    double idle = so.stage_end_s[crit] - so.stage_busy_s[crit];
+    double crit_end = crit == 0 ? end_first : end_last;
+    double idle = crit_end - (crit == 0 ? busy_first : busy_last);
     bd->pp_comm_s = p->pp > 1 ? fmin(idle, 2.0 * (p->pp - 1) * in.p2p_s) : 0.0;
     bd->pp_bubble_s = fmax(0.0, idle - bd->pp_comm_s);
-    bd->dp_comm_exposed_s = end - so.stage_end_s[crit];
+    bd->dp_comm_exposed_s = end - crit_end;
     bd->optimizer_s = dpc.opt_s + r->fw.step_overhead_s;
 
     double tokens = (double)r->train.global_batch * m->seq_len;
@@ -595,8 +630,8 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
         e->micro = -1;
         e->chunk = 0;
         e->kind = LP_EV_DP;
-        e->start_s = so.stage_end_s[crit];
-        e->dur_s = end - so.stage_end_s[crit];
+        e->start_s = crit_end;
+        e->dur_s = end - crit_end;
         if (*nev < cap) {
             e = &ev[(*nev)++];
             e->stage = crit;

@@ -40,17 +40,18 @@ struct lp_shape_key {
 };
 
 #define LP_SIM_MEMO 512
+#define LP_SCHED_MEMO 1024
 
-struct lp_sim {
-    struct lp_cost_model cm;
-    struct lp_shape_key key[LP_SIM_MEMO];
-    struct lp_shape_cost val[LP_SIM_MEMO];
-    bool used[LP_SIM_MEMO];
-    /* schedule solver scratch: finish times of F and B per (stage, chunk, mb) */
-    double *sched_f, *sched_b;
-    size_t sched_cap;
-    uint64_t memo_hits, memo_misses;
+/* Memo of solved schedules: simulate() gives every stage the same f and b
+ * plus first/last-stage extras, so these fields determine the solution. */
+struct lp_sched_key {
+    int p, m, v, kind, blocking;
+    double f, b, ff, bf, fl, bl, c;
 };
+struct lp_sched_val {
+    double end_first, end_last; /* finish of stage 0 / stage p-1 */
+};
+
 
 /* Collective over a group of `n` ranks spaced `stride` apart in the rank
  * order (Megatron: TP innermost). Returns seconds. */
@@ -89,6 +90,21 @@ int lp_sched_exact(struct lp_sim *s, const struct lp_sched_in *in, struct lp_sch
  * 1F1B/GPipe: (m + p - 1)(f + b) + 2(p - 1) p2p;
  * interleaved: m v (f + b) + (p - 1)(f + b) + 2(p - 1) p2p (Narayanan 2021, Sec 2.2.2). */
 double lp_sched_closed_form(const struct lp_sched_in *in);
+
+struct lp_sim {
+    struct lp_cost_model cm;
+    struct lp_shape_key key[LP_SIM_MEMO];
+    struct lp_shape_cost val[LP_SIM_MEMO];
+    bool used[LP_SIM_MEMO];
+    /* schedule solver scratch: finish times of F and B per (stage, chunk, mb) */
+    double *sched_f, *sched_b;
+    size_t sched_cap;
+    uint64_t memo_hits, memo_misses;
+    struct lp_sched_key skey[LP_SCHED_MEMO];
+    struct lp_sched_val sval[LP_SCHED_MEMO];
+    bool sused[LP_SCHED_MEMO];
+    struct lp_sched_out sout; /* solver output scratch (16 KiB) */
+};
 
 uint64_t lp_hash_bytes(const void *p, size_t n, uint64_t h);
 

@@ -399,7 +399,9 @@ static const struct lp_slot slot_table[LP_PROFILE_SLOTS] = {
     {LP_FAM_MEM, "/mem/cross_entropy", 1, mem_axes, "s", true},
     {LP_FAM_MEM, "/mem/embedding", 1, mem_axes, "s", true},
     {LP_FAM_MEM, "/mem/copy", 1, mem_axes, "s", true},
-    {LP_FAM_COLL, "/coll/allreduce/intra", 2, coll_axes, "fraction", true},
+    /* collectives are optional: a one-GPU measurement has none; the simulator
+     * then uses the roofline fraction */
+    {LP_FAM_COLL, "/coll/allreduce/intra", 2, coll_axes, "fraction", false},
     {LP_FAM_COLL, "/coll/allreduce/inter", 2, coll_axes, "fraction", false},
     {LP_FAM_COLL, "/coll/allgather/intra", 2, coll_axes, "fraction", false},
     {LP_FAM_COLL, "/coll/allgather/inter", 2, coll_axes, "fraction", false},

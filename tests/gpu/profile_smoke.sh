@@ -43,12 +43,5 @@ if "$llmplan" profile check "$scratch/p.h5" >"$scratch/check.log" 2>&1; then
     exit 0
 fi
 cat "$scratch/check.log"
-# With one GPU the collective tables cannot be measured, and the checker
-# requires /coll/allreduce/intra: accept exactly that failure, and only then.
-if [ "${#run[@]}" -eq 1 ] && grep -q "coll/allreduce/intra" "$scratch/check.log" &&
-   [ "$(grep -c -i 'missing\|absent\|required' "$scratch/check.log")" -ge 1 ]; then
-    echo "ok: profile check passed except the collective table a single GPU cannot measure"
-    exit 0
-fi
 echo "FAIL: llmplan profile check"
 exit 1

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The plans in plans.json are what `llmplan simulate` says for the same
+# configuration: the time- and cost-optimal plans (and the whole Pareto front)
+# are written back as run descriptions and simulated one by one.
+source "$(dirname "$0")/lib.bash" "$@"
+
+cat >"$SCRATCH/sweep.json" <<'JSON'
+{"models": ["gpt3-6.7b", "llama2-13b"], "systems": ["dgx-a100-80gb", "dgx-h100"],
+ "gpus": [32, 64, 128], "training": {"global_batch": 512, "precision": "bf16", "tokens": 2e10},
+ "profile": "roofline",
+ "space": {"tp": [1, 2, 4, 8], "pp": [1, 2, 4], "vp": [1, 2], "micro_batch": [1, 2, 4],
+           "sequence_parallel": "auto", "recompute": "auto", "zero": [0, 1]}}
+JSON
+check "search on 2 ranks"
+mpi 2 "$LLMPLAN" search "$SCRATCH/sweep.json" -o "$SCRATCH/out" --quiet --no-dataset ||
+    fail "search exited $?"
+[ ! -e "$SCRATCH/out/sweep.h5" ] || fail "--no-dataset wrote sweep.h5"
+
+python3 - "$SCRATCH/out/plans.json" "$SCRATCH" <<'PY' || fail "cannot write run descriptions"
+import json, sys
+# lp_result_to_json with_config writes two "training" keys (the run's block,
+# then the projection); keep the first as "training", the second as "projection"
+def pairs(kv):
+    o = {}
+    for k, v in kv:
+        o["projection" if k == "training" and k in o else k] = v
+    return o
+d = json.load(open(sys.argv[1]), object_pairs_hook=pairs)
+plans = [("time_optimal", d["time_optimal"]), ("cost_optimal", d["cost_optimal"])]
+plans += [("pareto%d" % i, p) for i, p in enumerate(d["pareto"])]
+for name, p in plans:
+    run = {k: p[k] for k in ("model", "system", "parallel", "training", "framework", "gpus")}
+    json.dump(run, open("%s/%s.run.json" % (sys.argv[2], name), "w"), indent=1)
+    json.dump(p, open("%s/%s.plan.json" % (sys.argv[2], name), "w"), indent=1)
+print(len(plans))
+PY
+for run in "$SCRATCH"/*.run.json; do
+    name=$(basename "$run" .run.json)
+    check "$name: simulate --json gives the plan's figures"
+    "$LLMPLAN" simulate "$run" --json --profile roofline >"$SCRATCH/$name.sim.json" ||
+        fail "simulate $run exited $?"
+    python3 - "$SCRATCH/$name.plan.json" "$SCRATCH/$name.sim.json" <<'PY' || fail "$name differs"
+import json, sys
+plan, sim = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+proj = plan.get("projection", plan["training"])
+def close(a, b):
+    return abs(a - b) <= 1e-12 * max(abs(a), abs(b), 1e-300)
+ok = sim["feasible"] and plan["feasible"]
+for k in ("iteration_time_s", "tokens_per_s", "mfu", "memory_per_gpu_gib"):
+    ok = ok and close(plan[k], sim[k])
+ok = ok and close(proj["cost_usd"], sim["training"]["cost_usd"])
+if not ok:
+    print("plan:", plan["iteration_time_s"], proj["cost_usd"])
+    print("sim: ", sim["iteration_time_s"], sim["training"]["cost_usd"])
+sys.exit(0 if ok else 1)
+PY
+done
+check "time_optimal is the fastest of top_time, cost_optimal the cheapest of top_cost"
+json_get "$SCRATCH/out/plans.json" 'd["time_optimal"] == d["top_time"][0] and d["cost_optimal"] == d["top_cost"][0] and all(a["iteration_time_s"] <= b["iteration_time_s"] for a, b in zip(d["top_time"], d["top_time"][1:]))' |
+    grep -q True || fail "optima and top lists disagree"
+echo "PASS"

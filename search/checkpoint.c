@@ -3,8 +3,8 @@
  *
  * Layout (native byte order; read only by the same build of llmplan):
  *   header   struct ck_header (magic, sizes, sweep hash, position, counters)
- *   ranges   ndone x struct lp_range: the ranges of the current segment done
- *            (their rows are in sweep.h5 at [rows_base, rows_base + sum))
+ *   ranges   ndone x struct lp_range: the ranges done from segment `segment`
+ *            on (their rows are in sweep.h5 at [rows_base, rows_base + sum))
  *   entries  the merged Pareto front and top-k (struct lp_entry)
  *   fnv      uint64 FNV-1a of everything before it
  * The sweep hash covers the sweep text and the cost model, so a checkpoint is
@@ -69,7 +69,7 @@ int lp_checkpoint_write(const struct lp_search *s, const struct lp_results *res,
     h.segment_len = s->opt.segment;
     h.top_k = (uint64_t)s->res.top_k;
     h.dataset = s->opt.dataset;
-    h.segment = s->segment;
+    h.segment = s->flush_seg;
     h.rows_base = s->rows_base;
     h.ndone = s->done.n;
     LP_TRY(err, lp_results_pack(res, &ent, h.res_counts, err));
@@ -141,7 +141,7 @@ int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err)
                            path);
         goto cleanup;
     }
-    s->segment = h.segment;
+    s->flush_seg = h.segment;
     s->rows_base = h.rows_base;
     s->wall_before_s = h.wall_s;
     s->done_before = h.counts[LP_COUNT_DONE];

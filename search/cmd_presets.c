@@ -21,7 +21,8 @@ static int print_one(const char *name, const char *path, void *arg)
     if (c->kind == LP_PRESET_MODEL) {
         struct lp_model m;
         LP_TRY(c->err, lp_load_model(name, &m, c->err));
-        printf("%-16s %8.2fB  layers %3d  hidden %6d  heads %3d/%-3d  ffn %6d %-6s  vocab %6d  seq %5d%s\n",
+        printf("%-16s %8.2fB  layers %3d  hidden %6d  heads %3d/%-3d  ffn %6d %-6s  vocab %6d  seq "
+               "%5d%s\n",
                name, lp_model_params(&m) / 1e9, m.layers, m.hidden, m.heads, m.kv_heads,
                m.ffn_hidden, m.ffn_act == LP_ACT_SWIGLU ? "swiglu" : "gelu", m.vocab, m.seq_len,
                m.moe.experts ? "  moe" : "");
@@ -34,7 +35,8 @@ static int print_one(const char *name, const char *path, void *arg)
     } else {
         struct lp_system s;
         LP_TRY(c->err, lp_load_system(name, &s, c->err));
-        printf("%-20s %-10s x%-2d  intra %5.0f GB/s %4.1f us  inter %5.1f GB/s/GPU %4.1f us  $%.2f/GPU-h\n",
+        printf("%-20s %-10s x%-2d  intra %5.0f GB/s %4.1f us  inter %5.1f GB/s/GPU %4.1f us  "
+               "$%.2f/GPU-h\n",
                name, s.gpu.name, s.gpus_per_node, s.intra.bw_Bps / 1e9, s.intra.latency_s * 1e6,
                s.inter.bw_Bps / 1e9, s.inter.latency_s * 1e6, s.price_per_gpu_hour_usd);
     }

@@ -13,21 +13,22 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: llmplan simulate RUN.json [--json] [--trace FILE] [--profile FILE|roofline]\n"
-               "       llmplan simulate --batch RUNS.jsonl [--profile FILE|roofline]\n"
-               "\n"
-               "Simulate one training iteration of one configuration (DESIGN.md run description).\n"
-               "\n"
-               "  --json             print one JSON object (the contract's simulate output)\n"
-               "  --batch FILE       one run description per line ('-' = stdin); prints one JSON\n"
-               "                     result per line, with the configuration (scripts/validate)\n"
-               "  --trace FILE       write the simulated timeline as Chrome trace JSON (Perfetto)\n"
-               "  --profile FILE     kernel profile to use (default: data/profiles/<gpu>.h5;\n"
-               "                     'roofline' = the closed-form test backend)\n"
-               "  -h, --help         this text\n"
-               "\n"
-               "An infeasible configuration prints feasible: false and its reason, exit 0.\n"
-               "Malformed input exits 1 with a message naming the file and the key.\n");
+    fprintf(f,
+            "usage: llmplan simulate RUN.json [--json] [--trace FILE] [--profile FILE|roofline]\n"
+            "       llmplan simulate --batch RUNS.jsonl [--profile FILE|roofline]\n"
+            "\n"
+            "Simulate one training iteration of one configuration (DESIGN.md run description).\n"
+            "\n"
+            "  --json             print one JSON object (the contract's simulate output)\n"
+            "  --batch FILE       one run description per line ('-' = stdin); prints one JSON\n"
+            "                     result per line, with the configuration (scripts/validate)\n"
+            "  --trace FILE       write the simulated timeline as Chrome trace JSON (Perfetto)\n"
+            "  --profile FILE     kernel profile to use (default: data/profiles/<gpu>.h5;\n"
+            "                     'roofline' = the closed-form test backend)\n"
+            "  -h, --help         this text\n"
+            "\n"
+            "An infeasible configuration prints feasible: false and its reason, exit 0.\n"
+            "Malformed input exits 1 with a message naming the file and the key.\n");
 }
 
 /* Choose and load the cost model: an explicit --profile, else the GPU's
@@ -82,7 +83,8 @@ static int run_batch(const char *file, const char *profile, struct lp_err *err)
     while (rc >= 0 && (len = getline(&line, &cap, in)) >= 0) {
         lineno++;
         char *p = line;
-        while (*p == ' ' || *p == '\t') p++;
+        while (*p == ' ' || *p == '\t')
+            p++;
         if (*p == '\n' || *p == '\0' || *p == '#') continue;
         char origin[1100];
         snprintf(origin, sizeof(origin), "%s:%ld", file, lineno);
@@ -90,11 +92,13 @@ static int run_batch(const char *file, const char *profile, struct lp_err *err)
         rc = lp_parse_run(p, origin, &run, err);
         if (rc < 0) break;
         int k = 0;
-        while (k < ncache && strcmp(cache[k].gpu, run.system.gpu.name) != 0) k++;
+        while (k < ncache && strcmp(cache[k].gpu, run.system.gpu.name) != 0)
+            k++;
         if (k == ncache) {
             if (ncache == BATCH_PROFILES) {
                 rc = lp_err_set_at(err, LP_EINVAL, __FILE__, __LINE__,
-                                   "%s: more than %d GPU types in one batch", origin, BATCH_PROFILES);
+                                   "%s: more than %d GPU types in one batch", origin,
+                                   BATCH_PROFILES);
                 break;
             }
             char used[1024];
@@ -214,7 +218,8 @@ int lp_cmd_simulate(int argc, char **argv)
     int rc = lp_load_run(file, &run, &err);
     char used[1024];
     struct lp_cost_model cm;
-    if (rc >= 0) rc = lp_cli_cost_model(profile, &run.system.gpu, &prof, &cm, used, sizeof(used), &err);
+    if (rc >= 0)
+        rc = lp_cli_cost_model(profile, &run.system.gpu, &prof, &cm, used, sizeof(used), &err);
     if (rc >= 0) rc = lp_sim_create(&cm, &sim, &err);
     struct lp_result res;
     if (rc >= 0 && trace) {

@@ -44,7 +44,8 @@ int lp_rows_reserve(struct lp_rows *l, size_t n, struct lp_err *err)
 {
     if (n <= l->cap) return LP_OK;
     size_t cap = l->cap ? l->cap : 4096;
-    while (cap < n) cap *= 2;
+    while (cap < n)
+        cap *= 2;
     struct lp_row *r = realloc(l->r, cap * sizeof(*r));
     if (!r) LP_FAIL(err, LP_ENOMEM, "out of memory: %zu dataset rows (use --segment)", cap);
     l->r = r;
@@ -58,9 +59,8 @@ void lp_rows_free(struct lp_rows *l)
     memset(l, 0, sizeof(*l));
 }
 
-static void fill_row(struct lp_row *w, uint64_t index, const int *digit,
-                     const struct lp_sweep *sw, const struct lp_run *run,
-                     const struct lp_result *r)
+static void fill_row(struct lp_row *w, uint64_t index, const int *digit, const struct lp_sweep *sw,
+                     const struct lp_run *run, const struct lp_result *r)
 {
     memset(w, 0, sizeof(*w));
     w->index = index;

@@ -41,8 +41,7 @@ static int send_results(struct lp_search *s, const struct lp_results *r, int to,
     return rc;
 }
 
-static int recv_results(struct lp_search *s, struct lp_results *into, int from,
-                        struct lp_err *err)
+static int recv_results(struct lp_search *s, struct lp_results *into, int from, struct lp_err *err)
 {
     uint64_t counts[3];
     int mrc = MPI_Recv(counts, 3, MPI_UINT64_T, from, TAG_RED_COUNTS, s->comm, MPI_STATUS_IGNORE);
@@ -52,7 +51,8 @@ static int recv_results(struct lp_search *s, struct lp_results *into, int from,
     if (n * sizeof(struct lp_entry) > INT_MAX)
         LP_FAIL(err, LP_EMPI, "reduction message too large (%llu entries)", (unsigned long long)n);
     struct lp_entry *buf = malloc(n * sizeof(*buf));
-    if (!buf) LP_FAIL(err, LP_ENOMEM, "out of memory receiving %llu results", (unsigned long long)n);
+    if (!buf)
+        LP_FAIL(err, LP_ENOMEM, "out of memory receiving %llu results", (unsigned long long)n);
     mrc = MPI_Recv(buf, (int)(n * sizeof(*buf)), MPI_BYTE, from, TAG_RED_DATA, s->comm,
                    MPI_STATUS_IGNORE);
     int rc = mrc == MPI_SUCCESS ? lp_results_unpack(into, buf, counts, err)

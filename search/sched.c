@@ -10,10 +10,12 @@
  * between answering requests, and alone (1 rank) computes everything.
  *
  * When the segment has nothing left to hand out (or a stop was requested),
- * rank 0 answers FLUSH; once every worker has, the ranks write their rows of
- * the segment collectively at offsets given by the prefix sum of the rows of
- * the segment's ranges sorted by index (so the dataset is sorted by index and
- * identical for any rank count), and the next segment starts.
+ * rank 0 answers FLUSH; once every worker has, all ranks meet. When enough
+ * rows (LP_FLUSH_ROWS) or time (--checkpoint) have accumulated, at the end
+ * and on a stop, the ranks write their rows collectively at offsets given by
+ * the prefix sum of the rows of the completed ranges sorted by index (so the
+ * dataset is sorted by index and identical for any rank count), and rank 0
+ * writes a checkpoint; then the next segment starts.
  *
  * Stop (SIGTERM / SIGUSR1): the handler only sets a flag. A rank that sees it
  * ends its current range early (a "chunk boundary" is any step of the walk)
@@ -30,6 +32,8 @@
 
 enum { TAG_REQ = 11, TAG_WORK = 12, TAG_STOP = 13 };
 enum { CMD_WORK = 1, CMD_FLUSH = 2 };
+/* Rows (all ranks) after which the completed segments are written. */
+#define LP_FLUSH_ROWS (UINT64_C(1) << 18)
 
 static double now_s(void)
 {
@@ -54,16 +58,16 @@ static int mpi_fail(struct lp_err *err, int mrc, const char *what, const char *f
 /* ---- rank 0's bookkeeping ---- */
 
 struct master {
-    struct lp_ranges pend;   /* intervals of the segment not handed out, sorted */
+    struct lp_ranges pend; /* intervals of the segment not handed out, sorted */
     uint64_t pend_total;
-    uint64_t *busy_lo;       /* per worker: range in flight (busy_hi > busy_lo) */
+    uint64_t *busy_lo; /* per worker: range in flight (busy_hi > busy_lo) */
     uint64_t *busy_hi;
-    char *noticed;           /* STOP notice sent */
+    char *noticed; /* STOP notice sent */
     MPI_Request *notice_req;
     uint64_t notice_buf;
-    int flushed;             /* workers answered FLUSH */
+    int flushed; /* workers answered FLUSH */
     bool stop;
-    uint64_t done_idx;       /* indices walked in this run (all ranks) */
+    uint64_t done_idx; /* indices walked in this run (all ranks) */
     uint64_t done_at_start;
 };
 
@@ -227,8 +231,8 @@ static int worker_segment(struct lp_search *s, struct lp_err *err)
         if (rep[0] == CMD_FLUSH) {
             if (rep[3]) {
                 uint64_t x;
-                MPI_TRY(err, MPI_Recv(&x, 1, MPI_UINT64_T, 0, TAG_STOP, s->comm,
-                                      MPI_STATUS_IGNORE));
+                MPI_TRY(err,
+                        MPI_Recv(&x, 1, MPI_UINT64_T, 0, TAG_STOP, s->comm, MPI_STATUS_IGNORE));
             }
             return LP_OK;
         }
@@ -244,11 +248,11 @@ static int worker_segment(struct lp_search *s, struct lp_err *err)
     }
 }
 
-/* Collective: rank 0 broadcasts the segment's ranges with their dataset
- * offsets (and whether to stop); the ranks write their rows. */
-static int flush_segment(struct lp_search *s, bool *stop, struct lp_err *err)
+/* Collective: rank 0 broadcasts the completed ranges not yet in the dataset,
+ * sorted by index, with their dataset offsets; the ranks write their rows. */
+static int flush_rows(struct lp_search *s, struct lp_err *err)
 {
-    uint64_t hdr[2] = {0, 0};
+    uint64_t n64 = 0;
     if (s->rank == 0) {
         lp_ranges_sort(&s->done);
         uint64_t off = s->rows_base;
@@ -256,12 +260,10 @@ static int flush_segment(struct lp_search *s, bool *stop, struct lp_err *err)
             s->done.r[i].row_start = off;
             off += s->done.r[i].rows;
         }
-        hdr[0] = s->done.n;
-        hdr[1] = *stop;
+        n64 = s->done.n;
     }
-    MPI_TRY(err, MPI_Bcast(hdr, 2, MPI_UINT64_T, 0, s->comm));
-    *stop = hdr[1] != 0;
-    size_t n = (size_t)hdr[0];
+    MPI_TRY(err, MPI_Bcast(&n64, 1, MPI_UINT64_T, 0, s->comm));
+    size_t n = (size_t)n64;
     if (s->rank != 0) {
         s->done.n = 0;
         if (n > s->done.cap) {
@@ -275,22 +277,23 @@ static int flush_segment(struct lp_search *s, bool *stop, struct lp_err *err)
     if (n * sizeof(struct lp_range) > (size_t)INT32_MAX)
         LP_FAIL(err, LP_EMPI, "range table too large (%zu ranges); raise --chunk", n);
     if (n)
-        MPI_TRY(err, MPI_Bcast(s->done.r, (int)(n * sizeof(struct lp_range)), MPI_BYTE, 0,
-                               s->comm));
+        MPI_TRY(err,
+                MPI_Bcast(s->done.r, (int)(n * sizeof(struct lp_range)), MPI_BYTE, 0, s->comm));
     if (s->opt.dataset) LP_TRY(err, lp_h5_write_segment(s, s->done.r, n, err));
     return LP_OK;
 }
 
+/* The part of [lo, hi) not covered by completed ranges (a resumed segment). */
 static int pending_from_done(struct lp_search *s, struct master *m, uint64_t lo, uint64_t hi,
                              struct lp_err *err)
 {
-    /* the segment minus the ranges already done (a resumed segment) */
     lp_ranges_sort(&s->done);
     m->pend.n = 0;
     m->pend_total = 0;
     uint64_t cur = lo;
-    for (size_t i = 0; i <= s->done.n; i++) {
+    for (size_t i = 0; i <= s->done.n && cur < hi; i++) {
         uint64_t next = i < s->done.n ? s->done.r[i].lo : hi;
+        if (next > hi) next = hi;
         if (next > cur) {
             struct lp_range r = {cur, next, 0, 0, 0, 0};
             LP_TRY(err, lp_ranges_push(&m->pend, &r, err));
@@ -299,6 +302,17 @@ static int pending_from_done(struct lp_search *s, struct master *m, uint64_t lo,
         if (i < s->done.n && s->done.r[i].hi > cur) cur = s->done.r[i].hi;
     }
     return LP_OK;
+}
+
+/* Collective: reduce, and rank 0 writes the checkpoint. */
+static int checkpoint(struct lp_search *s, struct lp_err *err)
+{
+    struct lp_results all;
+    struct lp_counts total;
+    LP_TRY(err, lp_reduce(s, &all, &total, err));
+    int rc = s->rank == 0 ? lp_checkpoint_write(s, &all, &total, err) : LP_OK;
+    lp_results_free(&all);
+    return rc;
 }
 
 int lp_sched_run(struct lp_search *s, struct lp_err *err)
@@ -321,6 +335,8 @@ int lp_sched_run(struct lp_search *s, struct lp_err *err)
         s->progress_due = now_s() + s->opt.progress_s;
     }
     bool stop = false;
+    double last_flush = now_s();
+    s->segment = s->flush_seg;
     for (; s->segment < nseg; s->segment++) {
         uint64_t lo = s->segment * seg, hi = lo + seg < size ? lo + seg : size;
         if (s->rank == 0) {
@@ -331,38 +347,37 @@ int lp_sched_run(struct lp_search *s, struct lp_err *err)
         } else {
             LP_TRY_GOTO(err, rc, worker_segment(s, err), cleanup);
         }
-        LP_TRY_GOTO(err, rc, flush_segment(s, &stop, err), cleanup);
-        /* the segment is in the dataset: start the next one from a clean slate
-         * unless stopping (then the checkpoint records the partial segment) */
+        /* Write the rows (and checkpoint) at the end of the sweep, on a stop,
+         * and when enough rows or time have accumulated: segments with few
+         * rows share one write. Only performance depends on this decision. */
+        uint64_t dec[2] = {0, stop};
+        if (s->rank == 0) {
+            uint64_t rows = 0;
+            for (size_t i = 0; i < s->done.n; i++)
+                rows += s->done.r[i].rows;
+            dec[0] = stop || s->segment + 1 == nseg || rows >= LP_FLUSH_ROWS ||
+                     (s->opt.checkpoint_s > 0 && now_s() - last_flush >= s->opt.checkpoint_s);
+        }
+        MPI_TRY(err, MPI_Bcast(dec, 2, MPI_UINT64_T, 0, s->comm));
+        stop = dec[1] != 0;
+        if (!dec[0]) continue;
+        LP_TRY_GOTO(err, rc, flush_rows(s, err), cleanup);
+        last_flush = now_s();
+        /* on a stop the checkpoint records the ranges just written; else the
+         * written segments are final and the next one starts afresh */
         if (stop) break;
-        uint64_t seg_rows = 0;
-        for (size_t i = 0; i < s->done.n; i++) seg_rows += s->done.r[i].rows;
-        s->rows_base += seg_rows;
+        for (size_t i = 0; i < s->done.n; i++)
+            s->rows_base += s->done.r[i].rows;
         s->rows.n = 0;
         s->mine.n = 0;
         s->done.n = 0;
-        if (s->segment + 1 < nseg) {
-            /* periodic checkpoint: survives a hard kill between segments */
-            struct lp_results all;
-            struct lp_counts total;
-            LP_TRY_GOTO(err, rc, lp_reduce(s, &all, &total, err), cleanup);
-            if (s->rank == 0) {
-                s->segment++;
-                rc = lp_checkpoint_write(s, &all, &total, err);
-                s->segment--;
-            }
-            lp_results_free(&all);
-            if (rc < 0) goto cleanup;
-        }
+        s->flush_seg = s->segment + 1;
+        /* periodic checkpoint: survives a hard kill after this point */
+        if (s->flush_seg < nseg) LP_TRY_GOTO(err, rc, checkpoint(s, err), cleanup);
     }
     if (s->rank == 0) progress(s, &m, 0, true);
     if (stop) {
-        struct lp_results all;
-        struct lp_counts total;
-        LP_TRY_GOTO(err, rc, lp_reduce(s, &all, &total, err), cleanup);
-        if (s->rank == 0) rc = lp_checkpoint_write(s, &all, &total, err);
-        lp_results_free(&all);
-        if (rc < 0) goto cleanup;
+        LP_TRY_GOTO(err, rc, checkpoint(s, err), cleanup);
         rc = LP_EINTERRUPT;
     }
 cleanup:

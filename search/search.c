@@ -1,7 +1,8 @@
 /* llmplan search SWEEP.json: sweep a configuration space under MPI.
  *
  *   mpirun -np N llmplan search SWEEP.json [-o DIR] [--resume] [--no-dataset]
- *       [--chunk N] [--segment N] [--progress S] [--quiet] [--profile P]
+ *       [--chunk N] [--segment N] [--checkpoint S] [--progress S] [--quiet]
+ *       [--profile P]
  *
  * Exit codes: 0 done (plans.json written, also when nothing is feasible or
  * the space is empty), 1 failure, 2 usage, 3 stopped by SIGTERM/SIGUSR1 with
@@ -22,6 +23,7 @@
 #define DEFAULT_CHUNK 256
 #define DEFAULT_SEGMENT (UINT64_C(1) << 20)
 #define DEFAULT_PROGRESS_S 5.0
+#define DEFAULT_CHECKPOINT_S 600.0
 
 /* The only mutable global of the driver: what an async-signal-safe handler
  * may set. Read at every step of a walk (lp_search_stop_requested). */
@@ -65,15 +67,17 @@ static void usage(FILE *f)
             "  --no-dataset       do not write sweep.h5\n"
             "  --profile P        override the sweep's \"profile\": FILE.h5, roofline or synth\n"
             "  --chunk N          smallest index range handed to a rank (default %d)\n"
-            "  --segment N        indices per dataset write / periodic checkpoint\n"
-            "                     (default %llu; bounds the rows held in memory)\n"
+            "  --segment N        indices per scheduling segment (default %llu)\n"
+            "  --checkpoint S     write rows and a checkpoint at least every S seconds\n"
+            "                     (default %g; 0 = only at the end and on a signal)\n"
             "  --progress S       progress line every S seconds on stderr (default %g; 0 = off)\n"
             "  --quiet            no progress line and no summary\n"
             "\n"
             "SIGTERM or SIGUSR1 stops the sweep at the next step, writes a checkpoint and\n"
             "exits with status 3. Under mpirun send SIGUSR1 (mpirun forwards it; SIGTERM\n"
             "makes mpirun kill the ranks); under Slurm use --signal=B:USR1@120.\n",
-            DEFAULT_CHUNK, (unsigned long long)DEFAULT_SEGMENT, DEFAULT_PROGRESS_S);
+            DEFAULT_CHUNK, (unsigned long long)DEFAULT_SEGMENT, DEFAULT_CHECKPOINT_S,
+            DEFAULT_PROGRESS_S);
 }
 
 static int parse_u64(const char *s, uint64_t min, uint64_t *out)
@@ -95,6 +99,7 @@ static int parse_args(int argc, char **argv, struct lp_search_opts *o, const cha
     o->min_chunk = DEFAULT_CHUNK;
     o->segment = DEFAULT_SEGMENT;
     o->progress_s = DEFAULT_PROGRESS_S;
+    o->checkpoint_s = DEFAULT_CHECKPOINT_S;
     *out_arg = NULL;
     size_t off = 0;
     for (int i = 0; i < argc && off < sizeof(o->cmdline); i++)
@@ -120,6 +125,10 @@ static int parse_args(int argc, char **argv, struct lp_search_opts *o, const cha
             if (parse_u64(argv[++i], 1, &o->min_chunk)) goto bad_value;
         } else if (!strcmp(a, "--segment") && more) {
             if (parse_u64(argv[++i], 1, &o->segment)) goto bad_value;
+        } else if (!strcmp(a, "--checkpoint") && more) {
+            char *end = NULL;
+            o->checkpoint_s = strtod(argv[++i], &end);
+            if (!end || *end || !(o->checkpoint_s >= 0)) goto bad_value;
         } else if (!strcmp(a, "--progress") && more) {
             char *end = NULL;
             o->progress_s = strtod(argv[++i], &end);
@@ -137,7 +146,9 @@ static int parse_args(int argc, char **argv, struct lp_search_opts *o, const cha
     bad_value:
         if (loud)
             fprintf(stderr, "llmplan search: option '%s': expected a %s number, got '%s'\n", a,
-                    strcmp(a, "--progress") ? "positive integer" : "non-negative", argv[i]);
+                    strcmp(a, "--progress") && strcmp(a, "--checkpoint") ? "positive integer"
+                                                                         : "non-negative",
+                    argv[i]);
         return 2;
     }
     if (!o->sweep_path) {
@@ -250,10 +261,10 @@ static int restore(struct lp_search *s, bool *resumed, struct lp_err *err)
     if (s->rank == 0 && s->opt.resume) rc = lp_checkpoint_read(s, &found, err);
     rc = agree(s, rc);
     if (rc < 0) return rc;
-    uint64_t st[4] = {found, s->segment, s->rows_base, 0};
+    uint64_t st[4] = {found, s->flush_seg, s->rows_base, 0};
     MPI_Bcast(st, 4, MPI_UINT64_T, 0, s->comm);
     *resumed = st[0] != 0;
-    s->segment = st[1];
+    s->flush_seg = st[1];
     s->rows_base = st[2];
     if (s->opt.dataset) {
         rc = agree(s, lp_h5_open(s, *resumed, err));
@@ -262,7 +273,8 @@ static int restore(struct lp_search *s, bool *resumed, struct lp_err *err)
     if (*resumed && s->opt.dataset) {
         uint64_t n = 0;
         if (s->rank == 0)
-            for (size_t i = 0; i < s->done.n; i++) n += s->done.r[i].rows;
+            for (size_t i = 0; i < s->done.n; i++)
+                n += s->done.r[i].rows;
         MPI_Bcast(&n, 1, MPI_UINT64_T, 0, s->comm);
         rc = agree(s, lp_h5_read_rows(s, s->rows_base, n, err));
         if (rc < 0) return rc;
@@ -280,8 +292,8 @@ static int restore(struct lp_search *s, bool *resumed, struct lp_err *err)
     return LP_OK;
 }
 
-static void summary(const struct lp_search *s, const struct lp_counts *t, const struct lp_results *r,
-                    double wall)
+static void summary(const struct lp_search *s, const struct lp_counts *t,
+                    const struct lp_results *r, double wall)
 {
     const uint64_t *v = t->v;
     fprintf(stderr,
@@ -294,7 +306,8 @@ static void summary(const struct lp_search *s, const struct lp_counts *t, const 
             wall > 0 ? (double)v[LP_COUNT_DONE] / wall : 0.0);
     if (r->top[LP_OBJ_TIME].n) {
         const struct lp_entry *e = &r->top[LP_OBJ_TIME].e[0];
-        fprintf(stderr, "search: fastest: %s on %d GPUs tp=%d pp=%d dp=%d cp=%d mb=%d: %.3f s/iter\n",
+        fprintf(stderr,
+                "search: fastest: %s on %d GPUs tp=%d pp=%d dp=%d cp=%d mb=%d: %.3f s/iter\n",
                 e->run.model.name, e->res.gpus, e->run.par.tp, e->run.par.pp, e->run.par.dp,
                 e->run.par.cp, e->run.par.micro_batch, e->res.iteration_time_s);
     } else {
@@ -310,7 +323,9 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
     int rc = agree(s, load_sweep(s, err));
     if (rc < 0) return 1;
     snprintf(s->opt.out_dir, sizeof(s->opt.out_dir), "%s",
-             out_arg ? out_arg : s->sweep->output[0] ? s->sweep->output : ".");
+             out_arg               ? out_arg
+             : s->sweep->output[0] ? s->sweep->output
+                                   : ".");
     snprintf(s->h5_path, sizeof(s->h5_path), "%s/sweep.h5", s->opt.out_dir);
     if (s->rank == 0) rc = mkdir_p(s->opt.out_dir, err);
     if (agree(s, rc) < 0) return 1;
@@ -321,8 +336,7 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
     if (restore(s, &resumed, err) < 0) return 1;
     if (s->rank == 0 && !s->opt.quiet)
         fprintf(stderr, "search: %s: %llu configurations on %d ranks%s\n", s->opt.sweep_path,
-                (unsigned long long)lp_space_size(&s->space), s->size,
-                resumed ? " (resumed)" : "");
+                (unsigned long long)lp_space_size(&s->space), s->size, resumed ? " (resumed)" : "");
     s->t_start = now_s();
 
     rc = lp_sched_run(s, err);
@@ -347,13 +361,13 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
     if (!interrupted && s->rank == 0) {
         char path[LP_SWEEP_PATH_LEN + 16];
         snprintf(path, sizeof(path), "%s/plans.json", s->opt.out_dir);
-        struct lp_plans_info info = {lp_space_size(&s->space), wall, s->size, s->opt.sweep_path,
-                                     s->profile_desc, s->sweep->train.tokens};
+        struct lp_plans_info info = {
+            lp_space_size(&s->space), wall, s->size, s->opt.sweep_path, s->profile_desc,
+            s->sweep->train.tokens};
         rc = lp_plans_write(path, &all, &total, &info, err);
         if (rc == LP_OK) lp_checkpoint_remove(s);
     }
-    if (s->opt.dataset && agree(s, rc) == LP_OK)
-        rc = lp_h5_close(s, !interrupted, &total, err);
+    if (s->opt.dataset && agree(s, rc) == LP_OK) rc = lp_h5_close(s, !interrupted, &total, err);
     if (agree(s, rc) < 0) {
         lp_results_free(&all);
         return 1;
@@ -362,8 +376,9 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
     lp_results_free(&all);
     if (interrupted) {
         if (s->rank == 0)
-            fprintf(stderr, "llmplan search: stopped by a signal after %llu of %llu "
-                            "configurations; checkpoint written; rerun with --resume\n",
+            fprintf(stderr,
+                    "llmplan search: stopped by a signal after %llu of %llu "
+                    "configurations; checkpoint written; rerun with --resume\n",
                     (unsigned long long)total.v[LP_COUNT_DONE],
                     (unsigned long long)lp_space_size(&s->space));
         return EXIT_INTERRUPTED;

@@ -24,8 +24,8 @@
 /* One dataset row (a configuration evaluated: feasible or not). */
 struct lp_row {
     uint64_t index;
-    int32_t model, system, gpus, tp, pp, dp, cp, ep, vp, micro_batch, sequence_parallel,
-        recompute, zero, schedule, feasible, reason, microbatches;
+    int32_t model, system, gpus, tp, pp, dp, cp, ep, vp, micro_batch, sequence_parallel, recompute,
+        zero, schedule, feasible, reason, microbatches;
     double iteration_time_s, tokens_per_s, mfu, model_tflops_per_gpu, memory_per_gpu_gib;
     double compute_s, tp_comm_s, pp_bubble_s, pp_comm_s, dp_comm_exposed_s, optimizer_s;
     double weights_gib, gradients_gib, optimizer_gib, activations_gib, temporary_gib;
@@ -34,10 +34,10 @@ struct lp_row {
 
 /* A completed index range and its rows (in the owner's row buffer). */
 struct lp_range {
-    uint64_t lo, hi;     /* [lo, hi) */
-    uint64_t rows;       /* rows it produced */
-    uint64_t row_start;  /* first row in the owner's buffer (owner only) */
-    int32_t owner;       /* rank that holds the rows */
+    uint64_t lo, hi;    /* [lo, hi) */
+    uint64_t rows;      /* rows it produced */
+    uint64_t row_start; /* first row in the owner's buffer (owner only) */
+    int32_t owner;      /* rank that holds the rows */
     int32_t pad;
 };
 
@@ -57,7 +57,8 @@ struct lp_search_opts {
     const char *profile; /* --profile override, or NULL */
     bool resume, dataset, quiet;
     uint64_t min_chunk;  /* --chunk */
-    uint64_t segment;    /* --segment: indices per dataset segment */
+    uint64_t segment;    /* --segment: indices per scheduling segment */
+    double checkpoint_s; /* --checkpoint: rows + checkpoint at least this often */
     double progress_s;   /* --progress; 0 = off */
     char cmdline[4096];
 };
@@ -76,23 +77,24 @@ struct lp_search {
     struct lp_profile *prof[LP_SWEEP_MAX_VALUES];
     struct lp_cost_model cm[LP_SWEEP_MAX_VALUES];
     struct lp_sim *sim[LP_SWEEP_MAX_VALUES];
-    char profile_desc[2048];     /* "path (checksum)" per system, for provenance */
+    char profile_desc[2048]; /* "path (checksum)" per system, for provenance */
     /* this rank's partial state */
     struct lp_results res;
     struct lp_counts counts;
-    struct lp_rows rows;         /* rows of the current segment */
-    struct lp_ranges mine;       /* ranges of the current segment done here */
+    struct lp_rows rows;   /* rows not yet in the dataset */
+    struct lp_ranges mine; /* ranges done here since flush_seg */
     /* rank 0's view of the sweep */
-    struct lp_ranges done;       /* all ranges of the current segment done */
-    uint64_t segment;            /* current segment */
-    uint64_t rows_base;          /* dataset rows of the segments before it */
-    uint64_t done_before;        /* indices walked in previous segments / runs */
-    double wall_before_s;        /* wall time of previous (interrupted) runs */
+    struct lp_ranges done; /* all ranges done since flush_seg */
+    uint64_t segment;      /* current segment */
+    uint64_t flush_seg;    /* first segment whose rows are not in the dataset */
+    uint64_t rows_base;    /* dataset rows of the segments before flush_seg */
+    uint64_t done_before;  /* indices walked in previous segments / runs */
+    double wall_before_s;  /* wall time of previous (interrupted) runs */
     double t_start;
-    double progress_due;         /* next progress line (rank 0) */
+    double progress_due; /* next progress line (rank 0) */
     struct lp_h5 *h5;
     char h5_path[LP_SWEEP_PATH_LEN + 16];
-    struct lp_run scratch_run;   /* decode target (large; kept off the stack) */
+    struct lp_run scratch_run; /* decode target (large; kept off the stack) */
 };
 
 /* ---- search.c ---- */

@@ -38,7 +38,10 @@ struct col {
     const char *doc;
 };
 
-#define COL(n, t, d) {#n, t, offsetof(struct lp_row, n), d}
+#define COL(n, t, d)                                                                               \
+    {                                                                                              \
+#n, t, offsetof(struct lp_row, n), d                                                       \
+    }
 static const struct col cols[] = {
     COL(index, C_U64, "configuration index in the sweep's space (plans.json \"index\")"),
     COL(model, C_I32, "index into the root attribute model_names"),
@@ -102,8 +105,7 @@ static size_t type_size(enum ctype t)
 
 #define H5_TRY(err, call, what)                                                                    \
     do {                                                                                           \
-        if ((call) < 0)                                                                            \
-            LP_FAIL((err), LP_EHDF5, "%s: HDF5 error in %s", path_of(s), (what));                  \
+        if ((call) < 0) LP_FAIL((err), LP_EHDF5, "%s: HDF5 error in %s", path_of(s), (what));      \
     } while (0)
 
 static const char *path_of(const struct lp_search *s)
@@ -153,7 +155,8 @@ static int attr_names(const struct lp_search *s, hid_t obj, const char *name,
     size_t count = n > 0 ? (size_t)n : 1;
     char *buf = calloc(count, w);
     if (!buf) LP_FAIL(err, LP_ENOMEM, "out of memory");
-    for (int i = 0; i < n; i++) memcpy(buf + (size_t)i * w, get(s, i), strlen(get(s, i)));
+    for (int i = 0; i < n; i++)
+        memcpy(buf + (size_t)i * w, get(s, i), strlen(get(s, i)));
     hid_t t = H5Tcopy(H5T_C_S1);
     H5Tset_size(t, w);
     H5Tset_strpad(t, H5T_STR_NULLTERM);
@@ -233,8 +236,8 @@ static int open_columns(struct lp_search *s, struct lp_h5 *h, struct lp_err *err
         snprintf(name, sizeof(name), "/configs/%s", cols[c].name);
         h->dset[c] = H5Dopen2(h->file, name, H5P_DEFAULT);
         if (h->dset[c] < 0)
-            LP_FAIL(err, LP_EHDF5, "%s: no dataset %s: not a sweep.h5 of this version",
-                    path_of(s), name);
+            LP_FAIL(err, LP_EHDF5, "%s: no dataset %s: not a sweep.h5 of this version", path_of(s),
+                    name);
     }
     return LP_OK;
 }
@@ -252,7 +255,8 @@ int lp_h5_open(struct lp_search *s, bool resume, struct lp_err *err)
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     struct lp_h5 *h = calloc(1, sizeof(*h));
     if (!h) LP_FAIL(err, LP_ENOMEM, "out of memory");
-    for (size_t c = 0; c < NCOLS; c++) h->dset[c] = H5I_INVALID_HID;
+    for (size_t c = 0; c < NCOLS; c++)
+        h->dset[c] = H5I_INVALID_HID;
     s->h5 = h;
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_fapl_mpio(fapl, s->comm, MPI_INFO_NULL);
@@ -291,7 +295,8 @@ static int my_selection(struct lp_search *s, const struct lp_range *table, size_
     hsize_t run_start = 0, run_len = 0;
     for (size_t i = 0; i < n; i++) {
         if (table[i].owner != s->rank || table[i].rows == 0) continue;
-        while (k < s->mine.n && s->mine.r[k].lo < table[i].lo) k++;
+        while (k < s->mine.n && s->mine.r[k].lo < table[i].lo)
+            k++;
         if (k >= s->mine.n || s->mine.r[k].lo != table[i].lo || s->mine.r[k].rows != table[i].rows)
             LP_FAIL(err, LP_EINVAL, "internal: range [%llu, %llu) of rank %d not found locally",
                     (unsigned long long)table[i].lo, (unsigned long long)table[i].hi, s->rank);
@@ -333,7 +338,8 @@ int lp_h5_write_segment(struct lp_search *s, const struct lp_range *table, size_
     hid_t dxpl = H5Pcreate(H5P_DATASET_XFER);
     H5Pset_dxpl_mpio(dxpl, H5FD_MPIO_COLLECTIVE);
     char *col = malloc((nrows ? nrows : 1) * 8);
-    if (rc == LP_OK && !col) rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
+    if (rc == LP_OK && !col)
+        rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (size_t c = 0; c < NCOLS && rc == LP_OK; c++) {
         size_t sz = type_size(cols[c].type);
         for (size_t i = 0; i < nrows; i++)
@@ -418,8 +424,8 @@ static int write_attrs(struct lp_search *s, bool complete, const struct lp_count
     LP_TRY(err, attr_u64(s, f, "skipped", total->v[LP_COUNT_SKIPPED], err));
     LP_TRY(err, attr_u64(s, f, "complete", complete, err));
     LP_TRY(err, attr_names(s, f, "model_names", model_name, s->sweep->nvalues[LP_DIM_MODEL], err));
-    LP_TRY(err, attr_names(s, f, "system_names", system_name, s->sweep->nvalues[LP_DIM_SYSTEM],
-                           err));
+    LP_TRY(err,
+           attr_names(s, f, "system_names", system_name, s->sweep->nvalues[LP_DIM_SYSTEM], err));
     LP_TRY(err, attr_names(s, f, "reason_names", reason_name, LP_REASON_COUNT, err));
     LP_TRY(err, attr_names(s, f, "recompute_names", recompute_name, LP_RECOMPUTE_COUNT, err));
     LP_TRY(err, attr_names(s, f, "schedule_names", schedule_name, LP_SCHED_COUNT, err));

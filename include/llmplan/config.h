@@ -53,6 +53,7 @@ struct lp_model {
     enum lp_pos pos;
     bool tied_embeddings;
     bool bias;         /* linear layers carry a bias (GPT-2/3 yes, LLaMA no) */
+    bool dropout;      /* hidden/attention dropout in training (GPT-2/3 yes, LLaMA, MPT no) */
     struct lp_moe moe;
     char source[LP_SOURCE_LEN];
 };

@@ -71,8 +71,8 @@ struct lp_sweep {
     /* "" = data/profiles/<gpu>.h5 of each system's GPU; "roofline"; "synth";
      * or a profile file path (used for every system). */
     char profile[LP_SWEEP_PATH_LEN];
-    int top_k;                       /* default 10 */
-    char output[LP_SWEEP_PATH_LEN];  /* "" = not given (the CLI decides) */
+    int top_k;                      /* default 10 */
+    char output[LP_SWEEP_PATH_LEN]; /* "" = not given (the CLI decides) */
 };
 
 /* Parse a sweep (docs/search.md). origin names the file in messages. */
@@ -85,10 +85,10 @@ void lp_sweep_destroy(struct lp_sweep **sw);
 /* ---- the configuration space ---- */
 
 struct lp_space {
-    const struct lp_sweep *sweep;    /* borrowed */
-    int radix[LP_DIM_COUNT];         /* = sweep->nvalues */
-    uint64_t stride[LP_DIM_COUNT];   /* index weight of one step of digit d */
-    uint64_t size;                   /* product of the radices (0 if any is 0) */
+    const struct lp_sweep *sweep;  /* borrowed */
+    int radix[LP_DIM_COUNT];       /* = sweep->nvalues */
+    uint64_t stride[LP_DIM_COUNT]; /* index weight of one step of digit d */
+    uint64_t size;                 /* product of the radices (0 if any is 0) */
 };
 
 /* Verdict of decoding one index. */
@@ -110,12 +110,12 @@ uint64_t lp_space_encode(const struct lp_space *s, const int digit[LP_DIM_COUNT]
  * space with `index += span`. The reason of a skipped configuration depends
  * on the configuration only (the first failing check in dimension order,
  * then lp_sim_validate), never on where a walk started. No allocation. */
-enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index,
-                                      struct lp_run *run, enum lp_reason *reason, uint64_t *span);
+enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, struct lp_run *run,
+                                      enum lp_reason *reason, uint64_t *span);
 
-/* Evaluate one valid configuration: the memory lower bound first (over the
- * GPU's capacity: infeasible, LP_REASON_OOM, without timing), then the full
- * simulation. Never fails, never allocates. */
+/* Evaluate one valid configuration: the memory footprint first (over the
+ * GPU's capacity: infeasible, LP_REASON_OOM, without timing; lp_sim_run does
+ * this itself), then the full simulation. Never fails, never allocates. */
 void lp_space_evaluate(struct lp_sim *sim, const struct lp_run *run, struct lp_result *res);
 
 /* ---- results: Pareto front and top-k ---- */
@@ -146,7 +146,7 @@ struct lp_entry_set {
  * per objective. */
 struct lp_results {
     int top_k;
-    struct lp_entry_set front;           /* sorted by (time, cost, index) */
+    struct lp_entry_set front;             /* sorted by (time, cost, index) */
     struct lp_entry_set top[LP_OBJ_COUNT]; /* sorted by (objective, index) */
 };
 
@@ -179,11 +179,11 @@ int lp_results_unpack(struct lp_results *r, const struct lp_entry *buf, const ui
 
 /* Counters of a sweep (plain uint64 array so that MPI can sum it). */
 enum lp_count {
-    LP_COUNT_DONE = 0,   /* indices walked (evaluated + skipped) */
-    LP_COUNT_EVALUATED,  /* dataset rows: feasible + infeasible */
+    LP_COUNT_DONE = 0,  /* indices walked (evaluated + skipped) */
+    LP_COUNT_EVALUATED, /* dataset rows: feasible + infeasible */
     LP_COUNT_FEASIBLE,
     LP_COUNT_SKIPPED,
-    LP_COUNT_INFEASIBLE_BY_REASON,                      /* + enum lp_reason */
+    LP_COUNT_INFEASIBLE_BY_REASON, /* + enum lp_reason */
     LP_COUNT_SKIPPED_BY_REASON = LP_COUNT_INFEASIBLE_BY_REASON + LP_REASON_COUNT,
     LP_COUNT_N = LP_COUNT_SKIPPED_BY_REASON + LP_REASON_COUNT
 };

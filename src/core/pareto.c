@@ -59,7 +59,8 @@ static int set_reserve(struct lp_entry_set *s, size_t n, struct lp_err *err)
 {
     if (n <= s->cap) return LP_OK;
     size_t cap = s->cap ? s->cap : 16;
-    while (cap < n) cap *= 2;
+    while (cap < n)
+        cap *= 2;
     struct lp_entry *e = realloc(s->e, cap * sizeof(*e));
     if (!e) LP_FAIL(err, LP_ENOMEM, "out of memory growing a result set to %zu entries", cap);
     s->e = e;
@@ -90,18 +91,20 @@ void lp_results_free(struct lp_results *r)
 {
     if (!r) return;
     free(r->front.e);
-    for (int o = 0; o < LP_OBJ_COUNT; o++) free(r->top[o].e);
+    for (int o = 0; o < LP_OBJ_COUNT; o++)
+        free(r->top[o].e);
     memset(r, 0, sizeof(*r));
 }
 
 void lp_results_clear(struct lp_results *r)
 {
     r->front.n = 0;
-    for (int o = 0; o < LP_OBJ_COUNT; o++) r->top[o].n = 0;
+    for (int o = 0; o < LP_OBJ_COUNT; o++)
+        r->top[o].n = 0;
 }
 
-static int top_add(struct lp_entry_set *s, size_t k, const struct lp_entry *e,
-                   enum lp_objective o, struct lp_err *err)
+static int top_add(struct lp_entry_set *s, size_t k, const struct lp_entry *e, enum lp_objective o,
+                   struct lp_err *err)
 {
     /* fast reject: not better than the current k-th */
     struct key ke = key_of(e);
@@ -134,7 +137,8 @@ static int front_add(struct lp_entry_set *s, const struct lp_entry *e, struct lp
         }
     s->n = w;
     size_t pos = 0;
-    while (pos < s->n && cmp_front(key_of(&s->e[pos]), ke) < 0) pos++;
+    while (pos < s->n && cmp_front(key_of(&s->e[pos]), ke) < 0)
+        pos++;
     return set_insert_at(s, pos, e, err);
 }
 
@@ -180,7 +184,8 @@ int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *
 
 int lp_results_merge(struct lp_results *dst, const struct lp_results *src, struct lp_err *err)
 {
-    for (size_t i = 0; i < src->front.n; i++) LP_TRY(err, lp_results_add(dst, &src->front.e[i], err));
+    for (size_t i = 0; i < src->front.n; i++)
+        LP_TRY(err, lp_results_add(dst, &src->front.e[i], err));
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         for (size_t i = 0; i < src->top[o].n; i++)
             LP_TRY(err, lp_results_add(dst, &src->top[o].e[i], err));
@@ -210,6 +215,7 @@ int lp_results_unpack(struct lp_results *r, const struct lp_entry *buf, const ui
                       struct lp_err *err)
 {
     uint64_t total = counts[0] + counts[1] + counts[2];
-    for (uint64_t i = 0; i < total; i++) LP_TRY(err, lp_results_add(r, &buf[i], err));
+    for (uint64_t i = 0; i < total; i++)
+        LP_TRY(err, lp_results_add(r, &buf[i], err));
     return LP_OK;
 }

@@ -225,13 +225,15 @@ static double layer_activation_bytes(const struct lp_run *r, bool moe_layer)
         return T * h * e / (p->sequence_parallel ? t : 1.0);
     /* replicated across TP unless SP: 2 norm inputs, QKV input, fc1 input (e
      * bytes each) and 2 dropout masks (1 byte each) = 10h for e = 2 */
-    double repl = e * 4.0 * h + 2.0 * h;
+    double repl = e * 4.0 * h + (m->dropout ? 2.0 * h : 0.0);
     /* split over TP: Q, K, V, projection input, the MLP activations = 24h for GPT */
     double split = e * (h + 2.0 * gd + h + act);
     if (moe_layer) split += T > 0 ? e * h * m->moe.top_k : 0; /* permuted tokens */
     double per_tok = repl / (p->sequence_parallel ? t : 1.0) + split / t;
     if (!r->train.flash_attention && p->recompute == LP_RECOMPUTE_NONE)
-        per_tok += m->heads * s * (2.0 * e + 1.0) / t; /* softmax out, mask, dropout out: 5as */
+        /* softmax output, dropout mask and output: 5as (softmax output only
+         * without dropout) */
+        per_tok += m->heads * s * (m->dropout ? 2.0 * e + 1.0 : e) / t;
     if (r->train.flash_attention) per_tok += 4.0 * m->heads / t; /* log-sum-exp (fp32) */
     return T * per_tok;
 }

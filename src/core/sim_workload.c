@@ -94,7 +94,9 @@ static void elementwise(const struct wl *w, struct acc *fwd, struct acc *bwd)
     bool fused = w->run->fw.fused_kernels;
     add(fwd, mem(w, w->norm, 2.0 * x * w->e));
     add(bwd, mem(w, w->norm, 3.0 * x * w->e));
-    if (fused) { /* bias + dropout + residual add in one kernel: read 2, write 1, mask 1B */
+    if (!w->run->model.dropout) { /* residual add only; its gradient passes through */
+        add(fwd, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e));
+    } else if (fused) { /* bias + dropout + residual add in one kernel: read 2, write 1, mask 1B */
         add(fwd, mem(w, LP_MEM_RESIDUAL, x * (3.0 * w->e + 1.0)));
         add(bwd, mem(w, LP_MEM_DROPOUT, x * (2.0 * w->e + 1.0)));
     } else {

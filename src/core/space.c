@@ -14,9 +14,19 @@
 
 #include "llmplan/search.h"
 
-static const char *const dim_names[LP_DIM_COUNT] = {
-    "model", "system", "gpus", "tp", "pp", "cp", "ep", "vp", "schedule", "micro_batch",
-    "sequence_parallel", "recompute", "zero"};
+static const char *const dim_names[LP_DIM_COUNT] = {"model",
+                                                    "system",
+                                                    "gpus",
+                                                    "tp",
+                                                    "pp",
+                                                    "cp",
+                                                    "ep",
+                                                    "vp",
+                                                    "schedule",
+                                                    "micro_batch",
+                                                    "sequence_parallel",
+                                                    "recompute",
+                                                    "zero"};
 
 const char *lp_dim_name(enum lp_dim d)
 {
@@ -37,13 +47,13 @@ int lp_space_init(struct lp_space *s, const struct lp_sweep *sw, struct lp_err *
         }
         if (size > (UINT64_C(1) << 62) / (uint64_t)s->radix[d])
             LP_FAIL(err, LP_EINVAL,
-                    "sweep '%s': the space has more than 2^62 configurations; narrow it",
-                    sw->name);
+                    "sweep '%s': the space has more than 2^62 configurations; narrow it", sw->name);
         size *= (uint64_t)s->radix[d];
     }
     s->size = size;
     if (size == 0)
-        for (int d = 0; d < LP_DIM_COUNT; d++) s->stride[d] = 0;
+        for (int d = 0; d < LP_DIM_COUNT; d++)
+            s->stride[d] = 0;
     return LP_OK;
 }
 
@@ -67,7 +77,8 @@ void lp_space_digits(const struct lp_space *s, uint64_t index, int digit[LP_DIM_
 uint64_t lp_space_encode(const struct lp_space *s, const int digit[LP_DIM_COUNT])
 {
     uint64_t index = 0;
-    for (int d = 0; d < LP_DIM_COUNT; d++) index += (uint64_t)digit[d] * s->stride[d];
+    for (int d = 0; d < LP_DIM_COUNT; d++)
+        index += (uint64_t)digit[d] * s->stride[d];
     return index;
 }
 
@@ -92,8 +103,8 @@ static bool in_list(const int *v, int n, int x)
     return false;
 }
 
-enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index,
-                                      struct lp_run *run, enum lp_reason *reason, uint64_t *span)
+enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, struct lp_run *run,
+                                      enum lp_reason *reason, uint64_t *span)
 {
     const struct lp_sweep *sw = s->sweep;
     int dg[LP_DIM_COUNT];
@@ -113,8 +124,7 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index,
     if (tp > sys->gpus_per_node) return skip(s, index, LP_DIM_TP, LP_REASON_TP_NODE, reason, span);
     if (m->heads % tp != 0) return skip(s, index, LP_DIM_TP, LP_REASON_TP_HEADS, reason, span);
     /* pp: the product must divide the GPUs; pp must divide the layers */
-    if (gpus % (tp * pp) != 0)
-        return skip(s, index, LP_DIM_PP, LP_REASON_GPU_COUNT, reason, span);
+    if (gpus % (tp * pp) != 0) return skip(s, index, LP_DIM_PP, LP_REASON_GPU_COUNT, reason, span);
     if (m->layers % pp != 0) return skip(s, index, LP_DIM_PP, LP_REASON_PP_LAYERS, reason, span);
     /* cp: dp = gpus / (tp*pp*cp) must be an integer (and in the dp filter);
      * the sequence splits into 2*cp chunks (load-balanced causal CP) */
@@ -170,20 +180,10 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index,
 
 void lp_space_evaluate(struct lp_sim *sim, const struct lp_run *run, struct lp_result *res)
 {
-    /* The memory footprint is a lower bound on what the full simulation
-     * finds: a configuration over capacity is rejected before timing. */
-    struct lp_memory mem;
-    lp_sim_memory(run, &mem);
-    if (mem.total_bytes > run->system.gpu.mem_bytes) {
-        memset(res, 0, sizeof(*res));
-        res->feasible = false;
-        res->reason = LP_REASON_OOM;
-        res->reason_a = mem.total_bytes;
-        res->reason_b = run->system.gpu.mem_bytes;
-        res->memory = mem;
-        res->memory_per_gpu_bytes = mem.total_bytes;
-        res->gpus = run->par.tp * run->par.pp * run->par.dp * run->par.cp;
-        return;
-    }
+    /* lp_sim_run checks the memory footprint (lp_sim_memory's) against the
+     * GPU's capacity before any timing and returns an out_of_memory result
+     * at once; checking it here as well would only compute it twice. One
+     * call also keeps every field of an infeasible result identical to what
+     * `llmplan simulate` prints for it. */
     lp_sim_run(sim, run, res);
 }

@@ -366,7 +366,7 @@ static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *
 {
     static const char *const keys[] = {"name", "layers", "hidden", "heads", "kv_heads",
                                        "ffn_hidden", "ffn_act", "vocab", "seq_len", "norm",
-                                       "position", "tied_embeddings", "bias", "moe", "source",
+                                       "position", "tied_embeddings", "bias", "dropout", "moe", "source",
                                        "notes", NULL};
     static const char *const moe_keys[] = {"experts", "top_k", "ffn_hidden", "layer_freq",
                                            "capacity_factor", NULL};
@@ -399,6 +399,8 @@ static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *
     LP_TRY(err, lp_json_bool(c, o, path, "tied_embeddings", false, &m->tied_embeddings));
     m->bias = true;
     LP_TRY(err, lp_json_bool(c, o, path, "bias", false, &m->bias));
+    m->dropout = true;
+    LP_TRY(err, lp_json_bool(c, o, path, "dropout", false, &m->dropout));
     LP_TRY(err, lp_json_str(c, o, path, "source", false, m->source, sizeof(m->source)));
     char kp[256];
     if (m->hidden % m->heads != 0)

@@ -68,14 +68,13 @@ static int add_best(cJSON *root, const char *key, const struct lp_entry_set *set
     return LP_OK;
 }
 
-static int add_reasons(cJSON *stats, const char *key, const uint64_t *by_reason,
-                       struct lp_err *err)
+static int add_reasons(cJSON *stats, const char *key, const uint64_t *by_reason, struct lp_err *err)
 {
     cJSON *o = cJSON_AddObjectToObject(stats, key);
     if (!o) LP_FAIL(err, LP_ENOMEM, "out of memory");
     for (int r = 0; r < LP_REASON_COUNT; r++)
-        if (by_reason[r] && !cJSON_AddNumberToObject(o, lp_reason_name((enum lp_reason)r),
-                                                     (double)by_reason[r]))
+        if (by_reason[r] &&
+            !cJSON_AddNumberToObject(o, lp_reason_name((enum lp_reason)r), (double)by_reason[r]))
             LP_FAIL(err, LP_ENOMEM, "out of memory");
     return LP_OK;
 }
@@ -104,7 +103,7 @@ static int build(cJSON *root, const struct lp_results *res, const struct lp_coun
     bad = !cJSON_AddStringToObject(st, "objective_time", "iteration_time_s") ||
           !cJSON_AddStringToObject(st, "objective_cost",
                                    info->tokens > 0 ? "training.cost_usd"
-                                       : "cost_per_iteration_usd") ||
+                                                    : "cost_per_iteration_usd") ||
           !cJSON_AddStringToObject(st, "sweep", info->sweep ? info->sweep : "") ||
           !cJSON_AddStringToObject(st, "profile", info->profile ? info->profile : "") ||
           !cJSON_AddNumberToObject(st, "wall_s", info->wall_s) ||

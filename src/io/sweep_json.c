@@ -35,7 +35,8 @@ static int vlist_push(const struct lp_jctx *c, const char *kp, struct vlist *l, 
 static void pow2_upto(struct vlist *l, long long limit)
 {
     l->n = 0;
-    for (long long x = 1; x <= limit && l->n < LP_SWEEP_MAX_VALUES; x *= 2) l->v[l->n++] = (int)x;
+    for (long long x = 1; x <= limit && l->n < LP_SWEEP_MAX_VALUES; x *= 2)
+        l->v[l->n++] = (int)x;
     if (l->n == 0) l->v[l->n++] = 1;
 }
 
@@ -44,8 +45,8 @@ static int int_item(const struct lp_jctx *c, const char *kp, const cJSON *it, in
 {
     if (!cJSON_IsNumber(it) || it->valuedouble != (double)(long long)it->valuedouble ||
         it->valuedouble < min || it->valuedouble > max)
-        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected integers in [%d, %d]", c->file, kp,
-                min, max);
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected integers in [%d, %d]", c->file, kp, min,
+                max);
     *out = (int)it->valuedouble;
     return LP_OK;
 }
@@ -128,7 +129,8 @@ static int enum_values(const struct lp_jctx *c, const cJSON *v, const char *kp,
     snprintf(expected + off, sizeof(expected) - off, "a list of them or \"auto\"");
     l->n = 0;
     if (cJSON_IsString(v) && !strcmp(v->valuestring, "auto")) {
-        for (int i = 0; i < count; i++) l->v[l->n++] = i;
+        for (int i = 0; i < count; i++)
+            l->v[l->n++] = i;
         return LP_OK;
     }
     const cJSON *first = cJSON_IsArray(v) ? v->child : v;
@@ -172,8 +174,10 @@ static int load_list(const struct lp_jctx *c, const cJSON *root, const char *one
     const cJSON *v = a ? a : b;
     const char *key = a ? one : many;
     if (!v)
-        LP_FAIL(c->err, LP_EINVAL, "%s: missing key '%s': expected a %s preset name, an inline "
-                "object or a list of them", c->file, one, one);
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: missing key '%s': expected a %s preset name, an inline "
+                "object or a list of them",
+                c->file, one, one);
     int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
     if (n < 1 || n > LP_SWEEP_MAX_VALUES)
         LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected 1 to %d entries, got %d", c->file, key,
@@ -208,8 +212,10 @@ static int max_over(const struct lp_sweep *sw, int which)
     int best = 1;
     for (int i = 0; i < sw->nvalues[LP_DIM_MODEL]; i++) {
         const struct lp_model *m = &sw->models[i];
-        int x = which == 0 ? m->heads : which == 1 ? m->layers : which == 2 ? m->seq_len / 2
-                                                                           : m->moe.experts;
+        int x = which == 0   ? m->heads
+                : which == 1 ? m->layers
+                : which == 2 ? m->seq_len / 2
+                             : m->moe.experts;
         if (x > best) best = x;
     }
     return best;
@@ -223,8 +229,9 @@ static void store(struct lp_sweep *sw, enum lp_dim d, const struct vlist *l)
 
 static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sweep *sw)
 {
-    static const char *const keys[] = {"tp", "pp", "dp", "cp", "ep", "vp", "micro_batch",
-                                       "sequence_parallel", "recompute", "zero", "schedule", NULL};
+    static const char *const keys[] = {"tp",        "pp",   "dp",          "cp",
+                                       "ep",        "vp",   "micro_batch", "sequence_parallel",
+                                       "recompute", "zero", "schedule",    NULL};
     static const char *const rc_names[] = {"none", "selective", "full"};
     static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved"};
     struct lp_err *err = c->err;
@@ -248,12 +255,9 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
         int min, max;
         long long auto_limit;
     } deg[] = {
-        {LP_DIM_TP, "tp", 1, 1 << 20, 0},
-        {LP_DIM_PP, "pp", 1, 1 << 20, 0},
-        {LP_DIM_CP, "cp", 1, 1 << 20, 0},
-        {LP_DIM_EP, "ep", 1, 1 << 20, 0},
-        {LP_DIM_VP, "vp", 1, 1 << 10, 0},
-        {LP_DIM_MICRO_BATCH, "micro_batch", 1, 1 << 20, 0},
+        {LP_DIM_TP, "tp", 1, 1 << 20, 0}, {LP_DIM_PP, "pp", 1, 1 << 20, 0},
+        {LP_DIM_CP, "cp", 1, 1 << 20, 0}, {LP_DIM_EP, "ep", 1, 1 << 20, 0},
+        {LP_DIM_VP, "vp", 1, 1 << 10, 0}, {LP_DIM_MICRO_BATCH, "micro_batch", 1, 1 << 20, 0},
         {LP_DIM_ZERO, "zero", 0, 3, 0},
     };
     long long lim_tp = max_node < max_over(sw, 0) ? max_node : max_over(sw, 0);
@@ -275,7 +279,8 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
         }
         if (is_auto) {
             if (deg[k].d == LP_DIM_ZERO) {
-                for (l.n = 0; l.n < 4; l.n++) l.v[l.n] = l.n;
+                for (l.n = 0; l.n < 4; l.n++)
+                    l.v[l.n] = l.n;
             } else {
                 pow2_upto(&l, deg[k].auto_limit);
             }
@@ -328,9 +333,9 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
 
 static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_sweep *sw)
 {
-    static const char *const keys[] = {"name", "comment", "model", "models", "system", "systems",
-                                       "gpus", "space", "training", "framework", "profile",
-                                       "top_k", "output", NULL};
+    static const char *const keys[] = {"name",    "comment", "model",  "models",   "system",
+                                       "systems", "gpus",    "space",  "training", "framework",
+                                       "profile", "top_k",   "output", NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, root, "", keys));
     LP_TRY(err, lp_json_str(c, root, "", "name", false, sw->name, sizeof(sw->name)));
@@ -339,16 +344,20 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_swee
 
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "training");
     if (!v)
-        LP_FAIL(err, LP_EINVAL, "%s: missing key 'training': expected an object {global_batch, "
-                "precision, ...}", c->file);
+        LP_FAIL(err, LP_EINVAL,
+                "%s: missing key 'training': expected an object {global_batch, "
+                "precision, ...}",
+                c->file);
     LP_TRY(err, lp_json_training(c, v, "training", &sw->train));
     v = cJSON_GetObjectItemCaseSensitive(root, "framework");
     if (v) LP_TRY(err, lp_json_framework(c, v, "framework", &sw->fw));
 
     v = cJSON_GetObjectItemCaseSensitive(root, "gpus");
     if (!v)
-        LP_FAIL(err, LP_EINVAL, "%s: missing key 'gpus': expected a GPU count, a list of them or "
-                "{min, max, step}", c->file);
+        LP_FAIL(err, LP_EINVAL,
+                "%s: missing key 'gpus': expected a GPU count, a list of them or "
+                "{min, max, step}",
+                c->file);
     int buf[LP_SWEEP_MAX_VALUES];
     struct vlist l = {0, buf};
     LP_TRY(err, int_values(c, v, "gpus", 1, 1 << 24, false, &l, NULL));
@@ -362,8 +371,7 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_swee
     return LP_OK;
 }
 
-int lp_sweep_parse(const char *text, const char *origin, struct lp_sweep **out,
-                   struct lp_err *err)
+int lp_sweep_parse(const char *text, const char *origin, struct lp_sweep **out, struct lp_err *err)
 {
     struct lp_jctx c = {origin, err};
     *out = NULL;

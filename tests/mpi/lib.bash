@@ -10,6 +10,10 @@ MPIEXEC=${MPIEXEC:-mpirun}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 export LLMPLAN_DATA=${LLMPLAN_DATA:-$SRC/data}
+# under an ASan build: ignore Open MPI's own leaks (MPI_Init/MPI_Finalize)
+# (full stacks so that the suppressions see the MPI frames)
+export LSAN_OPTIONS="suppressions=$SRC/tests/mpi/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 rm -rf "$SCRATCH"
 mkdir -p "$SCRATCH"
 

@@ -116,7 +116,8 @@ TEST(front_and_topk_vs_brute_force)
         struct lp_results r;
         ASSERT_OK(lp_results_init(&r, 7, NULL));
         int order[N];
-        for (int i = 0; i < N; i++) order[i] = i;
+        for (int i = 0; i < N; i++)
+            order[i] = i;
         ASSERT_OK(add_all(&r, order, N));
         check_brute(&r, th_failed_);
         lp_results_free(&r);
@@ -128,7 +129,8 @@ TEST(order_and_merge_independence)
 {
     make_points(42, 1e9);
     int order[N];
-    for (int i = 0; i < N; i++) order[i] = i;
+    for (int i = 0; i < N; i++)
+        order[i] = i;
     struct lp_results ref;
     ASSERT_OK(lp_results_init(&ref, 5, NULL));
     ASSERT_OK(add_all(&ref, order, N));
@@ -143,7 +145,8 @@ TEST(order_and_merge_independence)
             int lo = N * p / parts, hi = N * (p + 1) / parts;
             ASSERT_OK(add_all(&part[p], order + lo, hi - lo));
         }
-        for (int p = parts - 1; p >= 0; p--) ASSERT_OK(lp_results_merge(&all, &part[(p + trial) % parts], NULL));
+        for (int p = parts - 1; p >= 0; p--)
+            ASSERT_OK(lp_results_merge(&all, &part[(p + trial) % parts], NULL));
         ASSERT_TRUE(same(&all, &ref));
         /* merging again (duplicates) changes nothing */
         ASSERT_OK(lp_results_merge(&all, &part[0], NULL));
@@ -158,7 +161,8 @@ TEST(order_and_merge_independence)
         ASSERT_TRUE(same(&back, &ref));
         free(buf);
         lp_results_free(&back);
-        for (int p = 0; p < parts; p++) lp_results_free(&part[p]);
+        for (int p = 0; p < parts; p++)
+            lp_results_free(&part[p]);
         lp_results_free(&all);
     }
     lp_results_free(&ref);

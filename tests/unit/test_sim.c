@@ -23,6 +23,7 @@ static void gpt3_run(struct lp_run *r)
     m->pos = LP_POS_LEARNED;
     m->tied_embeddings = true;
     m->bias = true;
+    m->dropout = true;
     struct lp_system *s = &r->system;
     strcpy(s->name, "test-dgx");
     strcpy(s->gpu.name, "test-a100");

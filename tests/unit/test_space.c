@@ -46,7 +46,8 @@ TEST(parse_and_size)
     struct lp_space s;
     ASSERT_OK(lp_space_init(&s, sw, NULL));
     uint64_t expect = 1;
-    for (int d = 0; d < LP_DIM_COUNT; d++) expect *= (uint64_t)sw->nvalues[d];
+    for (int d = 0; d < LP_DIM_COUNT; d++)
+        expect *= (uint64_t)sw->nvalues[d];
     ASSERT_EQ_INT(lp_space_size(&s), expect);
     ASSERT_EQ_INT(expect, 4ull * 5 * 7 * 2 * 1 * 3 * 3 * 4 * 2 * 3 * 3);
     lp_sweep_destroy(&sw);
@@ -65,7 +66,8 @@ TEST(round_trip)
         uint64_t i = ((uint64_t)rand() * 7919u + (uint64_t)rand()) % lp_space_size(&s);
         int dg[LP_DIM_COUNT];
         lp_space_digits(&s, i, dg);
-        for (int d = 0; d < LP_DIM_COUNT; d++) ASSERT_TRUE(dg[d] >= 0 && dg[d] < s.radix[d]);
+        for (int d = 0; d < LP_DIM_COUNT; d++)
+            ASSERT_TRUE(dg[d] >= 0 && dg[d] < s.radix[d]);
         ASSERT_EQ_INT(lp_space_encode(&s, dg), i);
     }
     /* the last dimension varies fastest */
@@ -73,7 +75,8 @@ TEST(round_trip)
     lp_space_digits(&s, 1, dg);
     ASSERT_EQ_INT(dg[LP_DIM_COUNT - 1], 1);
     lp_space_digits(&s, lp_space_size(&s) - 1, dg);
-    for (int d = 0; d < LP_DIM_COUNT; d++) ASSERT_EQ_INT(dg[d], s.radix[d] - 1);
+    for (int d = 0; d < LP_DIM_COUNT; d++)
+        ASSERT_EQ_INT(dg[d], s.radix[d] - 1);
     lp_sweep_destroy(&sw);
 }
 
@@ -153,7 +156,8 @@ TEST(skip_spans_and_validate)
         }
     }
     ASSERT_EQ_INT(jump_valid, one_valid);
-    for (int r = 0; r < LP_REASON_COUNT; r++) ASSERT_EQ_INT(jump_skip[r], one_skip[r]);
+    for (int r = 0; r < LP_REASON_COUNT; r++)
+        ASSERT_EQ_INT(jump_skip[r], one_skip[r]);
     ASSERT_TRUE(one_valid > 0);
     ASSERT_TRUE(one_skip[LP_REASON_TP_NODE] > 0); /* tp 16 on 8-GPU nodes */
     ASSERT_TRUE(steps < n / 4);                   /* spans do skip blocks */
@@ -272,5 +276,4 @@ TEST(lists_and_ranges)
 }
 
 TH_MAIN(TH_CASE(parse_and_size), TH_CASE(round_trip), TH_CASE(skip_spans_and_validate),
-        TH_CASE(hand_count), TH_CASE(empty_space), TH_CASE(parse_errors),
-        TH_CASE(lists_and_ranges))
+        TH_CASE(hand_count), TH_CASE(empty_space), TH_CASE(parse_errors), TH_CASE(lists_and_ranges))

@@ -600,10 +600,9 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
 
     struct lp_breakdown *bd = &res->breakdown;
     double mv = (double)micro * p->vp;
-    bd->compute_s = mv * (f_comp + b_comp) + micro * (crit == 0 ? sc->edge.emb_fwd_s + sc->edge.emb_bwd_s
-                                                                : sc->edge.head_fwd_s + sc->edge.head_bwd_s);
-    bd->tp_comm_s = mv * (f_comm + b_comm + zero3 / p->vp);
     double crit_end = crit == 0 ? end_first : end_last;
+    bd->tp_comm_s = mv * (f_comm + b_comm + zero3 / p->vp);
+    bd->compute_s = (crit == 0 ? busy_first : busy_last) - bd->tp_comm_s;
     double idle = crit_end - (crit == 0 ? busy_first : busy_last);
     bd->pp_comm_s = p->pp > 1 ? fmin(idle, 2.0 * (p->pp - 1) * in.p2p_s) : 0.0;
     bd->pp_bubble_s = fmax(0.0, idle - bd->pp_comm_s);

@@ -291,6 +291,35 @@ TEST(monotone_sanity)
     lp_sim_destroy(&sim);
 }
 
-TH_MAIN(TH_CASE(model_flops_gpt3), TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
+/* The breakdown accounts for the whole iteration on the critical stage. */
+TEST(breakdown_sums_to_iteration)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_sim *sim = NULL;
+    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    int pps[] = {4, 8, 8, 16}, vps[] = {1, 1, 3, 2}, dps[] = {32, 16, 16, 8};
+    for (int i = 0; i < 4; i++) {
+        r.par.pp = pps[i];
+        r.par.vp = vps[i];
+        r.par.dp = dps[i];
+        r.par.schedule = vps[i] > 1 ? LP_SCHED_INTERLEAVED : LP_SCHED_1F1B;
+        r.par.zero = i == 2 ? 0 : 1;
+        r.par.recompute = i == 0 ? LP_RECOMPUTE_FULL : LP_RECOMPUTE_SELECTIVE;
+        struct lp_result res;
+        lp_sim_run(sim, &r, &res);
+        if (!res.feasible) TH_FAIL_("case %d infeasible (reason %d)", i, (int)res.reason);
+        const struct lp_breakdown *b = &res.breakdown;
+        double sum = b->compute_s + b->tp_comm_s + b->pp_bubble_s + b->pp_comm_s +
+                     b->dp_comm_exposed_s + b->optimizer_s;
+        ASSERT_NEAR(sum, res.iteration_time_s, 1e-9);
+        ASSERT_TRUE(b->compute_s > 0 && b->pp_bubble_s >= 0 && b->dp_comm_exposed_s >= 0);
+    }
+    lp_sim_destroy(&sim);
+}
+
+TH_MAIN(TH_CASE(breakdown_sums_to_iteration), TH_CASE(model_flops_gpt3), TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
         TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta), TH_CASE(monotone_sanity))

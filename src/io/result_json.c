@@ -174,9 +174,11 @@ int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_e
     for (int i = 0; i < n && !bad; i++) {
         cJSON *e = cJSON_CreateObject();
         char name[64];
-        if (ev[i].micro >= 0)
-            snprintf(name, sizeof(name), "%s%d%s", event_name(ev[i].kind), ev[i].micro,
-                     run->par.vp > 1 ? (ev[i].chunk ? "b" : "a") : "");
+        if (ev[i].micro >= 0 && run->par.vp > 1)
+            snprintf(name, sizeof(name), "%s%d.%d", event_name(ev[i].kind), ev[i].micro,
+                     ev[i].chunk);
+        else if (ev[i].micro >= 0)
+            snprintf(name, sizeof(name), "%s%d", event_name(ev[i].kind), ev[i].micro);
         else
             snprintf(name, sizeof(name), "%s", event_name(ev[i].kind));
         bad |= !e || !cJSON_AddStringToObject(e, "name", name) ||

@@ -23,6 +23,7 @@
  * ranks still computing, hands out nothing more, flushes the partial segment
  * and writes the checkpoint. */
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,9 @@ static int record_done(struct lp_search *s, struct master *m, uint64_t lo, uint6
  * line */
 static bool master_poll(struct lp_search *s)
 {
+    if (s->opt.stop_after && s->counts.v[LP_COUNT_DONE] - s->done_before >= s->opt.stop_after &&
+        !lp_search_stop_requested())
+        raise(SIGUSR1); /* --stop-after: the signal path, on rank 0 only */
     if (lp_search_stop_requested()) return true;
     if (s->size > 1) {
         int flag = 0;

@@ -72,6 +72,8 @@ static void usage(FILE *f)
             "                     (default %g; 0 = only at the end and on a signal)\n"
             "  --progress S       progress line every S seconds on stderr (default %g; 0 = off)\n"
             "  --quiet            no progress line and no summary\n"
+            "  --stop-after N     (testing) rank 0 sends itself SIGUSR1 once this run has\n"
+            "                     walked N indices\n"
             "\n"
             "SIGTERM or SIGUSR1 stops the sweep at the next step, writes a checkpoint and\n"
             "exits with status 3. Under mpirun send SIGUSR1 (mpirun forwards it; SIGTERM\n"
@@ -125,6 +127,8 @@ static int parse_args(int argc, char **argv, struct lp_search_opts *o, const cha
             if (parse_u64(argv[++i], 1, &o->min_chunk)) goto bad_value;
         } else if (!strcmp(a, "--segment") && more) {
             if (parse_u64(argv[++i], 1, &o->segment)) goto bad_value;
+        } else if (!strcmp(a, "--stop-after") && more) {
+            if (parse_u64(argv[++i], 1, &o->stop_after)) goto bad_value;
         } else if (!strcmp(a, "--checkpoint") && more) {
             char *end = NULL;
             o->checkpoint_s = strtod(argv[++i], &end);

@@ -60,6 +60,7 @@ struct lp_search_opts {
     uint64_t segment;    /* --segment: indices per scheduling segment */
     double checkpoint_s; /* --checkpoint: rows + checkpoint at least this often */
     double progress_s;   /* --progress; 0 = off */
+    uint64_t stop_after; /* --stop-after (testing): rank 0 raises SIGUSR1 after N indices */
     char cmdline[4096];
 };
 

@@ -25,7 +25,7 @@
 
 #include "search_internal.h"
 
-#define CHUNK_ROWS 65536
+#define CHUNK_ROWS 16384
 #define DEFLATE_LEVEL 4
 #define SWEEP_FORMAT_VERSION 1
 

@@ -44,6 +44,12 @@ static int warmup(const struct lp_sched_in *in, int s)
 
 static void item(const struct lp_sched_in *in, int k, bool bwd, struct op *o)
 {
+    if (in->v == 1) { /* one chunk: the k-th micro-batch */
+        o->bwd = bwd;
+        o->chunk = 0;
+        o->mb = k;
+        return;
+    }
     int p = in->p, pv = in->p * in->v;
     int c = (k % pv) / p;
     o->bwd = bwd;
@@ -51,10 +57,10 @@ static void item(const struct lp_sched_in *in, int k, bool bwd, struct op *o)
     o->mb = (k / pv) * p + k % p;
 }
 
-/* The j-th operation of stage s. */
-static void stage_op(const struct lp_sched_in *in, int s, int j, struct op *o)
+/* The j-th operation of stage s (w: the stage's warm-up count). */
+static void stage_op(const struct lp_sched_in *in, int w, int j, struct op *o)
 {
-    int mv = in->m * in->v, w = warmup(in, s);
+    int mv = in->m * in->v;
     if (j < w) {
         item(in, j, false, o);
     } else if (j < w + 2 * (mv - w)) {
@@ -76,9 +82,10 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     if (p > 1024 || n > sim->sched_cap) return -1;
     double *F = sim->sched_f, *B = sim->sched_b;
     for (size_t i = 0; i < n; i++) F[i] = B[i] = -1.0;
-    int next[1024];
+    int next[1024], wu[1024];
     double cursor[1024];
     for (int s = 0; s < p; s++) {
+        wu[s] = warmup(in, s);
         next[s] = 0;
         cursor[s] = 0.0;
         out->stage_busy_s[s] = 0.0;
@@ -86,12 +93,15 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     long done = 0, total = (long)p * 2 * mv;
     int ne = 0;
     bool sync = in->p2p_blocking;
-    while (done < total) {
+    /* Sweeps alternate direction: forwards flow down the pipeline and
+     * backwards up, so each sweep carries a whole chain of either. */
+    for (int sweep = 0; done < total; sweep++) {
         bool progress = false;
-        for (int s = 0; s < p; s++) {
+        for (int k = 0; k < p; k++) {
+            int s = sweep % 2 == 0 ? k : p - 1 - k;
             while (next[s] < 2 * mv) {
                 struct op o;
-                stage_op(in, s, next[s], &o);
+                stage_op(in, wu[s], next[s], &o);
                 int vs = o.chunk * p + s;
                 double ready, dur;
                 bool cross;

@@ -3,8 +3,9 @@
 #
 #   scripts/bench-search.sh [BUILD_DIR] [RANKS...]      (default: build 1 2)
 #
-# For each sweep (data/sweeps/calculon-fig5.json, data/sweeps/demo.json) and
-# rank count, runs the search with and without the dataset, and prints: the
+# For each sweep (data/sweeps/calculon-fig5.json, data/sweeps/demo.json, and
+# "scaling": 8 models x 8..4096 GPUs, ~4e5 simulations, long enough to show
+# the speed-up) and rank count, runs the search with and without the dataset, and prints: the
 # space size, simulated configurations, wall time, indices walked per second,
 # configurations simulated per second per core, and the speed-up over 1 rank.
 # Environment: PROFILE (default: the sweep's own, i.e. data/profiles/<gpu>.h5),
@@ -27,14 +28,24 @@ extra=()
 
 printf '%-14s %-8s %5s %10s %9s %9s %12s %14s %8s\n' sweep dataset ranks space simulated \
     wall_s "indices/s" "sim/s/core" speedup
-for sweep in calculon-fig5 demo; do
+cat >"$TMP/scaling.json" <<'JSON'
+{"models": ["gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "llama2-7b", "llama2-13b",
+            "llama3-8b", "gpt-neox-20b"],
+ "system": "dgx-a100-80gb", "gpus": {"min": 8, "max": 4096, "step": "x2"},
+ "training": {"global_batch": 1024, "precision": "bf16", "tokens": 1e11},
+ "space": {"tp": "auto", "pp": "auto", "vp": [1, 2, 4], "micro_batch": "auto",
+           "sequence_parallel": "auto", "recompute": "auto", "zero": "auto", "schedule": "auto"}}
+JSON
+for sweep in calculon-fig5 demo scaling; do
+    file=$ROOT/data/sweeps/$sweep.json
+    [ "$sweep" = scaling ] && file=$TMP/scaling.json
     for ds in no yes; do
         base=""
         for n in $RANKS; do
             best=""
             for _ in $(seq "$REPEAT"); do
                 rm -rf "$TMP/out"
-                args=(search "$ROOT/data/sweeps/$sweep.json" -o "$TMP/out" --quiet "${extra[@]}")
+                args=(search "$file" -o "$TMP/out" --quiet "${extra[@]}")
                 [ "$ds" = no ] && args+=(--no-dataset)
                 "$MPIEXEC" --oversubscribe -np "$n" "$LLMPLAN" "${args[@]}" >/dev/null 2>&1 ||
                     { echo "$sweep: search failed on $n ranks" >&2; exit 1; }

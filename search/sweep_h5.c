@@ -26,7 +26,7 @@
 #include "search_internal.h"
 
 #define CHUNK_ROWS 16384
-#define DEFLATE_LEVEL 4
+#define DEFLATE_LEVEL 1
 #define SWEEP_FORMAT_VERSION 1
 
 enum ctype { C_U64, C_I32, C_F64 };

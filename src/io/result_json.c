@@ -35,7 +35,9 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
         bad |= add_num(p, "zero", r->par.zero);
         bad |= !cJSON_AddStringToObject(p, "schedule", lp_schedule_name(r->par.schedule));
     }
-    cJSON *t = cJSON_AddObjectToObject(c, "training");
+    /* the run's training settings; "training" itself is the cost projection
+     * of the simulate output (DESIGN.md) */
+    cJSON *t = cJSON_AddObjectToObject(c, "training_config");
     bad |= !t;
     if (t) {
         bad |= add_num(t, "global_batch", (double)r->train.global_batch);

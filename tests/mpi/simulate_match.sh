@@ -18,18 +18,18 @@ mpi 2 "$LLMPLAN" search "$SCRATCH/sweep.json" -o "$SCRATCH/out" --quiet --no-dat
 
 python3 - "$SCRATCH/out/plans.json" "$SCRATCH" <<'PY' || fail "cannot write run descriptions"
 import json, sys
-# lp_result_to_json with_config writes two "training" keys (the run's block,
-# then the projection); keep the first as "training", the second as "projection"
+# a plan is simulate --json's object plus its configuration; the run's
+# training settings are "training_config" ("training" is the projection)
 def pairs(kv):
-    o = {}
-    for k, v in kv:
-        o["projection" if k == "training" and k in o else k] = v
-    return o
+    keys = [k for k, _ in kv]
+    assert len(keys) == len(set(keys)), "duplicate keys: %s" % keys
+    return dict(kv)
 d = json.load(open(sys.argv[1]), object_pairs_hook=pairs)
 plans = [("time_optimal", d["time_optimal"]), ("cost_optimal", d["cost_optimal"])]
 plans += [("pareto%d" % i, p) for i, p in enumerate(d["pareto"])]
 for name, p in plans:
-    run = {k: p[k] for k in ("model", "system", "parallel", "training", "framework", "gpus")}
+    run = {k: p[k] for k in ("model", "system", "parallel", "framework", "gpus")}
+    run["training"] = p["training_config"]
     json.dump(run, open("%s/%s.run.json" % (sys.argv[2], name), "w"), indent=1)
     json.dump(p, open("%s/%s.plan.json" % (sys.argv[2], name), "w"), indent=1)
 print(len(plans))
@@ -42,7 +42,7 @@ for run in "$SCRATCH"/*.run.json; do
     python3 - "$SCRATCH/$name.plan.json" "$SCRATCH/$name.sim.json" <<'PY' || fail "$name differs"
 import json, sys
 plan, sim = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
-proj = plan.get("projection", plan["training"])
+proj = plan["training"]
 def close(a, b):
     return abs(a - b) <= 1e-12 * max(abs(a), abs(b), 1e-300)
 ok = sim["feasible"] and plan["feasible"]

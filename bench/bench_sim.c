@@ -116,8 +116,8 @@ int main(int argc, char **argv)
         cdone += n;
     } while ((t = now() - t0) < secs);
     double cold = (double)cdone / t;
-    printf("bench_sim: %d GPT-3 175B configurations on 1024 A100s (%ld feasible), profile %s\n",
-           n, feasible, path);
+    printf("bench_sim: %d GPT-3 175B configurations on 1024 A100s (%ld feasible), profile %s\n", n,
+           feasible, path);
     printf("  sweep order (once each) %12.0f configs/s/core\n", first);
     printf("  warm (memos hit)        %12.0f configs/s/core\n", warm);
     printf("  cold (memo cleared)     %12.0f configs/s/core\n", cold);

@@ -15,7 +15,10 @@ struct th_case {
 };
 
 #define TEST(name) static void test_##name(int *th_failed_)
-#define TH_CASE(name) {#name, test_##name}
+#define TH_CASE(name)                                                                              \
+    {                                                                                              \
+#name, test_##name                                                                         \
+    }
 
 #define TH_FAIL_(...)                                                                              \
     do {                                                                                           \
@@ -53,7 +56,7 @@ struct th_case {
     do {                                                                                           \
         double th_a_ = (double)(a), th_b_ = (double)(b);                                           \
         double th_d_ = fabs(th_a_ - th_b_), th_s_ = fabs(th_b_) > 0 ? fabs(th_b_) : 1.0;           \
-        if (!(th_d_ <= (rel) * th_s_))                                                             \
+        if (!(th_d_ <= (rel)*th_s_))                                                               \
             TH_FAIL_("%s ~= %s (rel %g): %.9g vs %.9g", #a, #b, (double)(rel), th_a_, th_b_);      \
     } while (0)
 #define ASSERT_OK(call)                                                                            \
@@ -83,7 +86,7 @@ static inline int th_run(const struct th_case *cases, int n, int argc, char **ar
     int main(int argc, char **argv)                                                                \
     {                                                                                              \
         static const struct th_case th_cases_[] = {__VA_ARGS__};                                   \
-        return th_run(th_cases_, (int)(sizeof(th_cases_) / sizeof(th_cases_[0])), argc, argv);   \
+        return th_run(th_cases_, (int)(sizeof(th_cases_) / sizeof(th_cases_[0])), argc, argv);     \
     }
 
 #endif

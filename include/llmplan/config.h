@@ -19,23 +19,28 @@ enum lp_prec { LP_FP32 = 0, LP_FP16, LP_BF16, LP_FP8, LP_PREC_COUNT };
 enum lp_act { LP_ACT_GELU = 0, LP_ACT_SWIGLU };
 enum lp_norm { LP_NORM_LAYERNORM = 0, LP_NORM_RMSNORM };
 enum lp_pos { LP_POS_LEARNED = 0, LP_POS_ROTARY, LP_POS_ALIBI };
-enum lp_recompute { LP_RECOMPUTE_NONE = 0, LP_RECOMPUTE_SELECTIVE, LP_RECOMPUTE_FULL, LP_RECOMPUTE_COUNT };
+enum lp_recompute {
+    LP_RECOMPUTE_NONE = 0,
+    LP_RECOMPUTE_SELECTIVE,
+    LP_RECOMPUTE_FULL,
+    LP_RECOMPUTE_COUNT
+};
 enum lp_schedule { LP_SCHED_GPIPE = 0, LP_SCHED_1F1B, LP_SCHED_INTERLEAVED, LP_SCHED_COUNT };
 
 /* Frameworks whose behaviour the simulator models explicitly (fidelity issue). */
 enum lp_framework {
-    LP_FW_MEGATRON = 0,   /* Megatron-LM 2022+ / Megatron-Core: distopt, TP/DP/PP overlap */
-    LP_FW_MEGATRON_2021,  /* Megatron-LM as in Narayanan et al. 2021: DP all-reduce not overlapped */
+    LP_FW_MEGATRON = 0,  /* Megatron-LM 2022+ / Megatron-Core: distopt, TP/DP/PP overlap */
+    LP_FW_MEGATRON_2021, /* Megatron-LM as in Narayanan et al. 2021: DP all-reduce not overlapped */
     LP_FW_MEGATRON_DEEPSPEED, /* ZeRO-1, DP reduction after backward, no overlap */
-    LP_FW_FSDP,           /* PyTorch FSDP / Composer: sharded params, prefetch, overlap */
+    LP_FW_FSDP,               /* PyTorch FSDP / Composer: sharded params, prefetch, overlap */
     LP_FW_COUNT
 };
 
 struct lp_moe {
-    int experts;       /* 0 = dense model */
+    int experts; /* 0 = dense model */
     int top_k;
     int ffn_hidden;
-    int layer_freq;    /* every layer_freq-th layer is MoE (1 = all) */
+    int layer_freq; /* every layer_freq-th layer is MoE (1 = all) */
     double capacity_factor;
 };
 
@@ -52,26 +57,26 @@ struct lp_model {
     enum lp_norm norm;
     enum lp_pos pos;
     bool tied_embeddings;
-    bool bias;         /* linear layers carry a bias (GPT-2/3 yes, LLaMA no) */
-    bool dropout;      /* hidden/attention dropout in training (GPT-2/3 yes, LLaMA, MPT no) */
+    bool bias;    /* linear layers carry a bias (GPT-2/3 yes, LLaMA no) */
+    bool dropout; /* hidden/attention dropout in training (GPT-2/3 yes, LLaMA, MPT no) */
     struct lp_moe moe;
     char source[LP_SOURCE_LEN];
 };
 
 struct lp_gpu {
     char name[LP_NAME_LEN];
-    double mem_bytes;                  /* HBM capacity */
-    double mem_bw_Bps;                 /* HBM bandwidth */
-    double peak_flops[LP_PREC_COUNT];  /* dense tensor-core peak; 0 = unsupported */
-    double vector_flops;               /* fp32 non-tensor peak */
-    int sms;                           /* streaming multiprocessors (wave quantisation) */
+    double mem_bytes;                 /* HBM capacity */
+    double mem_bw_Bps;                /* HBM bandwidth */
+    double peak_flops[LP_PREC_COUNT]; /* dense tensor-core peak; 0 = unsupported */
+    double vector_flops;              /* fp32 non-tensor peak */
+    int sms;                          /* streaming multiprocessors (wave quantisation) */
     double l2_bytes;
     double tdp_w;
     char source[LP_SOURCE_LEN];
 };
 
 struct lp_link {
-    double bw_Bps;     /* per-GPU unidirectional bandwidth of the tier */
+    double bw_Bps; /* per-GPU unidirectional bandwidth of the tier */
     double latency_s;
 };
 
@@ -79,8 +84,8 @@ struct lp_system {
     char name[LP_NAME_LEN];
     struct lp_gpu gpu;
     int gpus_per_node;
-    struct lp_link intra;  /* NVLink / NVSwitch / PCIe inside a node */
-    struct lp_link inter;  /* network across nodes, per GPU */
+    struct lp_link intra; /* NVLink / NVSwitch / PCIe inside a node */
+    struct lp_link inter; /* network across nodes, per GPU */
     double price_per_gpu_hour_usd;
     char source[LP_SOURCE_LEN];
 };
@@ -90,7 +95,7 @@ struct lp_parallel {
     int micro_batch;
     bool sequence_parallel;
     enum lp_recompute recompute;
-    int zero;          /* 0..3; 1 = distributed optimizer */
+    int zero; /* 0..3; 1 = distributed optimizer */
     enum lp_schedule schedule;
 };
 
@@ -98,21 +103,21 @@ struct lp_parallel {
  * overridden in the run description (see docs/frameworks.md). */
 struct lp_framework_opts {
     enum lp_framework kind;
-    bool dp_overlap;          /* gradient reduction overlapped with backward */
-    bool tp_overlap;          /* TP collectives overlapped with GEMMs */
-    bool pp_overlap;          /* p2p overlapped with compute */
-    bool param_gather_overlap;/* ZeRO-3 / FSDP / distopt all-gathers prefetched */
-    bool fused_kernels;       /* fused bias+GeLU, bias+dropout+add, fused LN, fused Adam */
-    double bucket_bytes;      /* DP gradient bucket size */
-    double step_overhead_s;   /* per-iteration host/launch overhead */
-    double host_op_s;         /* host dispatch time per kernel launch (eager PyTorch) */
+    bool dp_overlap;           /* gradient reduction overlapped with backward */
+    bool tp_overlap;           /* TP collectives overlapped with GEMMs */
+    bool pp_overlap;           /* p2p overlapped with compute */
+    bool param_gather_overlap; /* ZeRO-3 / FSDP / distopt all-gathers prefetched */
+    bool fused_kernels;        /* fused bias+GeLU, bias+dropout+add, fused LN, fused Adam */
+    double bucket_bytes;       /* DP gradient bucket size */
+    double step_overhead_s;    /* per-iteration host/launch overhead */
+    double host_op_s;          /* host dispatch time per kernel launch (eager PyTorch) */
 };
 
 struct lp_training {
-    int64_t global_batch;     /* sequences per iteration */
+    int64_t global_batch; /* sequences per iteration */
     enum lp_prec precision;
     bool flash_attention;
-    double tokens;            /* token budget for the cost projection; 0 = none */
+    double tokens; /* token budget for the cost projection; 0 = none */
 };
 
 struct lp_run {

@@ -28,14 +28,13 @@ int lp_load_gpu(const char *name, struct lp_gpu *out, struct lp_err *err);
 int lp_load_system(const char *name, struct lp_system *out, struct lp_err *err);
 
 /* List preset names of a kind, sorted; calls fn for each. */
-int lp_list_presets(enum lp_preset_kind kind, int (*fn)(const char *name, const char *path,
-                                                       void *arg),
-                    void *arg, struct lp_err *err);
+int lp_list_presets(enum lp_preset_kind kind,
+                    int (*fn)(const char *name, const char *path, void *arg), void *arg,
+                    struct lp_err *err);
 
 /* A run description (DESIGN.md contract). */
 int lp_load_run(const char *path, struct lp_run *out, struct lp_err *err);
-int lp_parse_run(const char *json_text, const char *origin, struct lp_run *out,
-                 struct lp_err *err);
+int lp_parse_run(const char *json_text, const char *origin, struct lp_run *out, struct lp_err *err);
 
 /* Read a whole file into a NUL-terminated malloc'd buffer. */
 int lp_read_file(const char *path, char **out, size_t *len, struct lp_err *err);
@@ -48,8 +47,8 @@ int lp_result_to_json(const struct lp_run *run, const struct lp_result *res, boo
                       char **out, struct lp_err *err);
 
 /* The same as one line (no newlines), for JSON-lines output. */
-int lp_result_to_json_line(const struct lp_run *run, const struct lp_result *res,
-                           bool with_config, char **out, struct lp_err *err);
+int lp_result_to_json_line(const struct lp_run *run, const struct lp_result *res, bool with_config,
+                           char **out, struct lp_err *err);
 
 /* Chrome trace-event JSON of a simulated timeline. */
 int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_event *ev, int n,

@@ -100,9 +100,9 @@ struct lp_prov {
  *                    alpha-beta model of the run's system divided by it. */
 struct lp_profile {
     char gpu[LP_NAME_LEN];
-    char source[16];       /* "measured" | "analytical" */
-    char path[512];        /* file it was read from ("" if built in memory) */
-    uint64_t checksum;     /* FNV-1a 64 of all table values, as stored */
+    char source[16];   /* "measured" | "analytical" */
+    char path[512];    /* file it was read from ("" if built in memory) */
+    uint64_t checksum; /* FNV-1a 64 of all table values, as stored */
     /* gemm[layout][prec]: axes (m, n, k) */
     struct lp_table gemm[LP_GEMM_LAYOUT_COUNT][LP_PREC_COUNT];
     /* attn[impl][causal][pass][prec]: axes (batch_heads, seq, head_dim) */
@@ -176,15 +176,16 @@ int lp_profile_prepare(struct lp_profile *p, struct lp_err *err);
  * attn[impl][causal][pass][prec], mem[kind], coll[op][tier]. */
 enum lp_family { LP_FAM_GEMM = 0, LP_FAM_ATTN, LP_FAM_MEM, LP_FAM_COLL, LP_FAM_COUNT };
 #define LP_PROFILE_SLOTS                                                                           \
-    (LP_GEMM_LAYOUT_COUNT * LP_PREC_COUNT + LP_ATTN_IMPL_COUNT * 2 * LP_PASS_COUNT * LP_PREC_COUNT \
-     + LP_MEM_KIND_COUNT + LP_COLL_COUNT * LP_TIER_COUNT)
+    (LP_GEMM_LAYOUT_COUNT * LP_PREC_COUNT +                                                        \
+     LP_ATTN_IMPL_COUNT * 2 * LP_PASS_COUNT * LP_PREC_COUNT + LP_MEM_KIND_COUNT +                  \
+     LP_COLL_COUNT * LP_TIER_COUNT)
 struct lp_slot {
     enum lp_family family;
-    const char *path;     /* HDF5 group path, e.g. "/gemm/fwd/bf16" */
-    int ndim;             /* expected dimensions of the family */
+    const char *path;              /* HDF5 group path, e.g. "/gemm/fwd/bf16" */
+    int ndim;                      /* expected dimensions of the family */
     const char *const *axis_names; /* expected axis names (ndim of them) */
-    const char *unit;     /* "s" or "fraction" */
-    bool required;        /* lp_profile_check refuses a profile without it */
+    const char *unit;              /* "s" or "fraction" */
+    bool required;                 /* lp_profile_check refuses a profile without it */
 };
 /* Slot i in [0, LP_PROFILE_SLOTS): its description and its table in p. */
 const struct lp_slot *lp_profile_slot(int i);
@@ -215,8 +216,8 @@ struct lp_cost_ops {
                      double head_dim);
     double (*mem_s)(const struct lp_cost_model *cm, enum lp_mem_kind k, double bytes);
     /* fraction of the nominal tier bandwidth reached by a collective */
-    double (*coll_eff)(const struct lp_cost_model *cm, enum lp_coll c, enum lp_tier t,
-                       double bytes, int ranks);
+    double (*coll_eff)(const struct lp_cost_model *cm, enum lp_coll c, enum lp_tier t, double bytes,
+                       int ranks);
 };
 
 struct lp_cost_model {

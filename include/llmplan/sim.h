@@ -18,19 +18,19 @@ extern "C" {
  * sweep.h5 (reason column) and documented in docs/formats.md. */
 enum lp_reason {
     LP_REASON_NONE = 0,
-    LP_REASON_OOM,             /* memory per GPU exceeds capacity */
-    LP_REASON_GPU_COUNT,       /* tp*pp*dp*cp != GPUs, or > GPUs asked */
-    LP_REASON_TP_HEADS,        /* tp does not divide heads (or kv heads) */
-    LP_REASON_TP_FFN,          /* tp does not divide ffn / vocab padding */
-    LP_REASON_PP_LAYERS,       /* pp*vp does not divide layers */
-    LP_REASON_BATCH,           /* micro_batch*dp does not divide global batch */
-    LP_REASON_CP_SEQ,          /* cp does not divide the sequence (2*cp chunks) */
-    LP_REASON_EP,              /* ep does not divide experts, or ep > dp*cp, or dense model with ep>1 */
-    LP_REASON_SCHEDULE,        /* interleaved without vp>1, vp>1 without interleaved, m % pp */
-    LP_REASON_SP,              /* sequence parallel requires tp > 1 */
-    LP_REASON_ZERO,            /* zero stage not supported with this config */
-    LP_REASON_PRECISION,       /* GPU has no tensor-core peak for this precision */
-    LP_REASON_TP_NODE,         /* tp larger than a node */
+    LP_REASON_OOM,       /* memory per GPU exceeds capacity */
+    LP_REASON_GPU_COUNT, /* tp*pp*dp*cp != GPUs, or > GPUs asked */
+    LP_REASON_TP_HEADS,  /* tp does not divide heads (or kv heads) */
+    LP_REASON_TP_FFN,    /* tp does not divide ffn / vocab padding */
+    LP_REASON_PP_LAYERS, /* pp*vp does not divide layers */
+    LP_REASON_BATCH,     /* micro_batch*dp does not divide global batch */
+    LP_REASON_CP_SEQ,    /* cp does not divide the sequence (2*cp chunks) */
+    LP_REASON_EP,        /* ep does not divide experts, or ep > dp*cp, or dense model with ep>1 */
+    LP_REASON_SCHEDULE,  /* interleaved without vp>1, vp>1 without interleaved, m % pp */
+    LP_REASON_SP,        /* sequence parallel requires tp > 1 */
+    LP_REASON_ZERO,      /* zero stage not supported with this config */
+    LP_REASON_PRECISION, /* GPU has no tensor-core peak for this precision */
+    LP_REASON_TP_NODE,   /* tp larger than a node */
     LP_REASON_COUNT
 };
 
@@ -60,7 +60,7 @@ struct lp_result {
     double reason_a, reason_b; /* numbers for the message, e.g. needed / capacity bytes */
     double iteration_time_s;
     double tokens_per_s;
-    double model_flops;          /* per iteration, Megatron model-FLOP formula (sim.c) */
+    double model_flops; /* per iteration, Megatron model-FLOP formula (sim.c) */
     double model_tflops_per_gpu;
     double mfu;
     double memory_per_gpu_bytes;
@@ -98,13 +98,20 @@ void lp_sim_run(struct lp_sim *s, const struct lp_run *run, struct lp_result *re
 
 /* Timeline of the simulated iteration, for --trace. Events are appended by
  * lp_sim_trace into a caller-provided buffer. */
-enum lp_event_kind { LP_EV_FWD = 0, LP_EV_BWD, LP_EV_RECOMPUTE, LP_EV_P2P, LP_EV_TP, LP_EV_DP,
-                     LP_EV_OPT };
+enum lp_event_kind {
+    LP_EV_FWD = 0,
+    LP_EV_BWD,
+    LP_EV_RECOMPUTE,
+    LP_EV_P2P,
+    LP_EV_TP,
+    LP_EV_DP,
+    LP_EV_OPT
+};
 struct lp_event {
-    int stage;   /* pipeline rank */
-    int stream;  /* 0 compute, 1 communication */
-    int micro;   /* micro-batch (-1 for none) */
-    int chunk;   /* virtual stage (interleaving) */
+    int stage;  /* pipeline rank */
+    int stream; /* 0 compute, 1 communication */
+    int micro;  /* micro-batch (-1 for none) */
+    int chunk;  /* virtual stage (interleaving) */
     enum lp_event_kind kind;
     double start_s, dur_s;
 };

@@ -15,16 +15,16 @@ extern "C" {
 
 enum lp_status {
     LP_OK = 0,
-    LP_ENOMEM = -1,    /* allocation failed */
-    LP_EIO = -2,       /* file missing, unreadable or unwritable */
-    LP_EPARSE = -3,    /* malformed JSON / CSV */
-    LP_EINVAL = -4,    /* well-formed input with a bad value, type or key */
-    LP_ENOTFOUND = -5, /* a name that is not a preset */
-    LP_EHDF5 = -6,     /* HDF5 library error */
-    LP_EMPI = -7,      /* MPI library error */
-    LP_ECUDA = -8,     /* CUDA / cuBLAS / cuDNN error */
-    LP_ENCCL = -9,     /* NCCL error */
-    LP_EFORMAT = -10,  /* a file of the wrong version, schema or checksum */
+    LP_ENOMEM = -1,     /* allocation failed */
+    LP_EIO = -2,        /* file missing, unreadable or unwritable */
+    LP_EPARSE = -3,     /* malformed JSON / CSV */
+    LP_EINVAL = -4,     /* well-formed input with a bad value, type or key */
+    LP_ENOTFOUND = -5,  /* a name that is not a preset */
+    LP_EHDF5 = -6,      /* HDF5 library error */
+    LP_EMPI = -7,       /* MPI library error */
+    LP_ECUDA = -8,      /* CUDA / cuBLAS / cuDNN error */
+    LP_ENCCL = -9,      /* NCCL error */
+    LP_EFORMAT = -10,   /* a file of the wrong version, schema or checksum */
     LP_EINTERRUPT = -11 /* stopped by a signal (checkpoint written) */
 };
 

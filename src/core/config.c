@@ -66,9 +66,12 @@ int lp_framework_parse(const char *s, enum lp_framework *out)
 double lp_prec_bytes(enum lp_prec p)
 {
     switch (p) {
-    case LP_FP32: return 4.0;
-    case LP_FP8: return 1.0;
-    default: return 2.0;
+    case LP_FP32:
+        return 4.0;
+    case LP_FP8:
+        return 1.0;
+    default:
+        return 2.0;
     }
 }
 
@@ -110,7 +113,8 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
         o->param_gather_overlap = true;
         o->bucket_bytes = 100e6; /* FSDP: one wrapped block; DDP 25 MB x 4 */
         break;
-    default: break;
+    default:
+        break;
     }
 }
 
@@ -121,7 +125,8 @@ double lp_model_params(const struct lp_model *m)
     double nmat = m->ffn_act == LP_ACT_SWIGLU ? 3.0 : 2.0;
     double mlp = nmat * h * m->ffn_hidden;
     double norms = (m->norm == LP_NORM_LAYERNORM ? 4.0 : 2.0) * h;
-    double bias = m->bias ? (h + 2.0 * m->kv_heads * d + h) + (m->ffn_hidden * (nmat - 1.0) + h) : 0;
+    double bias =
+        m->bias ? (h + 2.0 * m->kv_heads * d + h) + (m->ffn_hidden * (nmat - 1.0) + h) : 0;
     double dense_layer = attn + mlp + norms + bias;
     double total = 0;
     if (m->moe.experts > 0) {

@@ -8,12 +8,12 @@
 #include "llmplan/profile.h"
 
 /* Fixed efficiency terms of the roofline backend (stated, not fitted). */
-#define RL_LAUNCH_S 5e-6      /* one kernel launch + tail, typical for CUDA kernels */
-#define RL_GEMM_EFF 0.80      /* fraction of tensor-core peak a large GEMM reaches */
-#define RL_ATTN_FWD_EFF 0.60  /* fused attention forward, fraction of peak */
-#define RL_ATTN_BWD_EFF 0.45  /* fused attention backward */
-#define RL_MEM_EFF 0.85       /* fraction of HBM bandwidth a streaming kernel reaches */
-#define RL_COLL_EFF 0.80      /* bus bandwidth fraction of a large collective */
+#define RL_LAUNCH_S 5e-6     /* one kernel launch + tail, typical for CUDA kernels */
+#define RL_GEMM_EFF 0.80     /* fraction of tensor-core peak a large GEMM reaches */
+#define RL_ATTN_FWD_EFF 0.60 /* fused attention forward, fraction of peak */
+#define RL_ATTN_BWD_EFF 0.45 /* fused attention backward */
+#define RL_MEM_EFF 0.85      /* fraction of HBM bandwidth a streaming kernel reaches */
+#define RL_COLL_EFF 0.80     /* bus bandwidth fraction of a large collective */
 
 static double peak(const struct lp_gpu *g, enum lp_prec p)
 {
@@ -62,8 +62,8 @@ static double rl_mem(const struct lp_cost_model *cm, enum lp_mem_kind k, double 
     return RL_LAUNCH_S + bytes / (cm->gpu.mem_bw_Bps * RL_MEM_EFF);
 }
 
-static double rl_coll(const struct lp_cost_model *cm, enum lp_coll c, enum lp_tier t,
-                      double bytes, int ranks)
+static double rl_coll(const struct lp_cost_model *cm, enum lp_coll c, enum lp_tier t, double bytes,
+                      int ranks)
 {
     (void)cm, (void)c, (void)t, (void)bytes, (void)ranks;
     return RL_COLL_EFF;

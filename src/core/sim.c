@@ -25,8 +25,8 @@
 #define ADAM_BYTES_PER_PARAM_FP32 32.0
 
 static const char *const reason_names[LP_REASON_COUNT] = {
-    "none",      "out_of_memory", "gpu_count", "tp_heads", "tp_ffn",    "pp_layers", "batch",
-    "cp_seq",    "ep",            "schedule",  "sp",       "zero",      "precision", "tp_node"};
+    "none", "out_of_memory", "gpu_count", "tp_heads", "tp_ffn",    "pp_layers", "batch", "cp_seq",
+    "ep",   "schedule",      "sp",        "zero",     "precision", "tp_node"};
 
 const char *lp_reason_name(enum lp_reason r)
 {
@@ -36,12 +36,16 @@ const char *lp_reason_name(enum lp_reason r)
 void lp_result_reason(const struct lp_result *r, char *buf, size_t len)
 {
     switch (r->reason) {
-    case LP_REASON_NONE: snprintf(buf, len, "feasible"); break;
+    case LP_REASON_NONE:
+        snprintf(buf, len, "feasible");
+        break;
     case LP_REASON_OOM:
         snprintf(buf, len, "out of memory: %.1f GiB > %.1f GiB", r->reason_a / GIB,
                  r->reason_b / GIB);
         break;
-    case LP_REASON_GPU_COUNT: snprintf(buf, len, "tp*pp*dp*cp does not match the GPU count"); break;
+    case LP_REASON_GPU_COUNT:
+        snprintf(buf, len, "tp*pp*dp*cp does not match the GPU count");
+        break;
     case LP_REASON_TP_HEADS:
         snprintf(buf, len, "tp (%g) does not divide heads or kv heads (%g)", r->reason_a,
                  r->reason_b);
@@ -63,14 +67,25 @@ void lp_result_reason(const struct lp_result *r, char *buf, size_t len)
         snprintf(buf, len, "ep must divide experts and dp*cp, and be 1 for a dense model");
         break;
     case LP_REASON_SCHEDULE:
-        snprintf(buf, len, "interleaved needs vp > 1, pp > 1 and micro-batches divisible by pp; "
-                           "vp > 1 needs the interleaved schedule");
+        snprintf(buf, len,
+                 "interleaved needs vp > 1, pp > 1 and micro-batches divisible by pp; "
+                 "vp > 1 needs the interleaved schedule");
         break;
-    case LP_REASON_SP: snprintf(buf, len, "sequence parallelism needs tp > 1"); break;
-    case LP_REASON_ZERO: snprintf(buf, len, "zero 3 with pipeline parallelism is not supported"); break;
-    case LP_REASON_PRECISION: snprintf(buf, len, "the GPU has no tensor-core peak for this precision"); break;
-    case LP_REASON_TP_NODE: snprintf(buf, len, "tp larger than a node"); break;
-    default: snprintf(buf, len, "unknown reason"); break;
+    case LP_REASON_SP:
+        snprintf(buf, len, "sequence parallelism needs tp > 1");
+        break;
+    case LP_REASON_ZERO:
+        snprintf(buf, len, "zero 3 with pipeline parallelism is not supported");
+        break;
+    case LP_REASON_PRECISION:
+        snprintf(buf, len, "the GPU has no tensor-core peak for this precision");
+        break;
+    case LP_REASON_TP_NODE:
+        snprintf(buf, len, "tp larger than a node");
+        break;
+    default:
+        snprintf(buf, len, "unknown reason");
+        break;
     }
 }
 
@@ -111,12 +126,12 @@ static enum lp_reason validate(const struct lp_run *r, double *a, double *b)
         *b = m->seq_len;
         return LP_REASON_CP_SEQ;
     }
-    if (m->moe.experts == 0 ? p->ep != 1
-                            : (m->moe.experts % p->ep || (p->dp * p->cp) % p->ep))
+    if (m->moe.experts == 0 ? p->ep != 1 : (m->moe.experts % p->ep || (p->dp * p->cp) % p->ep))
         return LP_REASON_EP;
     int64_t micro = r->train.global_batch / mbdp;
     if (p->vp > 1) {
-        if (p->schedule != LP_SCHED_INTERLEAVED || p->pp < 2 || micro % p->pp) return LP_REASON_SCHEDULE;
+        if (p->schedule != LP_SCHED_INTERLEAVED || p->pp < 2 || micro % p->pp)
+            return LP_REASON_SCHEDULE;
     } else if (p->schedule == LP_SCHED_INTERLEAVED) {
         return LP_REASON_SCHEDULE;
     }
@@ -135,11 +150,11 @@ enum lp_reason lp_sim_validate(const struct lp_run *run)
 /* ---- parameters and memory ---- */
 
 struct params {
-    double layer;      /* one dense layer, per TP rank */
-    double moe_layer;  /* one MoE layer, per rank (local experts) */
-    double emb;        /* embedding (+ learned positions), per TP rank */
-    double head;       /* untied output layer, per TP rank (0 if tied and pp == 1) */
-    double stage_max;  /* the largest stage's parameters on one rank */
+    double layer;     /* one dense layer, per TP rank */
+    double moe_layer; /* one MoE layer, per rank (local experts) */
+    double emb;       /* embedding (+ learned positions), per TP rank */
+    double head;      /* untied output layer, per TP rank (0 if tied and pp == 1) */
+    double stage_max; /* the largest stage's parameters on one rank */
     double stage0, stage_last;
     int moe_layers_per_stage, dense_layers_per_stage;
 };
@@ -164,8 +179,8 @@ static void count_params(const struct lp_run *r, struct params *pr)
     pr->moe_layer = pr->layer;
     if (m->moe.experts > 0) {
         double local = (double)m->moe.experts / r->par.ep;
-        pr->moe_layer = attn + abias + norms + h * m->moe.experts +
-                        local * nmat * h * m->moe.ffn_hidden / t;
+        pr->moe_layer =
+            attn + abias + norms + h * m->moe.experts + local * nmat * h * m->moe.ffn_hidden / t;
     }
     double V = vocab_padded(r);
     pr->emb = V * h / t + (m->pos == LP_POS_LEARNED ? (double)m->seq_len * h : 0.0);
@@ -186,8 +201,8 @@ static void count_params(const struct lp_run *r, struct params *pr)
 }
 
 struct bytes_per_param {
-    double w, g, o;  /* weights, gradients, optimizer states */
-    double g_comm;   /* gradient bytes on the wire */
+    double w, g, o; /* weights, gradients, optimizer states */
+    double g_comm;  /* gradient bytes on the wire */
 };
 
 /* Mixed precision (Micikevicius et al. 2018; ZeRO, Rajbhandari et al. 2020
@@ -197,13 +212,21 @@ struct bytes_per_param {
 static void param_bytes(const struct lp_run *r, struct bytes_per_param *b)
 {
     switch (r->train.precision) {
-    case LP_FP32: b->w = 4; b->g = 4; b->o = 8; break;
+    case LP_FP32:
+        b->w = 4;
+        b->g = 4;
+        b->o = 8;
+        break;
     case LP_BF16:
         b->w = 2;
         b->g = r->fw.kind == LP_FW_FSDP ? 2 : 4;
         b->o = 12;
         break;
-    default: b->w = 2; b->g = 2; b->o = 12; break;
+    default:
+        b->w = 2;
+        b->g = 2;
+        b->o = 12;
+        break;
     }
     b->g_comm = b->g;
 }
@@ -256,7 +279,8 @@ static int warmup_chunks(const struct lp_run *r, int s, int micro)
     return (w + 1 < mv ? w + 1 : mv);
 }
 
-static void memory(const struct lp_run *r, const struct params *pr, int micro, struct lp_memory *mem)
+static void memory(const struct lp_run *r, const struct params *pr, int micro,
+                   struct lp_memory *mem)
 {
     const struct lp_parallel *p = &r->par;
     const struct lp_model *m = &r->model;
@@ -340,9 +364,9 @@ uint64_t lp_hash_bytes(const void *p, size_t n, uint64_t h)
 
 static uint64_t model_hash(const struct lp_model *m)
 {
-    int v[12] = {m->layers,    m->hidden, m->heads,        m->kv_heads,    m->ffn_hidden,
-                 m->vocab,     m->seq_len, (int)m->ffn_act, (int)m->norm, (int)m->pos,
-                 m->moe.experts, m->moe.top_k};
+    int v[12] = {m->layers,     m->hidden,   m->heads,       m->kv_heads,
+                 m->ffn_hidden, m->vocab,    m->seq_len,     (int)m->ffn_act,
+                 (int)m->norm,  (int)m->pos, m->moe.experts, m->moe.top_k};
     uint64_t h = lp_hash_bytes(v, sizeof(v), FNV_OFFSET);
     int w[3] = {m->moe.ffn_hidden, m->moe.layer_freq, (int)m->bias};
     h = lp_hash_bytes(w, sizeof(w), h);
@@ -351,8 +375,13 @@ static uint64_t model_hash(const struct lp_model *m)
 
 static uint64_t system_hash(const struct lp_system *s)
 {
-    double v[8] = {s->intra.bw_Bps, s->intra.latency_s, s->inter.bw_Bps, s->inter.latency_s,
-                   s->gpu.mem_bw_Bps, s->gpu.peak_flops[LP_BF16], s->gpu.peak_flops[LP_FP16],
+    double v[8] = {s->intra.bw_Bps,
+                   s->intra.latency_s,
+                   s->inter.bw_Bps,
+                   s->inter.latency_s,
+                   s->gpu.mem_bw_Bps,
+                   s->gpu.peak_flops[LP_BF16],
+                   s->gpu.peak_flops[LP_FP16],
                    (double)s->gpus_per_node};
     return lp_hash_bytes(v, sizeof(v), FNV_OFFSET);
 }
@@ -450,7 +479,8 @@ static void dp_costs(struct lp_sim *s, const struct lp_run *r, const struct para
             if (p->zero == 0) {
                 t_red = lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, P * b.g_comm, nd, p->tp);
             } else {
-                t_red = lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, P * b.g_comm, nd, p->tp);
+                t_red =
+                    lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, P * b.g_comm, nd, p->tp);
                 if (p->zero < 3)
                     t_gather = lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, P * b.w, nd, p->tp);
             }
@@ -477,7 +507,8 @@ static void dp_costs(struct lp_sim *s, const struct lp_run *r, const struct para
     }
     /* optimizer over the parameters this rank owns */
     double owned = pr->stage_max / (p->zero >= 1 ? (double)nd : 1.0);
-    double per = r->train.precision == LP_FP32 ? ADAM_BYTES_PER_PARAM_FP32 : ADAM_BYTES_PER_PARAM_MIXED;
+    double per =
+        r->train.precision == LP_FP32 ? ADAM_BYTES_PER_PARAM_FP32 : ADAM_BYTES_PER_PARAM_MIXED;
     out->opt_s = cm->ops->mem_s(cm, LP_MEM_ADAM, owned * per);
 }
 
@@ -573,12 +604,18 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
         bs[i] = b;
     }
     struct lp_sched_in in = {
-        .p = p->pp, .m = micro, .v = p->vp, .kind = p->schedule, .f = fs, .b = bs,
-        .f_first_extra = sc->edge.emb_fwd_s, .b_first_extra = sc->edge.emb_bwd_s,
-        .f_last_extra = sc->edge.head_fwd_s, .b_last_extra = sc->edge.head_bwd_s,
-        .p2p_s = p->pp > 1 ? lp_p2p_time(&s->cm, &r->system, sc->p2p_bytes,
-                                         p->tp * p->cp * p->dp)
-                           : 0.0,
+        .p = p->pp,
+        .m = micro,
+        .v = p->vp,
+        .kind = p->schedule,
+        .f = fs,
+        .b = bs,
+        .f_first_extra = sc->edge.emb_fwd_s,
+        .b_first_extra = sc->edge.emb_bwd_s,
+        .f_last_extra = sc->edge.head_fwd_s,
+        .b_last_extra = sc->edge.head_bwd_s,
+        .p2p_s =
+            p->pp > 1 ? lp_p2p_time(&s->cm, &r->system, sc->p2p_bytes, p->tp * p->cp * p->dp) : 0.0,
         .p2p_blocking = !r->fw.pp_overlap,
     };
     double end_first, end_last;
@@ -586,7 +623,8 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     /* busy time of the first / last stage: every chunk of every micro-batch */
     double busy_first = micro * (p->vp * (f + b) + in.f_first_extra + in.b_first_extra);
     double busy_last = micro * (p->vp * (f + b) + in.f_last_extra + in.b_last_extra);
-    if (p->pp == 1) busy_first = busy_last = busy_first + micro * (in.f_last_extra + in.b_last_extra);
+    if (p->pp == 1)
+        busy_first = busy_last = busy_first + micro * (in.f_last_extra + in.b_last_extra);
 
     /* DP reduction overlaps the last micro-batch's backward on each stage */
     double bw_win[2] = {b_comp * p->vp, b_comp * p->vp};

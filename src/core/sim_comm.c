@@ -30,9 +30,12 @@ static double bus_factor(enum lp_coll op, int n)
 {
     double dn = (double)n;
     switch (op) {
-    case LP_COLL_ALLREDUCE: return 2.0 * (dn - 1.0) / dn;
-    case LP_COLL_SENDRECV: return 1.0;
-    default: return (dn - 1.0) / dn;
+    case LP_COLL_ALLREDUCE:
+        return 2.0 * (dn - 1.0) / dn;
+    case LP_COLL_SENDRECV:
+        return 1.0;
+    default:
+        return (dn - 1.0) / dn;
     }
 }
 

@@ -8,11 +8,11 @@
  * compute (kernels) and communication that sits on the compute stream's
  * critical path unless overlapped. All in seconds. */
 struct lp_layer_cost {
-    double fwd_s;        /* forward kernels */
-    double bwd_s;        /* backward kernels (dgrad + wgrad + elementwise bwd) */
-    double recompute_s;  /* forward work redone in backward (selective/full) */
-    double comm_fwd_s;   /* TP / SP / CP / EP collectives in forward */
-    double comm_bwd_s;   /* same, backward */
+    double fwd_s;       /* forward kernels */
+    double bwd_s;       /* backward kernels (dgrad + wgrad + elementwise bwd) */
+    double recompute_s; /* forward work redone in backward (selective/full) */
+    double comm_fwd_s;  /* TP / SP / CP / EP collectives in forward */
+    double comm_bwd_s;  /* same, backward */
     double comm_recompute_s;
 };
 
@@ -25,10 +25,10 @@ struct lp_edge_cost {
 
 /* Everything the shape-dependent part of a configuration determines. */
 struct lp_shape_cost {
-    struct lp_layer_cost dense;  /* dense layer */
-    struct lp_layer_cost moe;    /* MoE layer (if the model has experts) */
+    struct lp_layer_cost dense; /* dense layer */
+    struct lp_layer_cost moe;   /* MoE layer (if the model has experts) */
     struct lp_edge_cost edge;
-    double p2p_bytes;            /* activation sent between stages per micro-batch */
+    double p2p_bytes; /* activation sent between stages per micro-batch */
 };
 
 /* Key of the memo: the fields that change per-layer shapes or costs. */
@@ -51,7 +51,6 @@ struct lp_sched_key {
 struct lp_sched_val {
     double end_first, end_last; /* finish of stage 0 / stage p-1 */
 };
-
 
 /* Collective over a group of `n` ranks spaced `stride` apart in the rank
  * order (Megatron: TP innermost). Returns seconds. */
@@ -77,9 +76,9 @@ struct lp_sched_in {
     bool p2p_blocking; /* the sender is busy during a send (no p2p overlap) */
 };
 struct lp_sched_out {
-    double makespan_s;          /* time until the last backward finishes */
-    double stage_end_s[1024];   /* finish of each stage's last op (p <= 1024) */
-    double stage_busy_s[1024];  /* sum of op durations per stage */
+    double makespan_s;         /* time until the last backward finishes */
+    double stage_end_s[1024];  /* finish of each stage's last op (p <= 1024) */
+    double stage_busy_s[1024]; /* sum of op durations per stage */
 };
 
 /* Exact solution on the dependency graph; returns -1 if scratch is too small

@@ -35,9 +35,15 @@ static int warmup(const struct lp_sched_in *in, int s)
     int mv = in->m * in->v;
     int w;
     switch (in->kind) {
-    case LP_SCHED_GPIPE: w = mv; break;
-    case LP_SCHED_INTERLEAVED: w = (in->p - s - 1) * 2 + (in->v - 1) * in->p; break;
-    default: w = in->p - s - 1; break;
+    case LP_SCHED_GPIPE:
+        w = mv;
+        break;
+    case LP_SCHED_INTERLEAVED:
+        w = (in->p - s - 1) * 2 + (in->v - 1) * in->p;
+        break;
+    default:
+        w = in->p - s - 1;
+        break;
     }
     return w < mv ? w : mv;
 }
@@ -81,7 +87,8 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     size_t n = (size_t)pv * (size_t)m;
     if (p > 1024 || n > sim->sched_cap) return -1;
     double *F = sim->sched_f, *B = sim->sched_b;
-    for (size_t i = 0; i < n; i++) F[i] = B[i] = -1.0;
+    for (size_t i = 0; i < n; i++)
+        F[i] = B[i] = -1.0;
     int next[1024], wu[1024];
     double cursor[1024];
     for (int s = 0; s < p; s++) {

@@ -15,11 +15,11 @@
 struct wl {
     const struct lp_cost_model *cm;
     const struct lp_run *run;
-    enum lp_prec prec;      /* GEMM precision */
-    enum lp_prec aprec;     /* attention / activations precision (fp8 runs attention in bf16) */
-    double e;               /* bytes per activation element */
-    double T, Tn;           /* tokens; tokens per rank for norms/residuals */
-    double h, d, at, gt;    /* hidden, head dim, heads and kv heads per rank */
+    enum lp_prec prec;   /* GEMM precision */
+    enum lp_prec aprec;  /* attention / activations precision (fp8 runs attention in bf16) */
+    double e;            /* bytes per activation element */
+    double T, Tn;        /* tokens; tokens per rank for norms/residuals */
+    double h, d, at, gt; /* hidden, head dim, heads and kv heads per rank */
     int t;
     enum lp_mem_kind norm;
 };

@@ -8,19 +8,32 @@
 const char *lp_status_name(int code)
 {
     switch (code) {
-    case LP_OK: return "LP_OK";
-    case LP_ENOMEM: return "LP_ENOMEM";
-    case LP_EIO: return "LP_EIO";
-    case LP_EPARSE: return "LP_EPARSE";
-    case LP_EINVAL: return "LP_EINVAL";
-    case LP_ENOTFOUND: return "LP_ENOTFOUND";
-    case LP_EHDF5: return "LP_EHDF5";
-    case LP_EMPI: return "LP_EMPI";
-    case LP_ECUDA: return "LP_ECUDA";
-    case LP_ENCCL: return "LP_ENCCL";
-    case LP_EFORMAT: return "LP_EFORMAT";
-    case LP_EINTERRUPT: return "LP_EINTERRUPT";
-    default: return "LP_E?";
+    case LP_OK:
+        return "LP_OK";
+    case LP_ENOMEM:
+        return "LP_ENOMEM";
+    case LP_EIO:
+        return "LP_EIO";
+    case LP_EPARSE:
+        return "LP_EPARSE";
+    case LP_EINVAL:
+        return "LP_EINVAL";
+    case LP_ENOTFOUND:
+        return "LP_ENOTFOUND";
+    case LP_EHDF5:
+        return "LP_EHDF5";
+    case LP_EMPI:
+        return "LP_EMPI";
+    case LP_ECUDA:
+        return "LP_ECUDA";
+    case LP_ENCCL:
+        return "LP_ENCCL";
+    case LP_EFORMAT:
+        return "LP_EFORMAT";
+    case LP_EINTERRUPT:
+        return "LP_EINTERRUPT";
+    default:
+        return "LP_E?";
     }
 }
 
@@ -56,10 +69,11 @@ void lp_err_format(const struct lp_err *err, char *buf, size_t len, int with_tra
     if (!buf || len == 0) return;
     buf[0] = '\0';
     if (!err) return;
-    size_t off = (size_t)snprintf(buf, len, "%s", err->msg[0] ? err->msg : lp_status_name(err->code));
+    size_t off =
+        (size_t)snprintf(buf, len, "%s", err->msg[0] ? err->msg : lp_status_name(err->code));
     for (int i = 0; with_trace && i < err->depth && off < len; i++) {
         const char *f = strrchr(err->frame[i].file, '/');
-        off += (size_t)snprintf(buf + off, len - off, "\n  at %s:%d", f ? f + 1 : err->frame[i].file,
-                                err->frame[i].line);
+        off += (size_t)snprintf(buf + off, len - off, "\n  at %s:%d",
+                                f ? f + 1 : err->frame[i].file, err->frame[i].line);
     }
 }

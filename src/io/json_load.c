@@ -114,8 +114,10 @@ int lp_json_parse(const struct lp_jctx *c, const char *text, cJSON **out)
         int line = 1;
         for (long i = 0; i < off && text[i]; i++)
             if (text[i] == '\n') line++;
-        LP_FAIL(c->err, LP_EPARSE, "%s: malformed JSON at line %d (byte %ld): expected a valid "
-                "JSON document", c->file, line, off);
+        LP_FAIL(c->err, LP_EPARSE,
+                "%s: malformed JSON at line %d (byte %ld): expected a valid "
+                "JSON document",
+                c->file, line, off);
     }
     *out = root;
     return LP_OK;
@@ -192,8 +194,9 @@ int lp_json_int(const struct lp_jctx *c, const cJSON *obj, const char *path, con
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!v) return required ? missing(c, kp, what) : LP_OK;
     describe(v, got, sizeof(got));
-    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble != floor(v->valuedouble) ||
-        v->valuedouble < (double)min || v->valuedouble > (double)max || fabs(v->valuedouble) > 9e15)
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) ||
+        v->valuedouble != floor(v->valuedouble) || v->valuedouble < (double)min ||
+        v->valuedouble > (double)max || fabs(v->valuedouble) > 9e15)
         LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected %s, got %s", c->file, kp, what, got);
     *out = (int64_t)v->valuedouble;
     return LP_OK;
@@ -236,7 +239,8 @@ int lp_json_bool(const struct lp_jctx *c, const cJSON *obj, const char *path, co
     if (!v) return required ? missing(c, kp, "true or false") : LP_OK;
     describe(v, got, sizeof(got));
     if (!cJSON_IsBool(v))
-        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected true or false, got %s", c->file, kp, got);
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected true or false, got %s", c->file, kp,
+                got);
     *out = cJSON_IsTrue(v);
     return LP_OK;
 }
@@ -364,12 +368,12 @@ static int load_preset(enum lp_preset_kind kind, const char *name, preset_parse_
 
 static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *path, void *vout)
 {
-    static const char *const keys[] = {"name", "layers", "hidden", "heads", "kv_heads",
-                                       "ffn_hidden", "ffn_act", "vocab", "seq_len", "norm",
-                                       "position", "tied_embeddings", "bias", "dropout", "moe", "source",
-                                       "notes", NULL};
-    static const char *const moe_keys[] = {"experts", "top_k", "ffn_hidden", "layer_freq",
-                                           "capacity_factor", NULL};
+    static const char *const keys[] = {
+        "name",    "layers",  "hidden",  "heads",  "kv_heads", "ffn_hidden",
+        "ffn_act", "vocab",   "seq_len", "norm",   "position", "tied_embeddings",
+        "bias",    "dropout", "moe",     "source", "notes",    NULL};
+    static const char *const moe_keys[] = {"experts",    "top_k",           "ffn_hidden",
+                                           "layer_freq", "capacity_factor", NULL};
     struct lp_model *m = vout;
     struct lp_err *err = c->err;
     memset(m, 0, sizeof(*m));
@@ -383,13 +387,14 @@ static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *
     m->ffn_hidden = 4 * m->hidden;
     LP_TRY(err, lp_json_int32(c, o, path, "ffn_hidden", false, 1, 1 << 26, &m->ffn_hidden));
     int e = LP_ACT_GELU;
-    LP_TRY(err, lp_json_enum(c, o, path, "ffn_act", false, parse_act, "\"gelu\" or \"swiglu\"", &e));
+    LP_TRY(err,
+           lp_json_enum(c, o, path, "ffn_act", false, parse_act, "\"gelu\" or \"swiglu\"", &e));
     m->ffn_act = (enum lp_act)e;
     LP_TRY(err, lp_json_int32(c, o, path, "vocab", true, 1, 1 << 26, &m->vocab));
     LP_TRY(err, lp_json_int32(c, o, path, "seq_len", true, 1, 1 << 26, &m->seq_len));
     e = LP_NORM_LAYERNORM;
-    LP_TRY(err, lp_json_enum(c, o, path, "norm", false, parse_norm,
-                             "\"layernorm\" or \"rmsnorm\"", &e));
+    LP_TRY(err,
+           lp_json_enum(c, o, path, "norm", false, parse_norm, "\"layernorm\" or \"rmsnorm\"", &e));
     m->norm = (enum lp_norm)e;
     e = LP_POS_LEARNED;
     LP_TRY(err, lp_json_enum(c, o, path, "position", false, parse_pos,
@@ -420,18 +425,20 @@ static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *
         m->moe.ffn_hidden = m->ffn_hidden;
         LP_TRY(err, lp_json_int32(c, moe, mp, "ffn_hidden", false, 1, 1 << 26, &m->moe.ffn_hidden));
         m->moe.layer_freq = 1;
-        LP_TRY(err, lp_json_int32(c, moe, mp, "layer_freq", false, 1, m->layers, &m->moe.layer_freq));
+        LP_TRY(err,
+               lp_json_int32(c, moe, mp, "layer_freq", false, 1, m->layers, &m->moe.layer_freq));
         m->moe.capacity_factor = 1.0;
-        LP_TRY(err, lp_json_num(c, moe, mp, "capacity_factor", false, 0, true,
-                                &m->moe.capacity_factor));
+        LP_TRY(err,
+               lp_json_num(c, moe, mp, "capacity_factor", false, 0, true, &m->moe.capacity_factor));
     }
     return LP_OK;
 }
 
 static int parse_gpu_obj(const struct lp_jctx *c, const cJSON *o, const char *path, void *vout)
 {
-    static const char *const keys[] = {"name", "memory_GiB", "memory_bw_GBps", "peak_tflops",
-                                       "sms", "l2_MiB", "tdp_w", "source", "notes", NULL};
+    static const char *const keys[] = {"name",  "memory_GiB", "memory_bw_GBps", "peak_tflops",
+                                       "sms",   "l2_MiB",     "tdp_w",          "source",
+                                       "notes", NULL};
     static const char *const pk[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
     struct lp_gpu *g = vout;
     struct lp_err *err = c->err;
@@ -489,9 +496,17 @@ static int parse_link(const struct lp_jctx *c, const cJSON *o, const char *path,
 
 static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char *path, void *vout)
 {
-    static const char *const keys[] = {"name", "gpu", "gpus_per_node", "intra_node", "inter_node",
-                                       "price_per_gpu_hour_usd", "source", "price_source",
-                                       "price_date", "notes", NULL};
+    static const char *const keys[] = {"name",
+                                       "gpu",
+                                       "gpus_per_node",
+                                       "intra_node",
+                                       "inter_node",
+                                       "price_per_gpu_hour_usd",
+                                       "source",
+                                       "price_source",
+                                       "price_date",
+                                       "notes",
+                                       NULL};
     struct lp_system *s = vout;
     struct lp_err *err = c->err;
     memset(s, 0, sizeof(*s));
@@ -545,8 +560,9 @@ static int preset_or_inline(const struct lp_jctx *c, const cJSON *item, const ch
     if (cJSON_IsObject(item)) return fn(c, item, path, out);
     char got[96];
     describe(item, got, sizeof(got));
-    LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected a %s preset name or an inline object, got %s",
-            c->file, path, kind_dir(kind), got);
+    LP_FAIL(c->err, LP_EINVAL,
+            "%s: key '%s': expected a %s preset name or an inline object, got %s", c->file, path,
+            kind_dir(kind), got);
 }
 
 int lp_json_model(const struct lp_jctx *c, const cJSON *item, const char *path,
@@ -569,8 +585,9 @@ int lp_json_system(const struct lp_jctx *c, const cJSON *item, const char *path,
 int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
                      struct lp_parallel *p)
 {
-    static const char *const keys[] = {"tp", "pp", "dp", "cp", "ep", "vp", "micro_batch",
-                                       "sequence_parallel", "recompute", "zero", "schedule", NULL};
+    static const char *const keys[] = {"tp",        "pp",   "dp",          "cp",
+                                       "ep",        "vp",   "micro_batch", "sequence_parallel",
+                                       "recompute", "zero", "schedule",    NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, o, path, keys));
     LP_TRY(err, lp_json_int32(c, o, path, "tp", false, 1, 1 << 20, &p->tp));
@@ -614,9 +631,9 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *f)
 {
-    static const char *const keys[] = {"name", "dp_overlap", "tp_overlap", "pp_overlap",
-                                       "param_gather_overlap", "fused_kernels", "bucket_MB",
-                                       "step_overhead_ms", "host_op_us", NULL};
+    static const char *const keys[] = {
+        "name",          "dp_overlap", "tp_overlap",       "pp_overlap", "param_gather_overlap",
+        "fused_kernels", "bucket_MB",  "step_overhead_ms", "host_op_us", NULL};
     struct lp_err *err = c->err;
     const char *expected = "\"megatron\", \"megatron-2021\", \"megatron-deepspeed\" or \"fsdp\"";
     int e = LP_FW_MEGATRON;
@@ -636,8 +653,8 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     LP_TRY(err, lp_json_bool(c, item, path, "dp_overlap", false, &f->dp_overlap));
     LP_TRY(err, lp_json_bool(c, item, path, "tp_overlap", false, &f->tp_overlap));
     LP_TRY(err, lp_json_bool(c, item, path, "pp_overlap", false, &f->pp_overlap));
-    LP_TRY(err, lp_json_bool(c, item, path, "param_gather_overlap", false,
-                             &f->param_gather_overlap));
+    LP_TRY(err,
+           lp_json_bool(c, item, path, "param_gather_overlap", false, &f->param_gather_overlap));
     LP_TRY(err, lp_json_bool(c, item, path, "fused_kernels", false, &f->fused_kernels));
     double mb = f->bucket_bytes / 1e6, ms = f->step_overhead_s * 1e3, us = f->host_op_s * 1e6;
     LP_TRY(err, lp_json_num(c, item, path, "bucket_MB", false, 0, true, &mb));
@@ -664,8 +681,8 @@ static void run_defaults(struct lp_run *r)
 
 int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struct lp_err *err)
 {
-    static const char *const keys[] = {"model", "system", "parallel", "training", "framework",
-                                       "gpus", "comment", NULL};
+    static const char *const keys[] = {"model",     "system", "parallel", "training",
+                                       "framework", "gpus",   "comment",  NULL};
     struct lp_jctx c = {origin, err};
     cJSON *root = NULL;
     LP_TRY(err, lp_json_parse(&c, text, &root));
@@ -779,7 +796,8 @@ int lp_list_presets(enum lp_preset_kind kind,
         rc = fn(names[i], path, arg);
     }
 cleanup:
-    for (size_t i = 0; i < n; i++) free(names[i]);
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
     free(names);
     closedir(d);
     return rc;

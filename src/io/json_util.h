@@ -39,8 +39,7 @@ int lp_json_str(const struct lp_jctx *c, const cJSON *obj, const char *path, con
                 bool required, char *out, size_t len);
 /* A string that must be one of names[0..n-1]; *out gets its index. */
 int lp_json_enum(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
-                 bool required, int (*parse)(const char *, int *), const char *expected,
-                 int *out);
+                 bool required, int (*parse)(const char *, int *), const char *expected, int *out);
 
 /* Objects of the contract. `item` is a preset name (string) or an inline object. */
 int lp_json_model(const struct lp_jctx *c, const cJSON *item, const char *path,

@@ -128,8 +128,8 @@ int lp_result_to_json(const struct lp_run *run, const struct lp_result *res, boo
     return result_json(run, res, with_config, false, out, err);
 }
 
-int lp_result_to_json_line(const struct lp_run *run, const struct lp_result *res,
-                           bool with_config, char **out, struct lp_err *err)
+int lp_result_to_json_line(const struct lp_run *run, const struct lp_result *res, bool with_config,
+                           char **out, struct lp_err *err)
 {
     return result_json(run, res, with_config, true, out, err);
 }
@@ -137,14 +137,22 @@ int lp_result_to_json_line(const struct lp_run *run, const struct lp_result *res
 static const char *event_name(enum lp_event_kind k)
 {
     switch (k) {
-    case LP_EV_FWD: return "F";
-    case LP_EV_BWD: return "B";
-    case LP_EV_RECOMPUTE: return "R";
-    case LP_EV_P2P: return "p2p";
-    case LP_EV_TP: return "tp";
-    case LP_EV_DP: return "dp-sync";
-    case LP_EV_OPT: return "optimizer";
-    default: return "?";
+    case LP_EV_FWD:
+        return "F";
+    case LP_EV_BWD:
+        return "B";
+    case LP_EV_RECOMPUTE:
+        return "R";
+    case LP_EV_P2P:
+        return "p2p";
+    case LP_EV_TP:
+        return "tp";
+    case LP_EV_DP:
+        return "dp-sync";
+    case LP_EV_OPT:
+        return "optimizer";
+    default:
+        return "?";
     }
 }
 

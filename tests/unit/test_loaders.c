@@ -95,13 +95,13 @@ TEST(run_inline_and_defaults)
     if (rc) TH_FAIL_("%s", err.msg);
     ASSERT_EQ_INT(r.model.kv_heads, 2);
     ASSERT_TRUE(r.model.norm == LP_NORM_RMSNORM);
-    ASSERT_EQ_INT(r.par.dp, 2); /* gpus / (tp*pp*cp) */
+    ASSERT_EQ_INT(r.par.dp, 2);                          /* gpus / (tp*pp*cp) */
     ASSERT_TRUE(r.par.schedule == LP_SCHED_INTERLEAVED); /* vp > 1 */
     ASSERT_EQ_INT(r.par.micro_batch, 1);
     ASSERT_TRUE(r.train.precision == LP_BF16);
     ASSERT_TRUE(r.train.flash_attention);
     ASSERT_TRUE(r.fw.kind == LP_FW_MEGATRON_DEEPSPEED);
-    ASSERT_TRUE(r.fw.dp_overlap); /* overridden */
+    ASSERT_TRUE(r.fw.dp_overlap);  /* overridden */
     ASSERT_TRUE(!r.fw.pp_overlap); /* framework default kept */
 }
 

@@ -38,9 +38,16 @@ static void gpt3_run(struct lp_run *r)
     s->inter.bw_Bps = 25e9;
     s->inter.latency_s = 5e-6;
     s->price_per_gpu_hour_usd = 4.0;
-    r->par = (struct lp_parallel){.tp = 8, .pp = 8, .dp = 16, .cp = 1, .ep = 1, .vp = 1,
-                                  .micro_batch = 1, .sequence_parallel = true,
-                                  .recompute = LP_RECOMPUTE_SELECTIVE, .zero = 1,
+    r->par = (struct lp_parallel){.tp = 8,
+                                  .pp = 8,
+                                  .dp = 16,
+                                  .cp = 1,
+                                  .ep = 1,
+                                  .vp = 1,
+                                  .micro_batch = 1,
+                                  .sequence_parallel = true,
+                                  .recompute = LP_RECOMPUTE_SELECTIVE,
+                                  .zero = 1,
                                   .schedule = LP_SCHED_1F1B};
     r->train.global_batch = 1536;
     r->train.precision = LP_BF16;
@@ -67,8 +74,7 @@ TEST(model_flops_gpt3)
     double expect = 72.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (12.0 * l * h));
     /* the formula ignores biases and norms; ours counts exactly the same terms */
     ASSERT_NEAR(res.model_flops, expect, 1e-9);
-    ASSERT_NEAR(res.model_tflops_per_gpu,
-                expect / (res.iteration_time_s * 1024) / 1e12, 1e-9);
+    ASSERT_NEAR(res.model_tflops_per_gpu, expect / (res.iteration_time_s * 1024) / 1e12, 1e-9);
     ASSERT_NEAR(res.tokens_per_s, B * s / res.iteration_time_s, 1e-12);
 }
 
@@ -90,8 +96,8 @@ TEST(korthikanti_activations)
     r.par.tp = 1;
     ASSERT_NEAR(lp_sim_layer_activation_bytes(&r), s * b * h * (34 + 5 * a * s / h), 1e-12);
     r.par.tp = 8;
-    ASSERT_NEAR(lp_sim_layer_activation_bytes(&r),
-                s * b * h * (10 + 24 / t + 5 * a * s / (h * t)), 1e-12);
+    ASSERT_NEAR(lp_sim_layer_activation_bytes(&r), s * b * h * (10 + 24 / t + 5 * a * s / (h * t)),
+                1e-12);
     r.par.sequence_parallel = true;
     ASSERT_NEAR(lp_sim_layer_activation_bytes(&r), s * b * h * (34 / t + 5 * a * s / (h * t)),
                 1e-12);
@@ -149,9 +155,9 @@ TEST(exact_equals_closed_form)
     struct {
         int p, m, v;
         enum lp_schedule k;
-    } cases[] = {{4, 8, 1, LP_SCHED_1F1B},        {8, 32, 1, LP_SCHED_1F1B},
-                 {4, 8, 1, LP_SCHED_GPIPE},       {8, 16, 1, LP_SCHED_GPIPE},
-                 {4, 8, 2, LP_SCHED_INTERLEAVED}, {4, 16, 4, LP_SCHED_INTERLEAVED},
+    } cases[] = {{4, 8, 1, LP_SCHED_1F1B},         {8, 32, 1, LP_SCHED_1F1B},
+                 {4, 8, 1, LP_SCHED_GPIPE},        {8, 16, 1, LP_SCHED_GPIPE},
+                 {4, 8, 2, LP_SCHED_INTERLEAVED},  {4, 16, 4, LP_SCHED_INTERLEAVED},
                  {8, 64, 3, LP_SCHED_INTERLEAVED}, {2, 2, 2, LP_SCHED_INTERLEAVED}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         double f = 0.7, b = 1.5, c = 0.0;
@@ -160,8 +166,13 @@ TEST(exact_equals_closed_form)
             fs[s] = f;
             bs[s] = b;
         }
-        struct lp_sched_in in = {.p = cases[i].p, .m = cases[i].m, .v = cases[i].v,
-                                 .kind = cases[i].k, .f = fs, .b = bs, .p2p_s = c};
+        struct lp_sched_in in = {.p = cases[i].p,
+                                 .m = cases[i].m,
+                                 .v = cases[i].v,
+                                 .kind = cases[i].k,
+                                 .f = fs,
+                                 .b = bs,
+                                 .p2p_s = c};
         double T = run_sched(cases[i].p, cases[i].m, cases[i].v, cases[i].k, f, b, c, &out);
         ASSERT_NEAR(T, lp_sched_closed_form(&in), 1e-12);
     }
@@ -320,6 +331,7 @@ TEST(breakdown_sums_to_iteration)
     lp_sim_destroy(&sim);
 }
 
-TH_MAIN(TH_CASE(breakdown_sums_to_iteration), TH_CASE(model_flops_gpt3), TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
+TH_MAIN(TH_CASE(breakdown_sums_to_iteration), TH_CASE(model_flops_gpt3),
+        TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
         TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta), TH_CASE(monotone_sanity))

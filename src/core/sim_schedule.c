@@ -12,9 +12,9 @@
  * a backward needs the backward of vs + 1 (or, on the last virtual stage, its
  * own forward). An operation starts when its stage is free and its input has
  * arrived (finish + p2p when it crosses stages). Without p2p overlap the
- * sender is also busy for the transfer. Solving is a sweep over stages that
- * advances each stage as far as its inputs allow, until all are done:
- * O(p * v * m) operations, no allocation (scratch is owned by struct lp_sim). */
+ * sender is also busy for the transfer. A worklist advances each stage as far
+ * as its inputs allow and wakes the stage an output feeds: O(p * v * m)
+ * operations, no allocation (scratch is owned by struct lp_sim). */
 #include <math.h>
 #include <stddef.h>
 
@@ -100,69 +100,82 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     long done = 0, total = (long)p * 2 * mv;
     int ne = 0;
     bool sync = in->p2p_blocking;
-    /* Sweeps alternate direction: forwards flow down the pipeline and
-     * backwards up, so each sweep carries a whole chain of either. */
-    for (int sweep = 0; done < total; sweep++) {
-        bool progress = false;
-        for (int k = 0; k < p; k++) {
-            int s = sweep % 2 == 0 ? k : p - 1 - k;
-            while (next[s] < 2 * mv) {
-                struct op o;
-                stage_op(in, wu[s], next[s], &o);
-                int vs = o.chunk * p + s;
-                double ready, dur;
-                bool cross;
-                if (!o.bwd) {
-                    if (vs == 0) {
-                        ready = 0.0;
-                        cross = false;
-                    } else {
-                        ready = F[at(vs - 1, m, o.mb)];
-                        cross = p > 1;
-                    }
-                    dur = in->f[s] + (vs == 0 ? in->f_first_extra : 0.0) +
-                          (vs == pv - 1 ? in->f_last_extra : 0.0);
+    /* Worklist: a stage runs until its next operation's input is missing;
+     * the stage that produces that input pushes it back. Every operation is
+     * executed once and every stage is examined at most once per operation
+     * that feeds it: O(p v m). */
+    int stack[1024], top = 0;
+    bool queued[1024];
+    for (int s = p - 1; s >= 0; s--) {
+        stack[top++] = s;
+        queued[s] = true;
+    }
+    while (top > 0) {
+        int s = stack[--top];
+        queued[s] = false;
+        while (next[s] < 2 * mv) {
+            struct op o;
+            stage_op(in, wu[s], next[s], &o);
+            int vs = o.chunk * p + s;
+            double ready, dur;
+            bool cross;
+            if (!o.bwd) {
+                if (vs == 0) {
+                    ready = 0.0;
+                    cross = false;
                 } else {
-                    if (vs == pv - 1) {
-                        ready = F[at(vs, m, o.mb)];
-                        cross = false;
-                    } else {
-                        ready = B[at(vs + 1, m, o.mb)];
-                        cross = p > 1;
-                    }
-                    dur = in->b[s] + (vs == 0 ? in->b_first_extra : 0.0) +
-                          (vs == pv - 1 ? in->b_last_extra : 0.0);
+                    ready = F[at(vs - 1, m, o.mb)];
+                    cross = p > 1;
                 }
-                if (ready < 0.0) break;
-                if (cross) ready += in->p2p_s;
-                double start = cursor[s] > ready ? cursor[s] : ready;
-                double fin = start + dur;
-                if (!o.bwd)
-                    F[at(vs, m, o.mb)] = fin;
-                else
-                    B[at(vs, m, o.mb)] = fin;
-                cursor[s] = fin;
-                /* a send that is not overlapped keeps the sender busy */
-                bool sends = o.bwd ? vs > 0 : vs < pv - 1;
-                if (sync && sends && p > 1) cursor[s] += in->p2p_s;
-                out->stage_busy_s[s] += dur;
-                if (ev && ne < cap) {
-                    ev[ne].stage = s;
-                    ev[ne].stream = 0;
-                    ev[ne].micro = o.mb;
-                    ev[ne].chunk = o.chunk;
-                    ev[ne].kind = o.bwd ? LP_EV_BWD : LP_EV_FWD;
-                    ev[ne].start_s = start;
-                    ev[ne].dur_s = dur;
-                    ne++;
+                dur = in->f[s] + (vs == 0 ? in->f_first_extra : 0.0) +
+                      (vs == pv - 1 ? in->f_last_extra : 0.0);
+            } else {
+                if (vs == pv - 1) {
+                    ready = F[at(vs, m, o.mb)];
+                    cross = false;
+                } else {
+                    ready = B[at(vs + 1, m, o.mb)];
+                    cross = p > 1;
                 }
-                next[s]++;
-                done++;
-                progress = true;
+                dur = in->b[s] + (vs == 0 ? in->b_first_extra : 0.0) +
+                      (vs == pv - 1 ? in->b_last_extra : 0.0);
+            }
+            if (ready < 0.0) break;
+            if (cross) ready += in->p2p_s;
+            double start = cursor[s] > ready ? cursor[s] : ready;
+            double fin = start + dur;
+            if (!o.bwd)
+                F[at(vs, m, o.mb)] = fin;
+            else
+                B[at(vs, m, o.mb)] = fin;
+            cursor[s] = fin;
+            /* a send that is not overlapped keeps the sender busy */
+            bool sends = o.bwd ? vs > 0 : vs < pv - 1;
+            if (sync && sends && p > 1) cursor[s] += in->p2p_s;
+            out->stage_busy_s[s] += dur;
+            if (ev && ne < cap) {
+                ev[ne].stage = s;
+                ev[ne].stream = 0;
+                ev[ne].micro = o.mb;
+                ev[ne].chunk = o.chunk;
+                ev[ne].kind = o.bwd ? LP_EV_BWD : LP_EV_FWD;
+                ev[ne].start_s = start;
+                ev[ne].dur_s = dur;
+                ne++;
+            }
+            next[s]++;
+            done++;
+            /* wake the stage this output feeds */
+            if (sends && p > 1) {
+                int c = o.bwd ? (vs - 1) % p : (vs + 1) % p;
+                if (!queued[c]) {
+                    stack[top++] = c;
+                    queued[c] = true;
+                }
             }
         }
-        if (!progress) return -2; /* cannot happen for the schedules above */
     }
+    if (done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
     double mk = 0.0;
     for (int s = 0; s < p; s++) {
         out->stage_end_s[s] = cursor[s];

@@ -44,9 +44,8 @@ static void add(struct acc *a, double t)
 
 /* Compute time of a sequence including its kernels' overhead; `ncoll`
  * collectives launched in between carry the same overhead. */
-static double host_bound(const struct wl *w, const struct acc *a, double comm, int ncoll)
+static double with_overhead(const struct wl *w, const struct acc *a, int ncoll)
 {
-    (void)comm;
     return a->s + (a->n + ncoll) * w->run->fw.host_op_s;
 }
 
@@ -149,9 +148,9 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c)
         comm_f = fmax(0.0, comm_f - f.s);
         comm_b = fmax(0.0, comm_b - b.s);
     }
-    double fwd = host_bound(w, &f, comm_f, ncoll);
+    double fwd = with_overhead(w, &f, ncoll);
     c->fwd_s += fwd;
-    c->bwd_s += host_bound(w, &b, comm_b, ncoll);
+    c->bwd_s += with_overhead(w, &b, ncoll);
     c->comm_fwd_s += comm_f;
     c->comm_bwd_s += comm_b;
     /* Selective recomputation redoes the attention core in backward
@@ -181,9 +180,9 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     double comm_f = r->fw.tp_overlap ? fmax(0.0, comm - f.s) : comm;
     double comm_b = r->fw.tp_overlap ? fmax(0.0, comm - b.s) : comm;
-    double fwd = host_bound(w, &f, comm_f, ncoll);
+    double fwd = with_overhead(w, &f, ncoll);
     c->fwd_s += fwd;
-    c->bwd_s += host_bound(w, &b, comm_b, ncoll);
+    c->bwd_s += with_overhead(w, &b, ncoll);
     c->comm_fwd_s += comm_f;
     c->comm_bwd_s += comm_b;
     if (r->par.recompute == LP_RECOMPUTE_FULL) {
@@ -231,9 +230,9 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     }
     double comm = tp_comm(w) + a2a;
     int ncoll = (w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0) + (r->par.ep > 1 ? 2 : 0);
-    double fwd = host_bound(w, &f, comm, ncoll);
+    double fwd = with_overhead(w, &f, ncoll);
     c->fwd_s += fwd;
-    c->bwd_s += host_bound(w, &b, comm, ncoll);
+    c->bwd_s += with_overhead(w, &b, ncoll);
     c->comm_fwd_s += comm;
     c->comm_bwd_s += comm;
     if (r->par.recompute == LP_RECOMPUTE_FULL) {
@@ -277,8 +276,8 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
             comm_b += tp_ar;
         }
     }
-    e->head_fwd_s = host_bound(w, &f, comm_f, w->t > 1 ? 4 : 0) + comm_f;
-    e->head_bwd_s = host_bound(w, &b, comm_b, w->t > 1 ? 1 : 0) + comm_b;
+    e->head_fwd_s = with_overhead(w, &f, w->t > 1 ? 4 : 0) + comm_f;
+    e->head_bwd_s = with_overhead(w, &b, w->t > 1 ? 1 : 0) + comm_b;
 }
 
 void lp_shape_cost_compute(const struct lp_cost_model *cm, const struct lp_run *run,

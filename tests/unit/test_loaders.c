@@ -143,8 +143,14 @@ TEST(framework_defaults)
     ASSERT_TRUE(!o.dp_overlap && !o.pp_overlap && !o.param_gather_overlap && !o.tp_overlap);
     lp_framework_defaults(LP_FW_MEGATRON_DEEPSPEED, &o);
     ASSERT_TRUE(!o.dp_overlap && !o.pp_overlap);
+    ASSERT_NEAR(o.host_op_s, 66e-6, 1e-12); /* docs/calibration.md */
+    ASSERT_NEAR(o.bucket_bytes, 5e8, 1e-12);
     lp_framework_defaults(LP_FW_FSDP, &o);
     ASSERT_TRUE(o.dp_overlap && o.param_gather_overlap && !o.pp_overlap);
+    ASSERT_NEAR(o.host_op_s, 0.0, 1e-12);
+    lp_framework_defaults(LP_FW_MEGATRON, &o);
+    ASSERT_NEAR(o.host_op_s, 0.0, 1e-12);
+    ASSERT_NEAR(o.bucket_bytes, 40e6, 1e-12);
     enum lp_framework f;
     ASSERT_OK(lp_framework_parse("fsdp", &f));
     ASSERT_TRUE(f == LP_FW_FSDP);

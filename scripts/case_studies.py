@@ -9,7 +9,9 @@ prints, from plans.json and sweep.h5:
   1. MT-NLG 530B (vTrain's case study): the fastest and the cheapest plan per
      GPU count, and what the cheapest plan saves over the fastest;
   2. small LLaMA-style models per GPU type (Ashkboos et al. 2024): the best
-     tokens/s per GPU and tokens per dollar of each model on each instance.
+     tokens/s per GPU and tokens per dollar of each model on each instance;
+  3. compute-optimal sizing (vTrain): the cheapest plan of each model trained
+     to 20 tokens per parameter, and the largest model each budget affords.
 Needs h5py (Debian: python3-h5py) to read sweep.h5.
 """
 import argparse
@@ -79,6 +81,31 @@ def mtnlg(d):
               f"the fastest ({int(cols['gpus'][best_t])} GPUs) and takes {slower:.2f}x as long")
 
 
+def compute_optimal(d, budgets=(1e4, 1e5, 1e6, 1e7)):
+    cols, attrs = columns(os.path.join(d, "sweep.h5"),
+                          ["model", "gpus", "tp", "pp", "dp", "feasible", "cost_usd", "time_days",
+                           "mfu"])
+    mnames = names(attrs["model_names"])
+    print("\n3. Compute-optimal sizing: GPT-3-family models at 20 tokens per parameter, DGX A100 80GB "
+          "(data/sweeps/compute-optimal.json)")
+    print(f"{'model':<14} {'cheapest plan':<26} {'days':>7} {'cost $':>12} {'MFU':>5}")
+    n = len(cols["model"])
+    best = {}
+    for mi, m in enumerate(mnames):
+        idx = [i for i in range(n) if cols["model"][i] == mi and cols["feasible"][i]]
+        if not idx:
+            print(f"{m:<14} none feasible")
+            continue
+        b = min(idx, key=lambda i: (cols["cost_usd"][i], i))
+        best[m] = cols["cost_usd"][b]
+        plan = f"{int(cols['gpus'][b])} GPUs tp{cols['tp'][b]} pp{cols['pp'][b]} dp{cols['dp'][b]}"
+        print(f"{m:<14} {plan:<26} {cols['time_days'][b]:>7.1f} {cols['cost_usd'][b]:>12,.0f} "
+              f"{100 * cols['mfu'][b]:>4.0f}%")
+    for B in budgets:
+        fits = [m for m in mnames if m in best and best[m] <= B]
+        print(f"budget ${B:,.0f}: largest compute-optimal model {fits[-1] if fits else 'none'}")
+
+
 def small_models(d):
     cols, attrs = columns(os.path.join(d, "sweep.h5"),
                           ["model", "system", "gpus", "feasible", "tokens_per_s", "cost_usd",
@@ -117,6 +144,7 @@ def main():
         sys.exit("case_studies: h5py is missing (apt-get install python3-h5py)")
     mtnlg(run_sweep(llmplan, a.ranks, "mtnlg-530b", a.out))
     small_models(run_sweep(llmplan, a.ranks, "small-models-gpus", a.out))
+    compute_optimal(run_sweep(llmplan, a.ranks, "compute-optimal", a.out))
     return 0
 
 

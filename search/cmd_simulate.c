@@ -164,9 +164,12 @@ static void print_summary(const struct lp_run *r, const struct lp_result *res, c
            m->activations_bytes / GIB, m->temp_bytes / GIB);
     printf("\ncost  $%.2f per iteration at $%.2f per GPU-hour\n", res->cost_per_iteration_usd,
            r->system.price_per_gpu_hour_usd);
-    if (r->train.tokens > 0)
-        printf("      %.3g tokens: %.1f days, %.0f GPU-hours, $%.0f\n", r->train.tokens,
-               res->time_days, res->gpu_hours, res->cost_usd);
+    double budget = r->train.tokens_per_param > 0
+                        ? r->train.tokens_per_param * lp_model_params(&r->model)
+                        : r->train.tokens;
+    if (budget > 0)
+        printf("      %.3g tokens: %.1f days, %.0f GPU-hours, $%.0f\n", budget, res->time_days,
+               res->gpu_hours, res->cost_usd);
 }
 
 int lp_cmd_simulate(int argc, char **argv)

@@ -365,9 +365,13 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
     if (!interrupted && s->rank == 0) {
         char path[LP_SWEEP_PATH_LEN + 16];
         snprintf(path, sizeof(path), "%s/plans.json", s->opt.out_dir);
-        struct lp_plans_info info = {
-            lp_space_size(&s->space), wall, s->size, s->opt.sweep_path, s->profile_desc,
-            s->sweep->train.tokens};
+        struct lp_plans_info info = {lp_space_size(&s->space),
+                                     wall,
+                                     s->size,
+                                     s->opt.sweep_path,
+                                     s->profile_desc,
+                                     s->sweep->train.tokens > 0 ? s->sweep->train.tokens
+                                                                : s->sweep->train.tokens_per_param};
         rc = lp_plans_write(path, &all, &total, &info, err);
         if (rc == LP_OK) lp_checkpoint_remove(s);
     }

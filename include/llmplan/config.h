@@ -117,7 +117,9 @@ struct lp_training {
     int64_t global_batch; /* sequences per iteration */
     enum lp_prec precision;
     bool flash_attention;
-    double tokens; /* token budget for the cost projection; 0 = none */
+    double tokens;           /* token budget for the cost projection; 0 = none */
+    double tokens_per_param; /* > 0: budget = this x the model's parameters (Hoffmann et
+                                al. 2022: ~20 for compute-optimal training); overrides tokens */
 };
 
 struct lp_run {

@@ -17,7 +17,7 @@
 double lp_entry_objective(const struct lp_entry *e, enum lp_objective o)
 {
     if (o == LP_OBJ_TIME) return e->res.iteration_time_s;
-    return e->run.train.tokens > 0 ? e->res.cost_usd : e->res.cost_per_iteration_usd;
+    return e->res.cost_usd > 0 ? e->res.cost_usd : e->res.cost_per_iteration_usd;
 }
 
 /* What every comparison looks at. */
@@ -157,9 +157,9 @@ int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *
                      const struct lp_result *res, struct lp_err *err)
 {
     if (!res->feasible) return LP_OK;
-    struct key k = {{res->iteration_time_s,
-                     run->train.tokens > 0 ? res->cost_usd : res->cost_per_iteration_usd},
-                    index};
+    struct key k = {
+        {res->iteration_time_s, res->cost_usd > 0 ? res->cost_usd : res->cost_per_iteration_usd},
+        index};
     if (!isfinite(k.obj[0]) || !isfinite(k.obj[1])) return LP_OK;
     /* most configurations are rejected here, without building an entry */
     bool want = false;

@@ -655,8 +655,11 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     res->mfu = res->model_tflops_per_gpu * 1e12 / r->system.gpu.peak_flops[r->train.precision];
     double price = r->system.price_per_gpu_hour_usd;
     res->cost_per_iteration_usd = res->iteration_time_s / 3600.0 * res->gpus * price;
-    if (r->train.tokens > 0) {
-        double secs = r->train.tokens / res->tokens_per_s;
+    double budget = r->train.tokens_per_param > 0
+                        ? r->train.tokens_per_param * lp_model_params(&r->model)
+                        : r->train.tokens;
+    if (budget > 0) {
+        double secs = budget / res->tokens_per_s;
         res->time_days = secs / 86400.0;
         res->gpu_hours = secs / 3600.0 * res->gpus;
         res->cost_usd = res->gpu_hours * price;

@@ -614,8 +614,8 @@ int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
 int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
                      struct lp_training *t)
 {
-    static const char *const keys[] = {"global_batch", "precision", "flash_attention", "tokens",
-                                       NULL};
+    static const char *const keys[] = {"global_batch", "precision",        "flash_attention",
+                                       "tokens",       "tokens_per_param", NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, o, path, keys));
     LP_TRY(err, lp_json_int(c, o, path, "global_batch", true, 1, INT64_MAX, &t->global_batch));
@@ -625,6 +625,7 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
     t->precision = (enum lp_prec)e;
     LP_TRY(err, lp_json_bool(c, o, path, "flash_attention", false, &t->flash_attention));
     LP_TRY(err, lp_json_num(c, o, path, "tokens", false, 0, false, &t->tokens));
+    LP_TRY(err, lp_json_num(c, o, path, "tokens_per_param", false, 0, false, &t->tokens_per_param));
     return LP_OK;
 }
 

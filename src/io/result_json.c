@@ -44,6 +44,8 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
         bad |= !cJSON_AddStringToObject(t, "precision", lp_prec_name(r->train.precision));
         bad |= !cJSON_AddBoolToObject(t, "flash_attention", r->train.flash_attention);
         bad |= add_num(t, "tokens", r->train.tokens);
+        if (r->train.tokens_per_param > 0)
+            bad |= add_num(t, "tokens_per_param", r->train.tokens_per_param);
     }
     bad |= !cJSON_AddStringToObject(c, "framework", lp_framework_name(r->fw.kind));
     if (bad) {

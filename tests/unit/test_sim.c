@@ -331,7 +331,31 @@ TEST(breakdown_sums_to_iteration)
     lp_sim_destroy(&sim);
 }
 
-TH_MAIN(TH_CASE(breakdown_sums_to_iteration), TH_CASE(model_flops_gpt3),
+/* Cost projection: GPU-hours and dollars for the token budget, given as
+ * tokens or as tokens per parameter (20 x 175B = 3.5T tokens). */
+TEST(cost_projection)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_sim *sim = NULL;
+    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    struct lp_result a, b;
+    lp_sim_run(sim, &r, &a);
+    ASSERT_TRUE(a.feasible);
+    double secs = 300e9 / a.tokens_per_s;
+    ASSERT_NEAR(a.time_days, secs / 86400, 1e-12);
+    ASSERT_NEAR(a.gpu_hours, secs / 3600 * 1024, 1e-12);
+    ASSERT_NEAR(a.cost_usd, secs / 3600 * 1024 * 4.0, 1e-12);
+    ASSERT_NEAR(a.cost_per_iteration_usd, a.iteration_time_s / 3600 * 1024 * 4.0, 1e-12);
+    r.train.tokens_per_param = 20;
+    lp_sim_run(sim, &r, &b);
+    ASSERT_NEAR(b.cost_usd, a.cost_usd * 20 * lp_model_params(&r.model) / 300e9, 1e-12);
+    lp_sim_destroy(&sim);
+}
+
+TH_MAIN(TH_CASE(cost_projection), TH_CASE(breakdown_sums_to_iteration), TH_CASE(model_flops_gpt3),
         TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
         TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta), TH_CASE(monotone_sanity))

@@ -151,6 +151,15 @@ size_t lpp_elem_bytes(enum lp_prec p);
 /* ---- families ---- */
 
 int lpp_gemm_run(struct lpp_ctx *c, struct lp_profile *prof, struct lp_err *err);
+/* One attention grid point: forward and backward seconds and spreads. */
+typedef int (*lpp_attn_point_fn)(struct lpp_ctx *c, enum lp_prec p, bool causal, double bh,
+                                 double s, double d, char *arena, size_t arena_bytes, double t[2],
+                                 double sp[2], int *scaled, struct lp_err *err);
+/* attn_grid.c: the sweep over (precision, causal, batch_heads, seq, head_dim)
+ * shared by both attention families. */
+int lpp_attn_sweep(struct lpp_ctx *c, struct lp_profile *prof, enum lp_attn_impl impl,
+                   double (*footprint)(double bh, double s, double d, double e),
+                   double arena_fraction, lpp_attn_point_fn point, int *scaled, struct lp_err *err);
 int lpp_attn_fused_run(struct lpp_ctx *c, struct lp_profile *prof, struct lp_err *err);
 int lpp_attn_unfused_run(struct lpp_ctx *c, struct lp_profile *prof, struct lp_err *err);
 int lpp_mem_run(struct lpp_ctx *c, struct lp_profile *prof, struct lp_err *err);

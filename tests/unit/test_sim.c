@@ -56,16 +56,23 @@ static void gpt3_run(struct lp_run *r)
     lp_framework_defaults(LP_FW_MEGATRON, &r->fw);
 }
 
+/* A simulator on the closed-form roofline backend of the run's GPU. */
+static struct lp_sim *roofline_sim(const struct lp_run *r)
+{
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r->system.gpu);
+    struct lp_sim *sim = NULL;
+    return lp_sim_create(&cm, &sim, NULL) == 0 ? sim : NULL;
+}
+
 /* Model FLOPs per iteration: Korthikanti et al. 2022 / Narayanan 2021 Eq. 3
  * without recompute: 72 B s l h^2 (1 + s/(6h) + V/(12 l h)). */
 TEST(model_flops_gpt3)
 {
     struct lp_run r;
     gpt3_run(&r);
-    struct lp_cost_model cm;
-    lp_cost_model_roofline(&cm, &r.system.gpu);
-    struct lp_sim *sim = NULL;
-    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    struct lp_sim *sim = roofline_sim(&r);
+    ASSERT_TRUE(sim != NULL);
     struct lp_result res;
     lp_sim_run(sim, &r, &res);
     lp_sim_destroy(&sim);
@@ -228,10 +235,8 @@ TEST(infeasible_reasons)
 {
     struct lp_run r;
     gpt3_run(&r);
-    struct lp_cost_model cm;
-    lp_cost_model_roofline(&cm, &r.system.gpu);
-    struct lp_sim *sim = NULL;
-    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    struct lp_sim *sim = roofline_sim(&r);
+    ASSERT_TRUE(sim != NULL);
     struct lp_result res;
     r.par.tp = 7;
     lp_sim_run(sim, &r, &res);
@@ -287,10 +292,8 @@ TEST(monotone_sanity)
 {
     struct lp_run r;
     gpt3_run(&r);
-    struct lp_cost_model cm;
-    lp_cost_model_roofline(&cm, &r.system.gpu);
-    struct lp_sim *sim = NULL;
-    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    struct lp_sim *sim = roofline_sim(&r);
+    ASSERT_TRUE(sim != NULL);
     struct lp_result a, b;
     lp_sim_run(sim, &r, &a);
     r.par.dp = 32;
@@ -307,10 +310,8 @@ TEST(breakdown_sums_to_iteration)
 {
     struct lp_run r;
     gpt3_run(&r);
-    struct lp_cost_model cm;
-    lp_cost_model_roofline(&cm, &r.system.gpu);
-    struct lp_sim *sim = NULL;
-    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    struct lp_sim *sim = roofline_sim(&r);
+    ASSERT_TRUE(sim != NULL);
     int pps[] = {4, 8, 8, 16}, vps[] = {1, 1, 3, 2}, dps[] = {32, 16, 16, 8};
     for (int i = 0; i < 4; i++) {
         r.par.pp = pps[i];
@@ -337,10 +338,8 @@ TEST(cost_projection)
 {
     struct lp_run r;
     gpt3_run(&r);
-    struct lp_cost_model cm;
-    lp_cost_model_roofline(&cm, &r.system.gpu);
-    struct lp_sim *sim = NULL;
-    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    struct lp_sim *sim = roofline_sim(&r);
+    ASSERT_TRUE(sim != NULL);
     struct lp_result a, b;
     lp_sim_run(sim, &r, &a);
     ASSERT_TRUE(a.feasible);

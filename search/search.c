@@ -330,7 +330,9 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
              out_arg               ? out_arg
              : s->sweep->output[0] ? s->sweep->output
                                    : ".");
-    snprintf(s->h5_path, sizeof(s->h5_path), "%s/sweep.h5", s->opt.out_dir);
+    /* rows go to sweep.h5.partial until the sweep completes; only then is it
+     * renamed to sweep.h5, so a sweep.h5 is always whole */
+    snprintf(s->h5_path, sizeof(s->h5_path), "%s/sweep.h5.partial", s->opt.out_dir);
     if (s->rank == 0) rc = mkdir_p(s->opt.out_dir, err);
     if (agree(s, rc) < 0) return 1;
     if (agree(s, load_cost_models(s, err)) < 0) return 1;
@@ -361,9 +363,18 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
     double wall = lp_search_wall_s(s);
     MPI_Bcast(&wall, 1, MPI_DOUBLE, 0, s->comm);
     MPI_Bcast(total.v, LP_COUNT_N, MPI_UINT64_T, 0, s->comm);
+    /* order: dataset closed and renamed, then plans.json, then the
+     * checkpoint removed; a kill in between leaves a resumable state */
     rc = LP_OK;
-    if (!interrupted && s->rank == 0) {
-        char path[LP_SWEEP_PATH_LEN + 16];
+    if (s->opt.dataset) rc = agree(s, lp_h5_close(s, !interrupted, &total, err));
+    if (rc == LP_OK && !interrupted && s->rank == 0) {
+        char path[LP_SWEEP_PATH_LEN + 32];
+        if (s->opt.dataset) {
+            snprintf(path, sizeof(path), "%s/sweep.h5", s->opt.out_dir);
+            if (rename(s->h5_path, path) != 0)
+                rc = lp_err_set_at(err, LP_EIO, __FILE__, __LINE__, "%s: rename to %s failed: %s",
+                                   s->h5_path, path, strerror(errno));
+        }
         snprintf(path, sizeof(path), "%s/plans.json", s->opt.out_dir);
         struct lp_plans_info info = {lp_space_size(&s->space),
                                      wall,
@@ -372,10 +383,9 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
                                      s->profile_desc,
                                      s->sweep->train.tokens > 0 ? s->sweep->train.tokens
                                                                 : s->sweep->train.tokens_per_param};
-        rc = lp_plans_write(path, &all, &total, &info, err);
+        if (rc == LP_OK) rc = lp_plans_write(path, &all, &total, &info, err);
         if (rc == LP_OK) lp_checkpoint_remove(s);
     }
-    if (s->opt.dataset && agree(s, rc) == LP_OK) rc = lp_h5_close(s, !interrupted, &total, err);
     if (agree(s, rc) < 0) {
         lp_results_free(&all);
         return 1;

@@ -94,7 +94,7 @@ struct lp_search {
     double t_start;
     double progress_due; /* next progress line (rank 0) */
     struct lp_h5 *h5;
-    char h5_path[LP_SWEEP_PATH_LEN + 16];
+    char h5_path[LP_SWEEP_PATH_LEN + 32];
     struct lp_run scratch_run; /* decode target (large; kept off the stack) */
 };
 

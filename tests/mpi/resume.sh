@@ -49,7 +49,7 @@ check "A: resumed on 1 rank to completion"
 check "A: outputs equal the uninterrupted run's"
 same_outputs "$SCRATCH/ref" "$SCRATCH/a"
 
-# B and C: the signal goes out as soon as the run has created its sweep.h5
+# B and C: the signal goes out as soon as the run has created its sweep.h5.partial
 # (handlers are installed by then), so it lands mid-run however fast the
 # machine; a run that still finished first fails the test (make the sweep
 # bigger then).
@@ -58,12 +58,13 @@ check "B: 2 ranks, SIGUSR1 to mpirun once the run has started"
 "$MPIEXEC" --oversubscribe -np 2 "$LLMPLAN" search "$SCRATCH/sweep.json" -o "$SCRATCH/b" \
     "${OPTS[@]}" 2> >(hide_mpirun_noise) &
 pid=$!
-wait_for "$SCRATCH/b/sweep.h5"
+wait_for "$SCRATCH/b/sweep.h5.partial"
 kill -USR1 $pid
 wait $pid
 rc=$?
 [ $rc -eq 3 ] || fail "expected exit status 3 after SIGUSR1, got $rc"
 [ -s "$SCRATCH/b/checkpoint.bin" ] || fail "no checkpoint"
+[ ! -e "$SCRATCH/b/sweep.h5" ] || fail "an interrupted run left a sweep.h5 (only sweep.h5.partial)"
 check "B: a checkpoint of another sweep is refused"
 sed 's/"global_batch": 1024/"global_batch": 512/' "$SCRATCH/sweep.json" >"$SCRATCH/other.json"
 cp -r "$SCRATCH/b" "$SCRATCH/b2"
@@ -75,11 +76,12 @@ check "B: --resume on 2 ranks completes and equals the reference"
 mpi 2 "$LLMPLAN" search "$SCRATCH/sweep.json" -o "$SCRATCH/b" "${OPTS[@]}" --resume ||
     fail "resumed run exited $?"
 same_outputs "$SCRATCH/ref" "$SCRATCH/b"
+[ ! -e "$SCRATCH/b/sweep.h5.partial" ] || fail "sweep.h5.partial left after completion"
 
 check "C: 1 process (no mpirun), SIGTERM once the run has started"
 "$LLMPLAN" search "$SCRATCH/sweep.json" -o "$SCRATCH/c" "${OPTS[@]}" &
 pid=$!
-wait_for "$SCRATCH/c/sweep.h5"
+wait_for "$SCRATCH/c/sweep.h5.partial"
 kill -TERM $pid
 wait $pid
 rc=$?

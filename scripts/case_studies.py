@@ -11,7 +11,9 @@ prints, from plans.json and sweep.h5:
   2. small LLaMA-style models per GPU type (Ashkboos et al. 2024): the best
      tokens/s per GPU and tokens per dollar of each model on each instance;
   3. compute-optimal sizing (vTrain): the cheapest plan of each model trained
-     to 20 tokens per parameter, and the largest model each budget affords.
+     to 20 tokens per parameter, and the largest model each budget affords;
+  4. MoE fine-tuning on one GPU (Xia et al. 2024): the largest micro-batch
+     that fits, throughput and dollars per million tokens per GPU type.
 Needs h5py (Debian: python3-h5py) to read sweep.h5.
 """
 import argparse
@@ -106,6 +108,32 @@ def compute_optimal(d, budgets=(1e4, 1e5, 1e6, 1e7)):
         print(f"budget ${B:,.0f}: largest compute-optimal model {fits[-1] if fits else 'none'}")
 
 
+def moe_finetune(d):
+    cols, attrs = columns(os.path.join(d, "sweep.h5"),
+                          ["system", "micro_batch", "recompute", "feasible", "tokens_per_s",
+                           "cost_usd", "memory_per_gpu_gib"])
+    snames = names(attrs["system_names"])
+    print("\n4. MoE fine-tuning on one GPU: Mixtral 8x7B shapes, 1024-token sequences, QLoRA "
+          "(4-bit base, rank 16) (data/sweeps/moe-finetune.json)")
+    print(f"{'system':<18} {'max micro-batch (none / full recompute)':>40} {'best tokens/s':>14} "
+          f"{'$ per 1M tokens':>16}")
+    n = len(cols["system"])
+    for si, sname in enumerate(snames):
+        mx = {}
+        for rc in (0, 2):
+            ok = [int(cols["micro_batch"][i]) for i in range(n)
+                  if cols["system"][i] == si and cols["recompute"][i] == rc and cols["feasible"][i]]
+            mx[rc] = max(ok) if ok else 0
+        idx = [i for i in range(n) if cols["system"][i] == si and cols["feasible"][i]]
+        if not idx:
+            print(f"{sname:<18} {'does not fit':>40}")
+            continue
+        b = max(idx, key=lambda i: (cols["tokens_per_s"][i], -i))
+        c = min(idx, key=lambda i: (cols["cost_usd"][i], i))
+        print(f"{sname:<18} {mx[0]:>30} / {mx[2]:<7} {cols['tokens_per_s'][b]:>14.0f} "
+              f"{cols['cost_usd'][c]:>16.3f}")
+
+
 def small_models(d):
     cols, attrs = columns(os.path.join(d, "sweep.h5"),
                           ["model", "system", "gpus", "feasible", "tokens_per_s", "cost_usd",
@@ -145,6 +173,7 @@ def main():
     mtnlg(run_sweep(llmplan, a.ranks, "mtnlg-530b", a.out))
     small_models(run_sweep(llmplan, a.ranks, "small-models-gpus", a.out))
     compute_optimal(run_sweep(llmplan, a.ranks, "compute-optimal", a.out))
+    moe_finetune(run_sweep(llmplan, a.ranks, "moe-finetune", a.out))
     return 0
 
 

@@ -120,6 +120,12 @@ struct lp_training {
     double tokens;           /* token budget for the cost projection; 0 = none */
     double tokens_per_param; /* > 0: budget = this x the model's parameters (Hoffmann et
                                 al. 2022: ~20 for compute-optimal training); overrides tokens */
+    /* Fine-tuning with LoRA adapters (Hu et al. 2021) on every linear layer of
+     * the blocks: 0 = train all weights. The base weights are frozen (no
+     * weight gradients, gradients or optimizer state) and stored in
+     * lora_base_bits (16, 8 or 4: QLoRA, Dettmers et al. 2023). */
+    int lora_rank;
+    int lora_base_bits;
 };
 
 struct lp_run {

@@ -5,7 +5,8 @@
  * (Korthikanti et al. 2022, Appendix; Megatron-LM 2022+):
  *   per token per layer, forward: 2 * (h*d*(a + 2g) + a*d*h + n_mat*h*f) + 4*s*h
  *   (QKV, output projection, MLP matrices; QK^T and AV, no causal halving),
- *   logits 2*h*V; training = 3x forward. For GPT-3 shapes (g = a, f = 4h,
+ *   logits 2*h*V; training = 3x forward (2x for LoRA fine-tuning: no weight
+ *   gradients of the frozen base). For GPT-3 shapes (g = a, f = 4h,
  *   n_mat = 2) this is 72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h)) per iteration.
  *   MoE layers count top_k experts' MLP per token (and the router). */
 #include <math.h>
@@ -156,6 +157,8 @@ struct params {
     double head;      /* untied output layer, per TP rank (0 if tied and pp == 1) */
     double stage_max; /* the largest stage's parameters on one rank */
     double stage0, stage_last;
+    /* trained parameters (all of them, or the LoRA adapters) */
+    double train0, train_last, train_max;
     int moe_layers_per_stage, dense_layers_per_stage;
 };
 
@@ -198,6 +201,24 @@ static void count_params(const struct lp_run *r, struct params *pr)
         pr->stage_last = body + pr->head + fnorm;
     }
     pr->stage_max = fmax(pr->stage0, pr->stage_last);
+    pr->train0 = pr->stage0;
+    pr->train_last = pr->stage_last;
+    if (r->train.lora_rank > 0) {
+        /* an adapter of rank r on every linear of the blocks: r (in + out)
+         * parameters each, split over TP like its weight (Hu et al. 2021) */
+        double rk = r->train.lora_rank, f = m->ffn_hidden;
+        double a_lora = rk * (h + (m->heads + 2.0 * m->kv_heads) * d + m->heads * d + h) / t;
+        double m_lora = rk * ((nmat - 1.0) * (h + f) + (f + h)) / t;
+        double e_lora =
+            m->moe.experts > 0
+                ? (double)m->moe.experts / r->par.ep * rk *
+                      ((nmat - 1.0) * (h + m->moe.ffn_hidden) + (m->moe.ffn_hidden + h)) / t
+                : 0.0;
+        double lora_body = pr->dense_layers_per_stage * (a_lora + m_lora) +
+                           pr->moe_layers_per_stage * (a_lora + e_lora);
+        pr->train0 = pr->train_last = lora_body;
+    }
+    pr->train_max = fmax(pr->train0, pr->train_last);
 }
 
 struct bytes_per_param {
@@ -308,6 +329,7 @@ static void memory(const struct lp_run *r, const struct params *pr, int micro,
     for (int i = 0; i < (p->pp > 1 ? 2 : 1); i++) {
         int s = stages[i];
         double params = s == 0 ? pr->stage0 : pr->stage_last;
+        double trained = s == 0 ? pr->train0 : pr->train_last;
         double inflight = warmup_chunks(r, s, micro);
         double act = inflight * per_chunk;
         if (p->recompute == LP_RECOMPUTE_FULL) { /* one layer's activations while recomputing */
@@ -322,12 +344,17 @@ static void memory(const struct lp_run *r, const struct params *pr, int micro,
             temp += T * vocab_padded(r) / t * (e + 4.0);
         if (p->zero >= 3) /* two layers' gathered parameters (prefetch) */
             temp += 2.0 * pr->layer * b.w;
-        double tot = params * (w + g + o) + act + temp;
+        /* fine-tuning: frozen base weights in their storage precision, the
+         * adapters' weights, gradients and optimizer states as in training */
+        double wbytes = r->train.lora_rank > 0
+                            ? params * r->train.lora_base_bits / 8.0 + trained * w
+                            : params * w;
+        double tot = wbytes + trained * (g + o) + act + temp;
         if (tot > best) {
             best = tot;
-            mem->weights_bytes = params * w;
-            mem->grads_bytes = params * g;
-            mem->optimizer_bytes = params * o;
+            mem->weights_bytes = wbytes;
+            mem->grads_bytes = trained * g;
+            mem->optimizer_bytes = trained * o;
             mem->activations_bytes = act;
             mem->temp_bytes = temp;
             mem->total_bytes = tot;
@@ -368,7 +395,7 @@ static uint64_t model_hash(const struct lp_model *m)
                  m->ffn_hidden, m->vocab,    m->seq_len,     (int)m->ffn_act,
                  (int)m->norm,  (int)m->pos, m->moe.experts, m->moe.top_k};
     uint64_t h = lp_hash_bytes(v, sizeof(v), FNV_OFFSET);
-    int w[3] = {m->moe.ffn_hidden, m->moe.layer_freq, (int)m->bias};
+    int w[4] = {m->moe.ffn_hidden, m->moe.layer_freq, (int)m->bias, (int)m->dropout};
     h = lp_hash_bytes(w, sizeof(w), h);
     return lp_hash_bytes(&m->moe.capacity_factor, sizeof(double), h);
 }
@@ -426,6 +453,9 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.prec = (int)r->train.precision;
     k.recompute = (int)r->par.recompute;
     k.fused = r->fw.fused_kernels | (r->fw.tp_overlap << 1);
+    k.lora_rank = r->train.lora_rank;
+    k.lora_bits = r->train.lora_base_bits;
+    k.host_op_s = r->fw.host_op_s;
     uint64_t h = lp_hash_bytes(&k, sizeof(k), FNV_OFFSET);
     size_t slot = (size_t)(h % LP_SIM_MEMO);
     if (s->used[slot] && memcmp(&s->key[slot], &k, sizeof(k)) == 0) {
@@ -453,7 +483,10 @@ static double model_flops(const struct lp_run *r)
     int freq = m->moe.layer_freq > 0 ? m->moe.layer_freq : 1;
     int nmoe = m->moe.experts > 0 ? m->layers / freq : 0;
     double per_token = (m->layers - nmoe) * dense + nmoe * moe + 2.0 * h * m->vocab;
-    return 3.0 * per_token * s * (double)r->train.global_batch;
+    /* fine-tuning with frozen base weights has no weight-gradient GEMMs:
+     * forward + data gradient = 2x forward (adapters not counted) */
+    double passes = r->train.lora_rank > 0 ? 2.0 : 3.0;
+    return passes * per_token * s * (double)r->train.global_batch;
 }
 
 struct dp_cost {
@@ -471,7 +504,7 @@ static void dp_costs(struct lp_sim *s, const struct lp_run *r, const struct para
     struct bytes_per_param b;
     param_bytes(r, &b);
     int nd = p->dp * p->cp;
-    double stage_params[2] = {pr->stage0, pr->stage_last};
+    double stage_params[2] = {pr->train0, pr->train_last};
     memset(out, 0, sizeof(*out));
     for (int i = 0; i < 2; i++) {
         double P = stage_params[i], t_red = 0, t_gather = 0;
@@ -506,7 +539,7 @@ static void dp_costs(struct lp_sim *s, const struct lp_run *r, const struct para
         out->zero3_per_micro_s = 2.0 * ag;
     }
     /* optimizer over the parameters this rank owns */
-    double owned = pr->stage_max / (p->zero >= 1 ? (double)nd : 1.0);
+    double owned = pr->train_max / (p->zero >= 1 ? (double)nd : 1.0);
     double per =
         r->train.precision == LP_FP32 ? ADAM_BYTES_PER_PARAM_FP32 : ADAM_BYTES_PER_PARAM_MIXED;
     out->opt_s = cm->ops->mem_s(cm, LP_MEM_ADAM, owned * per);

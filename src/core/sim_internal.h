@@ -37,6 +37,8 @@ struct lp_shape_key {
     uint64_t system_hash;
     int tp, cp, ep, mb;
     int sp, flash, prec, recompute, fused;
+    int lora_rank, lora_bits;
+    double host_op_s;
 };
 
 #define LP_SIM_MEMO 512

@@ -55,12 +55,33 @@ static double gemm(const struct wl *w, enum lp_gemm_layout l, double m, double n
 }
 
 /* Forward GEMM (M x K) x (K x N) and its two backward GEMMs. */
+static double mem(const struct wl *w, enum lp_mem_kind k, double bytes);
+
 static void linear(const struct wl *w, double M, double N, double K, struct acc *fwd,
                    struct acc *bwd)
 {
     add(fwd, gemm(w, LP_GEMM_FWD, M, N, K));
     add(bwd, gemm(w, LP_GEMM_DGRAD, M, K, N));
-    add(bwd, gemm(w, LP_GEMM_WGRAD, K, N, M));
+    int r = w->run->train.lora_rank;
+    if (r <= 0) {
+        add(bwd, gemm(w, LP_GEMM_WGRAD, K, N, M));
+        return;
+    }
+    /* LoRA: the frozen weight needs no weight gradient; the adapter
+     * y += (x A) B (A: K x r, B: r x N) adds two thin GEMMs forward and their
+     * data and weight gradients backward */
+    add(fwd, gemm(w, LP_GEMM_FWD, M, r, K));
+    add(fwd, gemm(w, LP_GEMM_FWD, M, N, r));
+    add(bwd, gemm(w, LP_GEMM_DGRAD, M, r, N));
+    add(bwd, gemm(w, LP_GEMM_WGRAD, r, N, M));
+    add(bwd, gemm(w, LP_GEMM_DGRAD, M, K, r));
+    add(bwd, gemm(w, LP_GEMM_WGRAD, K, r, M));
+    int bits = w->run->train.lora_base_bits;
+    if (bits < 16) { /* dequantise the base weight before each use (QLoRA) */
+        double bytes = K * N * (bits / 8.0 + 2.0);
+        add(fwd, mem(w, LP_MEM_COPY, bytes));
+        add(bwd, mem(w, LP_MEM_COPY, bytes));
+    }
 }
 
 static double mem(const struct wl *w, enum lp_mem_kind k, double bytes)

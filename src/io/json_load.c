@@ -614,8 +614,10 @@ int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
 int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
                      struct lp_training *t)
 {
-    static const char *const keys[] = {"global_batch", "precision",        "flash_attention",
-                                       "tokens",       "tokens_per_param", NULL};
+    static const char *const keys[] = {
+        "global_batch", "precision", "flash_attention", "tokens", "tokens_per_param",
+        "finetune",     NULL};
+    static const char *const ft_keys[] = {"method", "rank", "base_bits", NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, o, path, keys));
     LP_TRY(err, lp_json_int(c, o, path, "global_batch", true, 1, INT64_MAX, &t->global_batch));
@@ -626,6 +628,23 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
     LP_TRY(err, lp_json_bool(c, o, path, "flash_attention", false, &t->flash_attention));
     LP_TRY(err, lp_json_num(c, o, path, "tokens", false, 0, false, &t->tokens));
     LP_TRY(err, lp_json_num(c, o, path, "tokens_per_param", false, 0, false, &t->tokens_per_param));
+    t->lora_base_bits = 16;
+    const cJSON *ft = cJSON_GetObjectItemCaseSensitive(o, "finetune");
+    if (ft) {
+        char fp[256], method[16] = "";
+        lp_jpath(fp, sizeof(fp), path, "finetune");
+        LP_TRY(err, lp_json_check_keys(c, ft, fp, ft_keys));
+        LP_TRY(err, lp_json_str(c, ft, fp, "method", true, method, sizeof(method)));
+        if (strcmp(method, "lora") != 0)
+            LP_FAIL(err, LP_EINVAL, "%s: key '%s.method': expected \"lora\", got \"%s\"", c->file,
+                    fp, method);
+        t->lora_rank = 16;
+        LP_TRY(err, lp_json_int32(c, ft, fp, "rank", false, 1, 1 << 16, &t->lora_rank));
+        LP_TRY(err, lp_json_int32(c, ft, fp, "base_bits", false, 4, 16, &t->lora_base_bits));
+        if (t->lora_base_bits != 4 && t->lora_base_bits != 8 && t->lora_base_bits != 16)
+            LP_FAIL(err, LP_EINVAL, "%s: key '%s.base_bits': expected 4, 8 or 16, got %d", c->file,
+                    fp, t->lora_base_bits);
+    }
     return LP_OK;
 }
 

@@ -46,6 +46,12 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
         bad |= add_num(t, "tokens", r->train.tokens);
         if (r->train.tokens_per_param > 0)
             bad |= add_num(t, "tokens_per_param", r->train.tokens_per_param);
+        if (r->train.lora_rank > 0) {
+            cJSON *ft = cJSON_AddObjectToObject(t, "finetune");
+            bad |= !ft || !cJSON_AddStringToObject(ft, "method", "lora") ||
+                   add_num(ft, "rank", r->train.lora_rank) ||
+                   add_num(ft, "base_bits", r->train.lora_base_bits);
+        }
     }
     bad |= !cJSON_AddStringToObject(c, "framework", lp_framework_name(r->fw.kind));
     if (bad) {

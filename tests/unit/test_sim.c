@@ -354,7 +354,81 @@ TEST(cost_projection)
     lp_sim_destroy(&sim);
 }
 
-TH_MAIN(TH_CASE(cost_projection), TH_CASE(breakdown_sums_to_iteration), TH_CASE(model_flops_gpt3),
+/* LoRA / QLoRA fine-tuning (Hu et al. 2021; Dettmers et al. 2023): the
+ * frozen base is stored in 4 bits, only the adapters carry gradients and
+ * optimizer states, and there are no weight-gradient GEMMs of the base:
+ * model FLOPs are 2/3 of training's. */
+TEST(lora_finetuning)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    r.model.layers = 1; /* 2.4B parameters: full training fits one 80 GB GPU */
+    r.par = (struct lp_parallel){.tp = 1,
+                                 .pp = 1,
+                                 .dp = 1,
+                                 .cp = 1,
+                                 .ep = 1,
+                                 .vp = 1,
+                                 .micro_batch = 1,
+                                 .recompute = LP_RECOMPUTE_SELECTIVE,
+                                 .schedule = LP_SCHED_1F1B};
+    r.train.global_batch = 8;
+    struct lp_sim *sim = roofline_sim(&r);
+    ASSERT_TRUE(sim != NULL);
+    struct lp_result full, lora;
+    lp_sim_run(sim, &r, &full);
+    r.train.lora_rank = 16;
+    r.train.lora_base_bits = 4;
+    lp_sim_run(sim, &r, &lora);
+    ASSERT_TRUE(lora.feasible);
+    /* per layer: rank x (in + out) summed over QKV, projection, fc1, fc2 */
+    double h = 12288, adapters = 16 * ((h + 3 * h) + (h + h) + (h + 4 * h) + (4 * h + h));
+    ASSERT_NEAR(lora.memory.grads_bytes, adapters * 4.0, 1e-12); /* fp32 main grads */
+    ASSERT_NEAR(lora.memory.optimizer_bytes, adapters * 12.0, 1e-12);
+    ASSERT_NEAR(lora.memory.weights_bytes, full.memory.weights_bytes / 2.0 * 0.5 + adapters * 2.0,
+                1e-12);
+    ASSERT_NEAR(lora.model_flops, full.model_flops * 2.0 / 3.0, 1e-12);
+    ASSERT_TRUE(lora.iteration_time_s < full.iteration_time_s);
+    lp_sim_destroy(&sim);
+}
+
+/* The per-layer memo never hands one configuration another's costs: every
+ * field that changes a layer's cost is in its key. Each variant run after
+ * the base on a shared simulator equals a fresh simulator's answer. */
+TEST(memo_keys)
+{
+    struct lp_run base;
+    gpt3_run(&base);
+    struct lp_run v[6];
+    for (int i = 0; i < 6; i++)
+        v[i] = base;
+    v[0].fw.host_op_s = 66e-6;
+    v[1].model.dropout = false;
+    v[2].train.lora_rank = 8;
+    v[2].train.lora_base_bits = 16;
+    v[3].train.lora_rank = 8;
+    v[3].train.lora_base_bits = 4;
+    v[4].fw.tp_overlap = true;
+    v[5].train.flash_attention = false;
+    struct lp_sim *shared = roofline_sim(&base);
+    ASSERT_TRUE(shared != NULL);
+    struct lp_result r0, a, b;
+    lp_sim_run(shared, &base, &r0);
+    for (int i = 0; i < 6; i++) {
+        lp_sim_run(shared, &v[i], &a);
+        struct lp_sim *fresh = roofline_sim(&v[i]);
+        ASSERT_TRUE(fresh != NULL);
+        lp_sim_run(fresh, &v[i], &b);
+        lp_sim_destroy(&fresh);
+        ASSERT_NEAR(a.iteration_time_s, b.iteration_time_s, 1e-15);
+        if (a.iteration_time_s == r0.iteration_time_s)
+            TH_FAIL_("variant %d costs the same as the base", i);
+    }
+    lp_sim_destroy(&shared);
+}
+
+TH_MAIN(TH_CASE(memo_keys), TH_CASE(lora_finetuning), TH_CASE(cost_projection),
+        TH_CASE(breakdown_sums_to_iteration), TH_CASE(model_flops_gpt3),
         TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
         TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta), TH_CASE(monotone_sanity))

@@ -57,6 +57,11 @@ case_ inline_system_type "{ \"model\": \"gpt3-1.3b\", \"system\": {\"name\": \"s
   \"inter_node\": {\"bw_GBps_per_gpu\": 25, \"latency_us\": 5}, \"price_per_gpu_hour_usd\": 1},
   \"training\": {\"global_batch\": 8} }" "'system.intra_node.bw_GBps'" "positive number"
 
+case_ finetune_method "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
+  \"training\": {\"global_batch\": 8, \"finetune\": {\"method\": \"prefix\"}} }" "'training.finetune.method'" "\"lora\"" '"prefix"'
+case_ finetune_bits "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
+  \"training\": {\"global_batch\": 8, \"finetune\": {\"method\": \"lora\", \"base_bits\": 6}} }" "'training.finetune.base_bits'" "4, 8 or 16" "got 6"
+
 # a missing file
 out=$("$bin" simulate "$dir/nope.json" 2>&1 >/dev/null); rc=$?
 if [ $rc -ne 0 ] && [[ "$out" == *"$dir/nope.json"*"cannot open"* ]]; then

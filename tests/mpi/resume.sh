@@ -9,10 +9,11 @@
 #   C: 1 process without mpirun, SIGTERM.
 source "$(dirname "$0")/lib.bash" "$@"
 
-# ~1.5e6 indices in 6 segments of 2^18, ~1.4e5 simulated
+# ~3e6 indices in 12 segments of 2^18, ~2.8e5 simulated (about 2 s on 2 cores, so that a
+# signal sent once the run has started lands mid-run)
 cat >"$SCRATCH/sweep.json" <<'JSON'
 {
-  "models": ["gpt3-2.7b", "llama2-13b", "gpt-neox-20b"],
+  "models": ["gpt3-2.7b", "llama2-13b", "gpt-neox-20b", "gpt3-6.7b", "llama2-7b", "gpt3-13b"],
   "system": "dgx-a100-80gb",
   "gpus": {"min": 8, "max": 2048, "step": "x2"},
   "training": {"global_batch": 1024, "precision": "bf16", "tokens": 1e11},

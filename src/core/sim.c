@@ -22,6 +22,11 @@
 #define RUNTIME_RESERVE_BYTES (1.0 * GIB)
 /* Fused Adam, mixed precision: read fp32 param, fp32 grad, m, v; write
  * param, m, v and the bf16/fp16 copy = 30 B/param; + 4 B for the grad norm. */
+/* Overlapped communication is not free: NCCL runs one CTA per channel on its
+ * own SM, so while a collective overlaps compute the kernels have that many
+ * fewer SMs. 16 channels is NCCL's usual ring/tree channel count on NVSwitch
+ * nodes (stated, not fitted); the compute slowdown is hidden time x 16/SMs. */
+#define NCCL_CHANNEL_SMS 16.0
 #define ADAM_BYTES_PER_PARAM_MIXED 34.0
 #define ADAM_BYTES_PER_PARAM_FP32 32.0
 
@@ -491,6 +496,7 @@ static double model_flops(const struct lp_run *r)
 
 struct dp_cost {
     double exposed_s[2]; /* stage 0, last stage */
+    double hidden_s[2];  /* communication overlapped with compute */
     double emb_sync_s;
     double opt_s;
     double zero3_per_micro_s;
@@ -524,6 +530,7 @@ static void dp_costs(struct lp_sim *s, const struct lp_run *r, const struct para
         double gexp = t_gather;
         if (r->fw.param_gather_overlap) gexp = fmax(t_gather - fwd_window_s, t_gather / nbuckets);
         out->exposed_s[i] = exposed + gexp;
+        out->hidden_s[i] = (t_red - exposed) + (t_gather - gexp);
     }
     /* tied input/output embeddings on different stages: their gradients are
      * all-reduced between the first and last stage after the backward */
@@ -620,13 +627,17 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     double b_comm = dense_l * (dl->comm_bwd_s + dl->comm_recompute_s) +
                     moe_l * (ml->comm_bwd_s + ml->comm_recompute_s);
 
+    double contention = r->system.gpu.sms > 0 ? NCCL_CHANNEL_SMS / r->system.gpu.sms : 0.0;
     struct dp_cost dpc;
     double zero3 = 0;
     if (p->zero >= 3 && p->dp * p->cp > 1) {
         double bw[2] = {0, 0};
         dp_costs(s, r, &pr, bw, 0, &dpc);
         zero3 = dpc.zero3_per_micro_s;
-        if (r->fw.param_gather_overlap) zero3 = fmax(0.0, zero3 - (f_comp + b_comp) * p->vp);
+        if (r->fw.param_gather_overlap) {
+            double exposed = fmax(0.0, zero3 - (f_comp + b_comp) * p->vp);
+            zero3 = exposed + (zero3 - exposed) * contention;
+        }
     }
 
     double f = f_comp + f_comm + zero3 / (2.0 * p->vp), b = b_comp + b_comm + zero3 / (2.0 * p->vp);
@@ -663,8 +674,8 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     double bw_win[2] = {b_comp * p->vp, b_comp * p->vp};
     dp_costs(s, r, &pr, bw_win, f_comp * p->vp, &dpc);
     int last = p->pp - 1;
-    double end0 = end_first + dpc.exposed_s[0];
-    double endl = end_last + dpc.exposed_s[1];
+    double end0 = end_first + dpc.exposed_s[0] + dpc.hidden_s[0] * contention;
+    double endl = end_last + dpc.exposed_s[1] + dpc.hidden_s[1] * contention;
     int crit = endl > end0 ? last : 0;
     double end = fmax(end0, endl) + dpc.emb_sync_s;
     res->iteration_time_s = end + dpc.opt_s + r->fw.step_overhead_s;

@@ -22,7 +22,10 @@ const char *lp_data_dir(void)
 {
     const char *env = getenv("LLMPLAN_DATA");
     if (env && env[0]) return env;
-    return LLMPLAN_DATA_DIR;
+    struct stat st;
+    /* the source tree's data/ (a build tree), else the installed copy */
+    if (stat(LLMPLAN_DATA_DIR, &st) == 0 && S_ISDIR(st.st_mode)) return LLMPLAN_DATA_DIR;
+    return LLMPLAN_INSTALL_DATA_DIR;
 }
 
 const char *lp_jpath(char *buf, size_t len, const char *prefix, const char *key)

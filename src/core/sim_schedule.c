@@ -162,6 +162,16 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
                 ev[ne].start_s = start;
                 ev[ne].dur_s = dur;
                 ne++;
+                if (sends && p > 1 && in->p2p_s > 0 && ne < cap) {
+                    /* the activation (gradient) on its way to the next
+                     * (previous) stage, on this stage's communication stream */
+                    ev[ne] = ev[ne - 1];
+                    ev[ne].stream = 1;
+                    ev[ne].kind = LP_EV_P2P;
+                    ev[ne].start_s = fin;
+                    ev[ne].dur_s = in->p2p_s;
+                    ne++;
+                }
             }
             next[s]++;
             done++;

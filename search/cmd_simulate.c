@@ -156,6 +156,15 @@ static void print_summary(const struct lp_run *r, const struct lp_result *res, c
     printf("  pipeline p2p     %10.4f s\n", b->pp_comm_s);
     printf("  dp comm exposed  %10.4f s\n", b->dp_comm_exposed_s);
     printf("  optimizer        %10.4f s\n", b->optimizer_s);
+    printf("\none layer, one micro-batch, ms\n  %-9s", "");
+    for (int k = 0; k < LP_OPC_COUNT; k++)
+        printf(" %15s", lp_op_class_name((enum lp_op_class)k));
+    for (int pass = 0; pass < 2; pass++) {
+        printf("\n  %-9s", pass ? "backward" : "forward");
+        for (int k = 0; k < LP_OPC_COUNT; k++)
+            printf(" %15.3f", 1e3 * (pass ? res->layer_bwd_s[k] : res->layer_fwd_s[k]));
+    }
+    printf("\n");
     const struct lp_memory *m = &res->memory;
     printf("\nmemory per GPU %.1f GiB of %.1f GiB\n", m->total_bytes / GIB,
            r->system.gpu.mem_bytes / GIB);

@@ -54,6 +54,17 @@ struct lp_memory {
     double total_bytes;
 };
 
+/* Operator classes of the per-layer breakdown. */
+enum lp_op_class {
+    LP_OPC_GEMM = 0, /* linear layers (and LoRA adapters) */
+    LP_OPC_ATTN,     /* attention core */
+    LP_OPC_MEM,      /* memory-bound kernels: norms, activations, dropout, residual, rotary */
+    LP_OPC_OVERHEAD, /* the framework's per-kernel overhead */
+    LP_OPC_COMM,     /* TP / SP / CP / EP collectives on the critical path */
+    LP_OPC_COUNT
+};
+const char *lp_op_class_name(enum lp_op_class c);
+
 struct lp_result {
     bool feasible;
     enum lp_reason reason;
@@ -72,6 +83,11 @@ struct lp_result {
     double cost_per_iteration_usd;
     int gpus;
     int microbatches;
+    /* one transformer layer (an MoE layer when every layer is MoE), one
+     * micro-batch, one rank, by operator class: forward and backward
+     * (recomputation excluded) */
+    double layer_fwd_s[LP_OPC_COUNT];
+    double layer_bwd_s[LP_OPC_COUNT];
 };
 
 /* Human-readable reason: "out of memory: 93.1 GiB > 80.0 GiB". */

@@ -34,6 +34,13 @@ static const char *const reason_names[LP_REASON_COUNT] = {
     "none", "out_of_memory", "gpu_count", "tp_heads", "tp_ffn",    "pp_layers", "batch", "cp_seq",
     "ep",   "schedule",      "sp",        "zero",     "precision", "tp_node"};
 
+const char *lp_op_class_name(enum lp_op_class c)
+{
+    static const char *const names[LP_OPC_COUNT] = {"gemm", "attention", "memory_bound",
+                                                    "kernel_overhead", "collectives"};
+    return (unsigned)c < LP_OPC_COUNT ? names[c] : "?";
+}
+
 const char *lp_reason_name(enum lp_reason r)
 {
     return (unsigned)r < LP_REASON_COUNT ? reason_names[r] : "?";
@@ -621,6 +628,9 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     int freq = m->moe.layer_freq > 0 ? m->moe.layer_freq : 1;
     int moe_l = m->moe.experts > 0 ? layers_chunk / freq : 0, dense_l = layers_chunk - moe_l;
     const struct lp_layer_cost *dl = &sc->dense, *ml = &sc->moe;
+    const struct lp_layer_cost *shown = dense_l > 0 ? dl : ml;
+    memcpy(res->layer_fwd_s, shown->op_fwd, sizeof(res->layer_fwd_s));
+    memcpy(res->layer_bwd_s, shown->op_bwd, sizeof(res->layer_bwd_s));
     double f_comp = dense_l * dl->fwd_s + moe_l * ml->fwd_s;
     double f_comm = dense_l * dl->comm_fwd_s + moe_l * ml->comm_fwd_s;
     double b_comp = dense_l * (dl->bwd_s + dl->recompute_s) + moe_l * (ml->bwd_s + ml->recompute_s);

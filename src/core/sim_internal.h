@@ -14,6 +14,7 @@ struct lp_layer_cost {
     double comm_fwd_s;  /* TP / SP / CP / EP collectives in forward */
     double comm_bwd_s;  /* same, backward */
     double comm_recompute_s;
+    double op_fwd[LP_OPC_COUNT], op_bwd[LP_OPC_COUNT]; /* by operator class */
 };
 
 /* Extra work of the first (embedding) and last (logits + loss) stages, per

@@ -34,12 +34,29 @@ struct wl {
 struct acc {
     double s;
     int n;
+    double cat[LP_OPC_COUNT];
 };
 
-static void add(struct acc *a, double t)
+static void addk(struct acc *a, enum lp_op_class k, double t)
 {
     a->s += t;
     a->n++;
+    a->cat[k] += t;
+}
+
+/* Fold a block's forward and backward sequences into the layer's
+ * operator-class breakdown (overhead and collectives included). */
+static void classify(const struct wl *w, struct lp_layer_cost *c, const struct acc *f,
+                     const struct acc *b, double comm_f, double comm_b, int ncoll)
+{
+    for (int k = 0; k < LP_OPC_OVERHEAD; k++) {
+        c->op_fwd[k] += f->cat[k];
+        c->op_bwd[k] += b->cat[k];
+    }
+    c->op_fwd[LP_OPC_OVERHEAD] += (f->n + ncoll) * w->run->fw.host_op_s;
+    c->op_bwd[LP_OPC_OVERHEAD] += (b->n + ncoll) * w->run->fw.host_op_s;
+    c->op_fwd[LP_OPC_COMM] += comm_f;
+    c->op_bwd[LP_OPC_COMM] += comm_b;
 }
 
 /* Compute time of a sequence including its kernels' overhead; `ncoll`
@@ -60,27 +77,27 @@ static double mem(const struct wl *w, enum lp_mem_kind k, double bytes);
 static void linear(const struct wl *w, double M, double N, double K, struct acc *fwd,
                    struct acc *bwd)
 {
-    add(fwd, gemm(w, LP_GEMM_FWD, M, N, K));
-    add(bwd, gemm(w, LP_GEMM_DGRAD, M, K, N));
+    addk(fwd, LP_OPC_GEMM, gemm(w, LP_GEMM_FWD, M, N, K));
+    addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_DGRAD, M, K, N));
     int r = w->run->train.lora_rank;
     if (r <= 0) {
-        add(bwd, gemm(w, LP_GEMM_WGRAD, K, N, M));
+        addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_WGRAD, K, N, M));
         return;
     }
     /* LoRA: the frozen weight needs no weight gradient; the adapter
      * y += (x A) B (A: K x r, B: r x N) adds two thin GEMMs forward and their
      * data and weight gradients backward */
-    add(fwd, gemm(w, LP_GEMM_FWD, M, r, K));
-    add(fwd, gemm(w, LP_GEMM_FWD, M, N, r));
-    add(bwd, gemm(w, LP_GEMM_DGRAD, M, r, N));
-    add(bwd, gemm(w, LP_GEMM_WGRAD, r, N, M));
-    add(bwd, gemm(w, LP_GEMM_DGRAD, M, K, r));
-    add(bwd, gemm(w, LP_GEMM_WGRAD, K, r, M));
+    addk(fwd, LP_OPC_GEMM, gemm(w, LP_GEMM_FWD, M, r, K));
+    addk(fwd, LP_OPC_GEMM, gemm(w, LP_GEMM_FWD, M, N, r));
+    addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_DGRAD, M, r, N));
+    addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_WGRAD, r, N, M));
+    addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_DGRAD, M, K, r));
+    addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_WGRAD, K, r, M));
     int bits = w->run->train.lora_base_bits;
     if (bits < 16) { /* dequantise the base weight before each use (QLoRA) */
         double bytes = K * N * (bits / 8.0 + 2.0);
-        add(fwd, mem(w, LP_MEM_COPY, bytes));
-        add(bwd, mem(w, LP_MEM_COPY, bytes));
+        addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, bytes));
+        addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, bytes));
     }
 }
 
@@ -112,18 +129,18 @@ static void elementwise(const struct wl *w, struct acc *fwd, struct acc *bwd)
 {
     double x = w->Tn * w->h;
     bool fused = w->run->fw.fused_kernels;
-    add(fwd, mem(w, w->norm, 2.0 * x * w->e));
-    add(bwd, mem(w, w->norm, 3.0 * x * w->e));
+    addk(fwd, LP_OPC_MEM, mem(w, w->norm, 2.0 * x * w->e));
+    addk(bwd, LP_OPC_MEM, mem(w, w->norm, 3.0 * x * w->e));
     if (!w->run->model.dropout) { /* residual add only; its gradient passes through */
-        add(fwd, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e));
+        addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e));
     } else if (fused) { /* bias + dropout + residual add in one kernel: read 2, write 1, mask 1B */
-        add(fwd, mem(w, LP_MEM_RESIDUAL, x * (3.0 * w->e + 1.0)));
-        add(bwd, mem(w, LP_MEM_DROPOUT, x * (2.0 * w->e + 1.0)));
+        addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, x * (3.0 * w->e + 1.0)));
+        addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_DROPOUT, x * (2.0 * w->e + 1.0)));
     } else {
-        add(fwd, mem(w, LP_MEM_DROPOUT, x * (2.0 * w->e + 1.0)));
-        add(fwd, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e));
-        add(bwd, mem(w, LP_MEM_DROPOUT, x * (2.0 * w->e + 1.0)));
-        add(bwd, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e));
+        addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_DROPOUT, x * (2.0 * w->e + 1.0)));
+        addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e));
+        addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_DROPOUT, x * (2.0 * w->e + 1.0)));
+        addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e));
     }
 }
 
@@ -132,13 +149,13 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c)
 {
     const struct lp_run *r = w->run;
     double T = w->T, h = w->h, d = w->d;
-    struct acc f = {0, 0}, b = {0, 0};
+    struct acc f = {0}, b = {0};
     elementwise(w, &f, &b);
     linear(w, T, (w->at + 2.0 * w->gt) * d, h, &f, &b);
     if (r->model.pos == LP_POS_ROTARY) {
         double x = T * (w->at + w->gt) * d;
-        add(&f, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
-        add(&b, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
+        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
     }
     /* Core attention. With CP each rank attends its s queries to all cp*s
      * keys (ring attention): same FLOPs as cp independent s x s blocks. */
@@ -150,8 +167,10 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c)
     /* unfused: QK^T, scale+mask+softmax, dropout, AV forward; their six
      * backward kernels */
     f.s += af;
+    f.cat[LP_OPC_ATTN] += af;
     f.n += impl == LP_ATTN_UNFUSED ? 4 : 1;
     b.s += ab;
+    b.cat[LP_OPC_ATTN] += ab;
     b.n += impl == LP_ATTN_UNFUSED ? 6 : 1;
     linear(w, T, h, w->at * d, &f, &b);
 
@@ -174,6 +193,7 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c)
     c->bwd_s += with_overhead(w, &b, ncoll);
     c->comm_fwd_s += comm_f;
     c->comm_bwd_s += comm_b;
+    classify(w, c, &f, &b, comm_f, comm_b, ncoll);
     /* Selective recomputation redoes the attention core in backward
      * (Korthikanti et al. 2022 Sec 5). FlashAttention already recomputes the
      * scores inside its backward kernel, so there is nothing left to redo. */
@@ -190,12 +210,14 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
     const struct lp_run *r = w->run;
     double T = w->T, h = w->h, ft = (double)r->model.ffn_hidden / w->t;
     bool swiglu = r->model.ffn_act == LP_ACT_SWIGLU;
-    struct acc f = {0, 0}, b = {0, 0};
+    struct acc f = {0}, b = {0};
     elementwise(w, &f, &b);
     linear(w, T, ft * (swiglu ? 2.0 : 1.0), h, &f, &b);
     double x = T * ft;
-    add(&f, mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * x * w->e));
-    add(&b, mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * x * w->e));
+    addk(&f, LP_OPC_MEM,
+         mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * x * w->e));
+    addk(&b, LP_OPC_MEM,
+         mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * x * w->e));
     linear(w, T, h, ft, &f, &b);
     double comm = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
@@ -206,6 +228,7 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
     c->bwd_s += with_overhead(w, &b, ncoll);
     c->comm_fwd_s += comm_f;
     c->comm_bwd_s += comm_b;
+    classify(w, c, &f, &b, comm_f, comm_b, ncoll);
     if (r->par.recompute == LP_RECOMPUTE_FULL) {
         c->recompute_s += fwd;
         c->comm_recompute_s += comm_f;
@@ -225,15 +248,17 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     /* tokens arriving per local expert: each rank routes T*top_k tokens,
      * spread evenly, padded by the capacity factor */
     double te = T * moe->top_k * moe->capacity_factor / local;
-    struct acc f = {0, 0}, b = {0, 0};
+    struct acc f = {0}, b = {0};
     elementwise(w, &f, &b);
     linear(w, T, E, h, &f, &b); /* router */
-    add(&f, mem(w, LP_MEM_SOFTMAX, 2.0 * T * E * 4.0));
-    add(&b, mem(w, LP_MEM_SOFTMAX, 3.0 * T * E * 4.0));
-    struct acc ef = {0, 0}, eb = {0, 0};
+    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 2.0 * T * E * 4.0));
+    addk(&b, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 3.0 * T * E * 4.0));
+    struct acc ef = {0}, eb = {0};
     linear(w, te, ft * (swiglu ? 2.0 : 1.0), h, &ef, &eb);
-    add(&ef, mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * te * ft * w->e));
-    add(&eb, mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * te * ft * w->e));
+    addk(&ef, LP_OPC_MEM,
+         mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * te * ft * w->e));
+    addk(&eb, LP_OPC_MEM,
+         mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * te * ft * w->e));
     linear(w, te, h, ft, &ef, &eb);
     /* the local experts run as grouped GEMMs: their time adds up, their
      * launches do not */
@@ -241,9 +266,13 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     f.n += ef.n;
     b.s += local * eb.s;
     b.n += eb.n;
+    for (int k = 0; k < LP_OPC_COUNT; k++) {
+        f.cat[k] += local * ef.cat[k];
+        b.cat[k] += local * eb.cat[k];
+    }
     /* permutation copies of the routed tokens */
-    add(&f, mem(w, LP_MEM_COPY, 4.0 * T * moe->top_k * h * w->e));
-    add(&b, mem(w, LP_MEM_COPY, 4.0 * T * moe->top_k * h * w->e));
+    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * T * moe->top_k * h * w->e));
+    addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * T * moe->top_k * h * w->e));
     double a2a = 0;
     if (r->par.ep > 1) {
         double bytes = T * moe->top_k * moe->capacity_factor * h * w->e;
@@ -256,6 +285,7 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     c->bwd_s += with_overhead(w, &b, ncoll);
     c->comm_fwd_s += comm;
     c->comm_bwd_s += comm;
+    classify(w, c, &f, &b, comm, comm, ncoll);
     if (r->par.recompute == LP_RECOMPUTE_FULL) {
         c->recompute_s += fwd;
         c->comm_recompute_s += comm;
@@ -281,12 +311,12 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
     e->emb_bwd_s = mem(w, LP_MEM_EMBEDDING, T * h * (w->e + 8.0));
     /* head: final norm, logits GEMM, vocab-parallel cross-entropy (three
      * all-reduces of T floats: max, sum-exp, target logit) */
-    struct acc f = {0, 0}, b = {0, 0};
-    add(&f, mem(w, w->norm, 2.0 * w->Tn * h * w->e));
-    add(&b, mem(w, w->norm, 3.0 * w->Tn * h * w->e));
+    struct acc f = {0}, b = {0};
+    addk(&f, LP_OPC_MEM, mem(w, w->norm, 2.0 * w->Tn * h * w->e));
+    addk(&b, LP_OPC_MEM, mem(w, w->norm, 3.0 * w->Tn * h * w->e));
     linear(w, T, vt, h, &f, &b);
-    add(&f, mem(w, LP_MEM_CROSS_ENTROPY, T * vt * (w->e + 4.0)));
-    add(&b, mem(w, LP_MEM_CROSS_ENTROPY, T * vt * (w->e + 4.0)));
+    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, T * vt * (w->e + 4.0)));
+    addk(&b, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, T * vt * (w->e + 4.0)));
     double comm_f = 0, comm_b = 0;
     if (w->t > 1) {
         comm_f += 3.0 * coll(w, LP_COLL_ALLREDUCE, T * 4.0, w->t, 1);

@@ -114,6 +114,15 @@ static int result_json(const struct lp_run *run, const struct lp_result *res, bo
         bad |= add_num(b, "dp_comm_exposed", res->breakdown.dp_comm_exposed_s);
         bad |= add_num(b, "optimizer", res->breakdown.optimizer_s);
     }
+    cJSON *lo = cJSON_AddObjectToObject(o, "layer_ops_s");
+    bad |= !lo;
+    for (int pass = 0; lo && pass < 2; pass++) {
+        cJSON *ps = cJSON_AddObjectToObject(lo, pass ? "backward" : "forward");
+        bad |= !ps;
+        for (int k = 0; ps && k < LP_OPC_COUNT; k++)
+            bad |= add_num(ps, lp_op_class_name((enum lp_op_class)k),
+                           pass ? res->layer_bwd_s[k] : res->layer_fwd_s[k]);
+    }
     bad |= add_num(o, "microbatches", res->microbatches);
     bad |= add_num(o, "cost_per_iteration_usd", res->cost_per_iteration_usd);
     cJSON *t = cJSON_AddObjectToObject(o, "training");

@@ -427,8 +427,37 @@ TEST(memo_keys)
     lp_sim_destroy(&shared);
 }
 
-TH_MAIN(TH_CASE(memo_keys), TH_CASE(lora_finetuning), TH_CASE(cost_projection),
-        TH_CASE(breakdown_sums_to_iteration), TH_CASE(model_flops_gpt3),
+/* The per-layer operator breakdown adds up to the layer's forward and
+ * backward time (compute, overhead and exposed collectives). */
+TEST(layer_ops_sum)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    r.fw.host_op_s = 20e-6;
+    r.train.flash_attention = false;
+    struct lp_sim *sim = roofline_sim(&r);
+    ASSERT_TRUE(sim != NULL);
+    struct lp_result res;
+    lp_sim_run(sim, &r, &res);
+    ASSERT_TRUE(res.feasible);
+    struct lp_shape_cost sc;
+    lp_shape_cost_compute(&sim->cm, &r, &sc);
+    double f = 0, b = 0;
+    for (int k = 0; k < LP_OPC_COUNT; k++) {
+        f += res.layer_fwd_s[k];
+        b += res.layer_bwd_s[k];
+        ASSERT_TRUE(res.layer_fwd_s[k] >= 0 && res.layer_bwd_s[k] >= 0);
+    }
+    ASSERT_NEAR(f, sc.dense.fwd_s + sc.dense.comm_fwd_s, 1e-12);
+    ASSERT_NEAR(b, sc.dense.bwd_s + sc.dense.comm_bwd_s, 1e-12);
+    ASSERT_TRUE(res.layer_fwd_s[LP_OPC_GEMM] > 0 && res.layer_fwd_s[LP_OPC_ATTN] > 0 &&
+                res.layer_fwd_s[LP_OPC_MEM] > 0 && res.layer_fwd_s[LP_OPC_OVERHEAD] > 0 &&
+                res.layer_fwd_s[LP_OPC_COMM] > 0);
+    lp_sim_destroy(&sim);
+}
+
+TH_MAIN(TH_CASE(layer_ops_sum), TH_CASE(memo_keys), TH_CASE(lora_finetuning),
+        TH_CASE(cost_projection), TH_CASE(breakdown_sums_to_iteration), TH_CASE(model_flops_gpt3),
         TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
         TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta), TH_CASE(monotone_sanity))

@@ -118,7 +118,7 @@ static int measure_group(struct lpp_ctx *c, MPI_Comm sub, int n, void *send, voi
             in[1] = sp;
             LPP_CHECK_GOTO_(int, 0, lpp_fail_mpi, err, rc,
                             MPI_Allreduce(in, out, 2, MPI_DOUBLE, MPI_MAX, sub), done);
-            busbw[o * bx->n + i] = bytes / out[0] * lpp_busbw_factor(ops[o].kind, n);
+            busbw[o * bx->n + i] = bytes / out[0] * lp_coll_bus_factor(ops[o].kind, n);
             spread[o * bx->n + i] = out[1];
         }
     }

@@ -78,28 +78,10 @@ double lpp_est_mem_s(const struct lpp_ref_gpu *g, double bytes)
 
 double lpp_est_coll_s(const struct lpp_ref_gpu *g, enum lp_coll c, double bytes, int ranks)
 {
-    return g->coll_lat_s + bytes * lpp_busbw_factor(c, ranks) / g->coll_bw_Bps;
+    return g->coll_lat_s + bytes * lp_coll_bus_factor(c, ranks) / g->coll_bw_Bps;
 }
 
 /* ---- collectives ---- */
-
-double lpp_busbw_factor(enum lp_coll c, int nranks)
-{
-    double n = nranks;
-    if (nranks < 1) return 0;
-    switch (c) {
-    case LP_COLL_ALLREDUCE:
-        return 2 * (n - 1) / n;
-    case LP_COLL_ALLGATHER:
-    case LP_COLL_REDUCESCATTER:
-    case LP_COLL_ALLTOALL:
-        return (n - 1) / n;
-    case LP_COLL_SENDRECV:
-        return 1;
-    default:
-        return 0;
-    }
-}
 
 double lpp_coll_count(enum lp_coll c, double bytes, int nranks, size_t elem_bytes_, size_t *count)
 {

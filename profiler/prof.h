@@ -160,7 +160,6 @@ int lpp_estimate(const struct lpp_plan *p, const struct lpp_ref_gpu *g, int worl
 /* ---- collectives: nccl-tests conventions (doc/PERFORMANCE.md there) ---- */
 
 /* busbw = algbw * factor; algbw = bytes / time. */
-double lpp_busbw_factor(enum lp_coll c, int nranks);
 /* Element counts for a message of `bytes` (nccl-tests "size": the full
  * buffer of allreduce, the gathered output of allgather, the input of
  * reducescatter, the whole send buffer of alltoall, the message of sendrecv)

@@ -122,6 +122,11 @@ struct lp_profile {
     struct lp_prov prov[LP_PROV_MAX];
 };
 
+/* nccl-tests' bus-bandwidth factor of a collective over n ranks: busbw =
+ * algbw x factor (all-reduce 2(n-1)/n; all-gather, reduce-scatter,
+ * all-to-all (n-1)/n; send/recv 1); 0 for n < 1. */
+double lp_coll_bus_factor(enum lp_coll c, int ranks);
+
 /* Names used for groups/datasets in HDF5 and in messages. */
 const char *lp_gemm_layout_name(enum lp_gemm_layout l);
 const char *lp_attn_impl_name(enum lp_attn_impl i);

@@ -26,19 +26,6 @@
 
 #include "sim_internal.h"
 
-static double bus_factor(enum lp_coll op, int n)
-{
-    double dn = (double)n;
-    switch (op) {
-    case LP_COLL_ALLREDUCE:
-        return 2.0 * (dn - 1.0) / dn;
-    case LP_COLL_SENDRECV:
-        return 1.0;
-    default:
-        return (dn - 1.0) / dn;
-    }
-}
-
 double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
                     double bytes, int n, int stride)
 {
@@ -66,7 +53,7 @@ double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys,
      * size, so they already contain the latency; only the closed-form
      * backend needs alpha */
     if (cm->ops != &lp_cost_roofline_ops) alpha = 0.0;
-    return alpha + bytes * bus_factor(op, n) / busbw;
+    return alpha + bytes * lp_coll_bus_factor(op, n) / busbw;
 }
 
 double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, double bytes,

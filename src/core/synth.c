@@ -368,18 +368,6 @@ static double unfused_attn_s(const struct sy_ctx *c, bool causal, enum lp_pass p
     return t;
 }
 
-static double bus_factor(enum lp_coll op, double n)
-{
-    switch (op) {
-    case LP_COLL_ALLREDUCE:
-        return 2.0 * (n - 1) / n;
-    case LP_COLL_SENDRECV:
-        return 1.0;
-    default:
-        return (n - 1) / n;
-    }
-}
-
 static double coll_einf(const struct sy_ctx *c, enum lp_coll op, enum lp_tier tier, double bytes,
                         double n)
 {
@@ -410,9 +398,10 @@ static double coll_eff(const struct sy_ctx *c, enum lp_coll op, enum lp_tier tie
     const double per_node = n < c->gpus_per_node * 2 ? n / 2 : c->gpus_per_node;
     const double bw = intra ? c->intra_bw : c->inter_bw * (per_node > 1 ? per_node : 1);
     const double bw_cal = intra ? SY_COLL_INTRA_BW_CAL : SY_COLL_INTER_BW_CAL;
-    double shalf = (intra ? SY_COLL_INTRA_SHALF : SY_COLL_INTER_SHALF) * (bw / bw_cal) *
-                   (bus_factor(LP_COLL_ALLREDUCE, n_cal) / bus_factor(op, n)) *
-                   (log2(n > 2 ? n : 2) / log2(n_cal));
+    double shalf =
+        (intra ? SY_COLL_INTRA_SHALF : SY_COLL_INTER_SHALF) * (bw / bw_cal) *
+        (lp_coll_bus_factor(LP_COLL_ALLREDUCE, (int)n_cal) / lp_coll_bus_factor(op, (int)n)) *
+        (log2(n > 2 ? n : 2) / log2(n_cal));
     const double p = intra ? SY_COLL_INTRA_P : SY_COLL_INTER_P;
     return e_inf / (1.0 + pow(shalf / bytes, p));
 }

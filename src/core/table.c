@@ -602,3 +602,21 @@ int lp_profile_check(const struct lp_profile *p, int *nonmonotone, struct lp_err
     if (nonmonotone) *nonmonotone = nm;
     return LP_OK;
 }
+
+double lp_coll_bus_factor(enum lp_coll c, int ranks)
+{
+    double n = ranks;
+    if (ranks < 1) return 0.0;
+    switch (c) {
+    case LP_COLL_ALLREDUCE:
+        return 2.0 * (n - 1.0) / n;
+    case LP_COLL_ALLGATHER:
+    case LP_COLL_REDUCESCATTER:
+    case LP_COLL_ALLTOALL:
+        return (n - 1.0) / n;
+    case LP_COLL_SENDRECV:
+        return 1.0;
+    default:
+        return 0.0;
+    }
+}

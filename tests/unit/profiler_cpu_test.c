@@ -332,12 +332,12 @@ TEST(estimate_points)
  * reducescatter (n-1)/n, alltoall (n-1)/n, sendrecv 1. */
 TEST(busbw_factors)
 {
-    ASSERT_NEAR(lpp_busbw_factor(LP_COLL_ALLREDUCE, 8), 1.75, 1e-12);
-    ASSERT_NEAR(lpp_busbw_factor(LP_COLL_ALLGATHER, 8), 0.875, 1e-12);
-    ASSERT_NEAR(lpp_busbw_factor(LP_COLL_REDUCESCATTER, 4), 0.75, 1e-12);
-    ASSERT_NEAR(lpp_busbw_factor(LP_COLL_ALLTOALL, 2), 0.5, 1e-12);
-    ASSERT_NEAR(lpp_busbw_factor(LP_COLL_SENDRECV, 16), 1.0, 1e-12);
-    ASSERT_NEAR(lpp_busbw_factor(LP_COLL_ALLREDUCE, 1), 0.0, 0);
+    ASSERT_NEAR(lp_coll_bus_factor(LP_COLL_ALLREDUCE, 8), 1.75, 1e-12);
+    ASSERT_NEAR(lp_coll_bus_factor(LP_COLL_ALLGATHER, 8), 0.875, 1e-12);
+    ASSERT_NEAR(lp_coll_bus_factor(LP_COLL_REDUCESCATTER, 4), 0.75, 1e-12);
+    ASSERT_NEAR(lp_coll_bus_factor(LP_COLL_ALLTOALL, 2), 0.5, 1e-12);
+    ASSERT_NEAR(lp_coll_bus_factor(LP_COLL_SENDRECV, 16), 1.0, 1e-12);
+    ASSERT_NEAR(lp_coll_bus_factor(LP_COLL_ALLREDUCE, 1), 0.0, 0);
 
     size_t count;
     /* allgather of 1 MiB total over 8 ranks of bf16: 65536 elements each */

@@ -25,7 +25,17 @@ enum lp_recompute {
     LP_RECOMPUTE_FULL,
     LP_RECOMPUTE_COUNT
 };
-enum lp_schedule { LP_SCHED_GPIPE = 0, LP_SCHED_1F1B, LP_SCHED_INTERLEAVED, LP_SCHED_COUNT };
+/* zb: a zero-bubble schedule after Qi et al. 2024 ('Zero Bubble Pipeline
+ * Parallelism'): 1F1B's order of forward and input-gradient (B) passes, the
+ * weight-gradient (W) passes filling idle time; 1F1B's memory. Equals their
+ * ZB-H1 bubble (p-1)(F+B-W) when F = B = W. */
+enum lp_schedule {
+    LP_SCHED_GPIPE = 0,
+    LP_SCHED_1F1B,
+    LP_SCHED_INTERLEAVED,
+    LP_SCHED_ZB,
+    LP_SCHED_COUNT
+};
 
 /* Frameworks whose behaviour the simulator models explicitly (fidelity issue). */
 enum lp_framework {

@@ -121,7 +121,8 @@ enum lp_event_kind {
     LP_EV_P2P,
     LP_EV_TP,
     LP_EV_DP,
-    LP_EV_OPT
+    LP_EV_OPT,
+    LP_EV_WGRAD /* zero-bubble weight-gradient pass */
 };
 struct lp_event {
     int stage;  /* pipeline rank */

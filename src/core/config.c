@@ -6,7 +6,7 @@
 
 static const char *const prec_names[LP_PREC_COUNT] = {"fp32", "fp16", "bf16", "fp8"};
 static const char *const recompute_names[LP_RECOMPUTE_COUNT] = {"none", "selective", "full"};
-static const char *const schedule_names[LP_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved"};
+static const char *const schedule_names[LP_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved", "zb"};
 static const char *const framework_names[LP_FW_COUNT] = {"megatron", "megatron-2021",
                                                          "megatron-deepspeed", "fsdp"};
 

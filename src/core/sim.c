@@ -573,6 +573,7 @@ static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_e
     k.blocking = in->p2p_blocking;
     k.f = in->f[0];
     k.b = in->b[0];
+    k.w = in->kind == LP_SCHED_ZB ? in->w[0] : 0.0;
     k.ff = in->f_first_extra;
     k.bf = in->b_first_extra;
     k.fl = in->f_last_extra;
@@ -651,11 +652,13 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     }
 
     double f = f_comp + f_comm + zero3 / (2.0 * p->vp), b = b_comp + b_comm + zero3 / (2.0 * p->vp);
-    double fs[1024], bs[1024];
+    double fs[1024], bs[1024], ws[1024];
     int np = p->pp < 1024 ? p->pp : 1024;
+    double wchunk = dense_l * dl->wgrad_s + moe_l * ml->wgrad_s;
     for (int i = 0; i < np; i++) {
         fs[i] = f;
         bs[i] = b;
+        ws[i] = wchunk;
     }
     struct lp_sched_in in = {
         .p = p->pp,
@@ -664,6 +667,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
         .kind = p->schedule,
         .f = fs,
         .b = bs,
+        .w = ws,
         .f_first_extra = sc->edge.emb_fwd_s,
         .b_first_extra = sc->edge.emb_bwd_s,
         .f_last_extra = sc->edge.head_fwd_s,

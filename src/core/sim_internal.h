@@ -15,6 +15,7 @@ struct lp_layer_cost {
     double comm_bwd_s;  /* same, backward */
     double comm_recompute_s;
     double op_fwd[LP_OPC_COUNT], op_bwd[LP_OPC_COUNT]; /* by operator class */
+    double wgrad_s; /* the weight-gradient part of bwd_s (a zero-bubble W pass) */
 };
 
 /* Extra work of the first (embedding) and last (logits + loss) stages, per
@@ -49,7 +50,7 @@ struct lp_shape_key {
  * plus first/last-stage extras, so these fields determine the solution. */
 struct lp_sched_key {
     int p, m, v, kind, blocking;
-    double f, b, ff, bf, fl, bl, c;
+    double f, b, w, ff, bf, fl, bl, c;
 };
 struct lp_sched_val {
     double end_first, end_last; /* finish of stage 0 / stage p-1 */
@@ -73,6 +74,7 @@ struct lp_sched_in {
     enum lp_schedule kind;
     const double *f; /* [p] forward time of a chunk on stage s */
     const double *b; /* [p] backward time (incl. recompute) of a chunk on stage s */
+    const double *w; /* [p] zb only: the weight-gradient part of b (the W pass) */
     double f_first_extra, b_first_extra; /* embedding on stage 0, chunk 0 */
     double f_last_extra, b_last_extra;   /* logits+loss on stage p-1, last chunk */
     double p2p_s;
@@ -88,6 +90,13 @@ struct lp_sched_out {
  * (the caller then uses the closed form). ev/cap/nev optional (trace). */
 int lp_sched_exact(struct lp_sim *s, const struct lp_sched_in *in, struct lp_sched_out *out,
                    struct lp_event *ev, int cap, int *nev);
+/* zb (v = 1): every stage runs its 1F1B sequence of forward (F) and
+ * input-gradient (B) passes, and a pending weight-gradient pass (W) whenever
+ * the next F/B's input has not arrived yet; remaining Ws at the end. Solved in
+ * global time order, O(p^2 m). */
+int lp_sched_zb(const struct lp_sched_in *in, struct lp_sched_out *out, double *fin_f,
+                double *fin_b, struct lp_event *ev, int cap, int *nev);
+
 /* Closed form for uniform stages (f, b equal on every stage, no extras):
  * 1F1B/GPipe: (m + p - 1)(f + b) + 2(p - 1) p2p;
  * interleaved: m v (f + b) + (p - 1)(f + b) + 2(p - 1) p2p (Narayanan 2021, Sec 2.2.2). */

@@ -87,6 +87,7 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     size_t n = (size_t)pv * (size_t)m;
     if (p > 1024 || n > sim->sched_cap) return -1;
     double *F = sim->sched_f, *B = sim->sched_b;
+    if (in->kind == LP_SCHED_ZB) return lp_sched_zb(in, out, F, B, ev, cap, nev);
     for (size_t i = 0; i < n; i++)
         F[i] = B[i] = -1.0;
     int next[1024], wu[1024];
@@ -203,4 +204,140 @@ double lp_sched_closed_form(const struct lp_sched_in *in)
     double comm = 2.0 * (p - 1.0) * in->p2p_s;
     if (in->kind == LP_SCHED_INTERLEAVED) return m * v * (f + b) + (p - 1.0) * (f + b) + comm;
     return (m + p - 1.0) * (f + b) + comm;
+}
+
+/* zb, after Qi et al. 2024 ('Zero Bubble Pipeline Parallelism', Sec 3): the
+ * backward of a micro-batch is split into B (input gradient: what the
+ * previous stage waits for) and W (weight gradient: nobody waits for it).
+ * Each stage keeps 1F1B's order of F and B passes (so 1F1B's memory bound),
+ * and runs a pending W whenever its next F or B would otherwise wait for its
+ * input. Events are taken in global time order: the stage that can act
+ * earliest acts next, so an input a stage waits for is always produced after
+ * that stage's current time. This greedy placement of W is ours, not the
+ * paper's hand-made ZB-H1 order: on uniform stages without p2p cost it gives
+ * their bubble (p - 1)(F + B - W) when F = B = W, and never more than
+ * (p - 1)(F + B) (tests/unit/test_sim.c). */
+static double zb_ready(const struct lp_sched_in *in, const double *F, const double *B, int s,
+                       bool bwd, int mb)
+{
+    int p = in->p, m = in->m;
+    double r;
+    if (!bwd) {
+        if (s == 0) return 0.0;
+        r = F[at(s - 1, m, mb)];
+    } else {
+        if (s == p - 1) return F[at(s, m, mb)];
+        r = B[at(s + 1, m, mb)];
+    }
+    return r < 0.0 ? r : r + in->p2p_s;
+}
+
+int lp_sched_zb(const struct lp_sched_in *in, struct lp_sched_out *out, double *F, double *B,
+                struct lp_event *ev, int cap, int *nev)
+{
+    int p = in->p, m = in->m;
+    if (p > 1024 || in->v != 1) return -1;
+    for (size_t i = 0; i < (size_t)p * (size_t)m; i++)
+        F[i] = B[i] = -1.0;
+    int next[1024], wu[1024], wpend[1024], wdone[1024];
+    double t[1024];
+    for (int s = 0; s < p; s++) {
+        wu[s] = warmup(in, s);
+        next[s] = wpend[s] = wdone[s] = 0;
+        t[s] = 0.0;
+        out->stage_busy_s[s] = 0.0;
+    }
+    long remaining = (long)p * 3 * m;
+    int ne = 0;
+    while (remaining > 0) {
+        /* the stage that can act earliest: its next F/B if the input is there
+         * by then, else a pending W now, else its F/B when the input comes */
+        int best = -1;
+        bool best_w = false;
+        double best_t = 0.0;
+        for (int s = 0; s < p; s++) {
+            double when = -1.0;
+            bool w = false;
+            if (next[s] < 2 * m) {
+                struct op o;
+                stage_op(in, wu[s], next[s], &o);
+                double r = zb_ready(in, F, B, s, o.bwd, o.mb);
+                if (r >= 0.0 && r <= t[s]) {
+                    when = t[s];
+                } else if (wpend[s] > 0) {
+                    when = t[s];
+                    w = true;
+                } else if (r >= 0.0) {
+                    when = r;
+                }
+            } else if (wpend[s] > 0) {
+                when = t[s];
+                w = true;
+            }
+            if (when >= 0.0 && (best < 0 || when < best_t || (when == best_t && !w && best_w))) {
+                best = s;
+                best_t = when;
+                best_w = w;
+            }
+        }
+        if (best < 0) return -2; /* a dependency cycle: cannot happen */
+        int s = best;
+        double start = best_t, dur;
+        enum lp_event_kind kind;
+        int mb;
+        if (best_w) {
+            dur = in->w[s];
+            kind = LP_EV_WGRAD;
+            mb = wdone[s]++;
+            wpend[s]--;
+        } else {
+            struct op o;
+            stage_op(in, wu[s], next[s], &o);
+            mb = o.mb;
+            if (!o.bwd) {
+                dur = in->f[s] + (s == 0 ? in->f_first_extra : 0.0) +
+                      (s == p - 1 ? in->f_last_extra : 0.0);
+                F[at(s, m, mb)] = start + dur;
+                kind = LP_EV_FWD;
+            } else {
+                dur = in->b[s] - in->w[s] + (s == 0 ? in->b_first_extra : 0.0) +
+                      (s == p - 1 ? in->b_last_extra : 0.0);
+                B[at(s, m, mb)] = start + dur;
+                kind = LP_EV_BWD;
+                wpend[s]++;
+            }
+            next[s]++;
+        }
+        t[s] = start + dur;
+        bool sends = !best_w && (kind == LP_EV_BWD ? s > 0 : s < p - 1);
+        if (in->p2p_blocking && sends && p > 1) t[s] += in->p2p_s;
+        out->stage_busy_s[s] += dur;
+        if (ev && ne < cap) {
+            ev[ne] = (struct lp_event){.stage = s,
+                                       .stream = 0,
+                                       .micro = mb,
+                                       .chunk = 0,
+                                       .kind = kind,
+                                       .start_s = start,
+                                       .dur_s = dur};
+            ne++;
+            if (sends && p > 1 && in->p2p_s > 0 && ne < cap) {
+                ev[ne] = ev[ne - 1];
+                ev[ne].stream = 1;
+                ev[ne].kind = LP_EV_P2P;
+                ev[ne].start_s = start + dur;
+                ev[ne].dur_s = in->p2p_s;
+                ne++;
+            }
+        }
+        remaining--;
+    }
+    double mk = 0.0;
+    for (int s = 0; s < p; s++) {
+        out->stage_end_s[s] = t[s];
+        if (t[s] > mk) mk = t[s];
+    }
+    out->makespan_s = mk;
+    if (nev) *nev = ne;
+    return 0;
 }

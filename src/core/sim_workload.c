@@ -35,6 +35,8 @@ struct acc {
     double s;
     int n;
     double cat[LP_OPC_COUNT];
+    double wg; /* the weight-gradient GEMMs among them (zero-bubble W pass) */
+    int wn;
 };
 
 static void addk(struct acc *a, enum lp_op_class k, double t)
@@ -42,6 +44,14 @@ static void addk(struct acc *a, enum lp_op_class k, double t)
     a->s += t;
     a->n++;
     a->cat[k] += t;
+}
+
+/* A weight-gradient GEMM: part of the backward, and of its W pass. */
+static void addw(struct acc *a, double t)
+{
+    addk(a, LP_OPC_GEMM, t);
+    a->wg += t;
+    a->wn++;
 }
 
 /* Fold a block's forward and backward sequences into the layer's
@@ -57,6 +67,7 @@ static void classify(const struct wl *w, struct lp_layer_cost *c, const struct a
     c->op_bwd[LP_OPC_OVERHEAD] += (b->n + ncoll) * w->run->fw.host_op_s;
     c->op_fwd[LP_OPC_COMM] += comm_f;
     c->op_bwd[LP_OPC_COMM] += comm_b;
+    c->wgrad_s += b->wg + b->wn * w->run->fw.host_op_s;
 }
 
 /* Compute time of a sequence including its kernels' overhead; `ncoll`
@@ -81,7 +92,7 @@ static void linear(const struct wl *w, double M, double N, double K, struct acc 
     addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_DGRAD, M, K, N));
     int r = w->run->train.lora_rank;
     if (r <= 0) {
-        addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_WGRAD, K, N, M));
+        addw(bwd, gemm(w, LP_GEMM_WGRAD, K, N, M));
         return;
     }
     /* LoRA: the frozen weight needs no weight gradient; the adapter
@@ -90,9 +101,9 @@ static void linear(const struct wl *w, double M, double N, double K, struct acc 
     addk(fwd, LP_OPC_GEMM, gemm(w, LP_GEMM_FWD, M, r, K));
     addk(fwd, LP_OPC_GEMM, gemm(w, LP_GEMM_FWD, M, N, r));
     addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_DGRAD, M, r, N));
-    addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_WGRAD, r, N, M));
+    addw(bwd, gemm(w, LP_GEMM_WGRAD, r, N, M));
     addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_DGRAD, M, K, r));
-    addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_WGRAD, K, r, M));
+    addw(bwd, gemm(w, LP_GEMM_WGRAD, K, r, M));
     int bits = w->run->train.lora_base_bits;
     if (bits < 16) { /* dequantise the base weight before each use (QLoRA) */
         double bytes = K * N * (bits / 8.0 + 2.0);
@@ -270,6 +281,8 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
         f.cat[k] += local * ef.cat[k];
         b.cat[k] += local * eb.cat[k];
     }
+    b.wg += local * eb.wg;
+    b.wn += eb.wn;
     /* permutation copies of the routed tokens */
     addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * T * moe->top_k * h * w->e));
     addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * T * moe->top_k * h * w->e));

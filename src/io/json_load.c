@@ -314,7 +314,7 @@ static int parse_recompute(const char *s, int *o)
 }
 static int parse_schedule(const char *s, int *o)
 {
-    static const char *const n[] = {"gpipe", "1f1b", "interleaved", NULL};
+    static const char *const n[] = {"gpipe", "1f1b", "interleaved", "zb", NULL};
     return parse_among(s, o, n);
 }
 static int parse_framework(const char *s, int *o)
@@ -609,7 +609,7 @@ int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
     if (p->vp > 1) p->schedule = LP_SCHED_INTERLEAVED;
     e = (int)p->schedule;
     LP_TRY(err, lp_json_enum(c, o, path, "schedule", false, parse_schedule,
-                             "\"gpipe\", \"1f1b\" or \"interleaved\"", &e));
+                             "\"gpipe\", \"1f1b\", \"interleaved\" or \"zb\"", &e));
     p->schedule = (enum lp_schedule)e;
     return LP_OK;
 }

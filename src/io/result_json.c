@@ -168,6 +168,8 @@ static const char *event_name(enum lp_event_kind k)
         return "dp-sync";
     case LP_EV_OPT:
         return "optimizer";
+    case LP_EV_WGRAD:
+        return "W";
     default:
         return "?";
     }

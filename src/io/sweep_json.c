@@ -233,7 +233,7 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
                                        "ep",        "vp",   "micro_batch", "sequence_parallel",
                                        "recompute", "zero", "schedule",    NULL};
     static const char *const rc_names[] = {"none", "selective", "full"};
-    static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved"};
+    static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb"};
     struct lp_err *err = c->err;
     int buf[LP_SWEEP_MAX_VALUES];
     struct vlist l = {0, buf};
@@ -316,7 +316,7 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
     store(sw, LP_DIM_RECOMPUTE, &l);
     v = space ? cJSON_GetObjectItemCaseSensitive(space, "schedule") : NULL;
     if (v) {
-        LP_TRY(err, enum_values(c, v, "space.schedule", sched_names, 3, &l));
+        LP_TRY(err, enum_values(c, v, "space.schedule", sched_names, 4, &l));
     } else {
         /* default: 1f1b, and interleaved too when some vp > 1 */
         l.n = 1;

@@ -456,7 +456,48 @@ TEST(layer_ops_sum)
     lp_sim_destroy(&sim);
 }
 
-TH_MAIN(TH_CASE(layer_ops_sum), TH_CASE(memo_keys), TH_CASE(lora_finetuning),
+/* zb on uniform stages without p2p cost: with F = B = W it reaches the
+ * ZB-H1 bubble of Qi et al. 2024 (Sec 3.1), (p - 1)(F + B - W); in general
+ * its bubble is at most (p - 1)(F + B), below 1F1B's (p - 1)(F + B + W)
+ * (B the input-gradient, W the weight-gradient pass; b = B + W). */
+TEST(zero_bubble)
+{
+    struct lp_cost_model cm;
+    struct lp_gpu g;
+    memset(&g, 0, sizeof(g));
+    g.mem_bw_Bps = 1e12;
+    lp_cost_model_roofline(&cm, &g);
+    struct lp_sim *sim = NULL;
+    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    double cases[][3] = {{1.0, 1.0, 1.0}, {1.0, 1.2, 0.8}, {0.7, 1.0, 0.9}, {1.0, 0.5, 1.0}};
+    int ps[] = {2, 4, 8}, ms[] = {8, 16, 33};
+    for (int c = 0; c < 4; c++)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                int p = ps[i], m = ms[j];
+                double F = cases[c][0], Bi = cases[c][1], W = cases[c][2];
+                double fs[8], bs[8], ws[8];
+                for (int k = 0; k < p; k++) {
+                    fs[k] = F;
+                    bs[k] = Bi + W;
+                    ws[k] = W;
+                }
+                struct lp_sched_in in = {
+                    .p = p, .m = m, .v = 1, .kind = LP_SCHED_ZB, .f = fs, .b = bs, .w = ws};
+                struct lp_sched_out out;
+                ASSERT_OK(lp_sched_exact(sim, &in, &out, NULL, 0, NULL));
+                double bubble = out.makespan_s - m * (F + Bi + W);
+                if (c == 0) ASSERT_NEAR(bubble, (p - 1) * (F + Bi - W), 1e-12);
+                ASSERT_TRUE(bubble <= (p - 1) * (F + Bi) + 1e-12);
+                in.kind = LP_SCHED_1F1B;
+                struct lp_sched_out o1;
+                ASSERT_OK(lp_sched_exact(sim, &in, &o1, NULL, 0, NULL));
+                ASSERT_NEAR(o1.makespan_s - m * (F + Bi + W), (p - 1) * (F + Bi + W), 1e-12);
+            }
+    lp_sim_destroy(&sim);
+}
+
+TH_MAIN(TH_CASE(zero_bubble), TH_CASE(layer_ops_sum), TH_CASE(memo_keys), TH_CASE(lora_finetuning),
         TH_CASE(cost_projection), TH_CASE(breakdown_sums_to_iteration), TH_CASE(model_flops_gpt3),
         TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),

@@ -40,7 +40,7 @@ TEST(parse_and_size)
     /* pp auto: powers of two up to min(max gpus 512, layers 96) = 1..64 */
     ASSERT_EQ_INT(sw->nvalues[LP_DIM_PP], 7);
     ASSERT_EQ_INT(sw->nvalues[LP_DIM_RECOMPUTE], 3);
-    ASSERT_EQ_INT(sw->nvalues[LP_DIM_SCHEDULE], 3);
+    ASSERT_EQ_INT(sw->nvalues[LP_DIM_SCHEDULE], 4); /* gpipe, 1f1b, interleaved, zb */
     ASSERT_EQ_INT(sw->nvalues[LP_DIM_SP], 2);
     ASSERT_EQ_INT(sw->top_k, 10);
     struct lp_space s;
@@ -49,7 +49,7 @@ TEST(parse_and_size)
     for (int d = 0; d < LP_DIM_COUNT; d++)
         expect *= (uint64_t)sw->nvalues[d];
     ASSERT_EQ_INT(lp_space_size(&s), expect);
-    ASSERT_EQ_INT(expect, 4ull * 5 * 7 * 2 * 1 * 3 * 3 * 4 * 2 * 3 * 3);
+    ASSERT_EQ_INT(expect, 4ull * 5 * 7 * 2 * 1 * 3 * 4 * 4 * 2 * 3 * 3);
     lp_sweep_destroy(&sw);
     ASSERT_TRUE(sw == NULL);
     lp_sweep_destroy(&sw); /* NULL-safe */

@@ -80,6 +80,41 @@ static void stage_op(const struct lp_sched_in *in, int w, int j, struct op *o)
     }
 }
 
+/* Record a pass, and the p2p transfer that follows it when it sends
+ * (on the stage's communication stream), if a trace is being kept. */
+static void record(struct lp_event *ev, int cap, int *ne, int stage, int mb, int chunk,
+                   enum lp_event_kind kind, double start, double dur, double p2p_s)
+{
+    if (!ev || *ne >= cap) return;
+    ev[(*ne)++] = (struct lp_event){.stage = stage,
+                                    .stream = 0,
+                                    .micro = mb,
+                                    .chunk = chunk,
+                                    .kind = kind,
+                                    .start_s = start,
+                                    .dur_s = dur};
+    if (p2p_s > 0 && *ne < cap)
+        ev[(*ne)++] = (struct lp_event){.stage = stage,
+                                        .stream = 1,
+                                        .micro = mb,
+                                        .chunk = chunk,
+                                        .kind = LP_EV_P2P,
+                                        .start_s = start + dur,
+                                        .dur_s = p2p_s};
+}
+
+/* Every stage's end time and the makespan. */
+static void finish(struct lp_sched_out *out, const double *end, int p, int ne, int *nev)
+{
+    double mk = 0.0;
+    for (int s = 0; s < p; s++) {
+        out->stage_end_s[s] = end[s];
+        if (end[s] > mk) mk = end[s];
+    }
+    out->makespan_s = mk;
+    if (nev) *nev = ne;
+}
+
 int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
                    struct lp_event *ev, int cap, int *nev)
 {
@@ -154,26 +189,8 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
             bool sends = o.bwd ? vs > 0 : vs < pv - 1;
             if (sync && sends && p > 1) cursor[s] += in->p2p_s;
             out->stage_busy_s[s] += dur;
-            if (ev && ne < cap) {
-                ev[ne].stage = s;
-                ev[ne].stream = 0;
-                ev[ne].micro = o.mb;
-                ev[ne].chunk = o.chunk;
-                ev[ne].kind = o.bwd ? LP_EV_BWD : LP_EV_FWD;
-                ev[ne].start_s = start;
-                ev[ne].dur_s = dur;
-                ne++;
-                if (sends && p > 1 && in->p2p_s > 0 && ne < cap) {
-                    /* the activation (gradient) on its way to the next
-                     * (previous) stage, on this stage's communication stream */
-                    ev[ne] = ev[ne - 1];
-                    ev[ne].stream = 1;
-                    ev[ne].kind = LP_EV_P2P;
-                    ev[ne].start_s = fin;
-                    ev[ne].dur_s = in->p2p_s;
-                    ne++;
-                }
-            }
+            record(ev, cap, &ne, s, o.mb, o.chunk, o.bwd ? LP_EV_BWD : LP_EV_FWD, start, dur,
+                   sends && p > 1 ? in->p2p_s : 0.0);
             next[s]++;
             done++;
             /* wake the stage this output feeds */
@@ -187,13 +204,7 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
         }
     }
     if (done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
-    double mk = 0.0;
-    for (int s = 0; s < p; s++) {
-        out->stage_end_s[s] = cursor[s];
-        if (cursor[s] > mk) mk = cursor[s];
-    }
-    out->makespan_s = mk;
-    if (nev) *nev = ne;
+    finish(out, cursor, p, ne, nev);
     return 0;
 }
 
@@ -312,32 +323,9 @@ int lp_sched_zb(const struct lp_sched_in *in, struct lp_sched_out *out, double *
         bool sends = !best_w && (kind == LP_EV_BWD ? s > 0 : s < p - 1);
         if (in->p2p_blocking && sends && p > 1) t[s] += in->p2p_s;
         out->stage_busy_s[s] += dur;
-        if (ev && ne < cap) {
-            ev[ne] = (struct lp_event){.stage = s,
-                                       .stream = 0,
-                                       .micro = mb,
-                                       .chunk = 0,
-                                       .kind = kind,
-                                       .start_s = start,
-                                       .dur_s = dur};
-            ne++;
-            if (sends && p > 1 && in->p2p_s > 0 && ne < cap) {
-                ev[ne] = ev[ne - 1];
-                ev[ne].stream = 1;
-                ev[ne].kind = LP_EV_P2P;
-                ev[ne].start_s = start + dur;
-                ev[ne].dur_s = in->p2p_s;
-                ne++;
-            }
-        }
+        record(ev, cap, &ne, s, mb, 0, kind, start, dur, sends && p > 1 ? in->p2p_s : 0.0);
         remaining--;
     }
-    double mk = 0.0;
-    for (int s = 0; s < p; s++) {
-        out->stage_end_s[s] = t[s];
-        if (t[s] > mk) mk = t[s];
-    }
-    out->makespan_s = mk;
-    if (nev) *nev = ne;
+    finish(out, t, p, ne, nev);
     return 0;
 }

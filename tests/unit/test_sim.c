@@ -118,8 +118,9 @@ TEST(korthikanti_activations)
     ASSERT_NEAR(lp_sim_layer_activation_bytes(&r), 2 * s * 4 * h, 1e-12);
 }
 
-static double run_sched(int p, int m, int v, enum lp_schedule k, double f, double b, double c,
-                        struct lp_sched_out *out)
+/* A simulator for exercising the schedule solver alone (its cost model is
+ * never consulted). */
+static struct lp_sim *schedule_sim(void)
 {
     struct lp_cost_model cm;
     struct lp_gpu g;
@@ -127,7 +128,14 @@ static double run_sched(int p, int m, int v, enum lp_schedule k, double f, doubl
     g.mem_bw_Bps = 1e12;
     lp_cost_model_roofline(&cm, &g);
     struct lp_sim *sim = NULL;
-    if (lp_sim_create(&cm, &sim, NULL) != 0) return -1;
+    return lp_sim_create(&cm, &sim, NULL) == 0 ? sim : NULL;
+}
+
+static double run_sched(int p, int m, int v, enum lp_schedule k, double f, double b, double c,
+                        struct lp_sched_out *out)
+{
+    struct lp_sim *sim = schedule_sim();
+    if (!sim) return -1;
     double fs[64], bs[64];
     for (int i = 0; i < p; i++) {
         fs[i] = f;
@@ -462,13 +470,8 @@ TEST(layer_ops_sum)
  * (B the input-gradient, W the weight-gradient pass; b = B + W). */
 TEST(zero_bubble)
 {
-    struct lp_cost_model cm;
-    struct lp_gpu g;
-    memset(&g, 0, sizeof(g));
-    g.mem_bw_Bps = 1e12;
-    lp_cost_model_roofline(&cm, &g);
-    struct lp_sim *sim = NULL;
-    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    struct lp_sim *sim = schedule_sim();
+    ASSERT_TRUE(sim != NULL);
     double cases[][3] = {{1.0, 1.0, 1.0}, {1.0, 1.2, 0.8}, {0.7, 1.0, 0.9}, {1.0, 0.5, 1.0}};
     int ps[] = {2, 4, 8}, ms[] = {8, 16, 33};
     for (int c = 0; c < 4; c++)

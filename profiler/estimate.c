@@ -231,7 +231,8 @@ int lpp_estimate(const struct lpp_plan *p, const struct lpp_ref_gpu *g, int worl
         for (size_t pi = 0; pi < sizeof(attn_precs) / sizeof(attn_precs[0]); pi++) {
             enum lp_prec pr = attn_precs[pi];
             if (!p->prec[pr]) continue;
-            for (int impl = 0; impl < LP_ATTN_IMPL_COUNT; impl++)
+            /* the profiler measures cuDNN fused and unfused attention only */
+            for (int impl = LP_ATTN_FUSED; impl <= LP_ATTN_UNFUSED; impl++)
                 for (int c = 0; c < 2; c++)
                     for (int pass = 0; pass < LP_PASS_COUNT; pass++) {
                         long pts = lpp_axes_points(p->attn, 3);

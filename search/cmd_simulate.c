@@ -138,7 +138,8 @@ static void print_summary(const struct lp_run *r, const struct lp_result *res, c
            r->par.zero, lp_schedule_name(r->par.schedule));
     printf("training   global batch %lld, %s, %s attention, framework %s\n",
            (long long)r->train.global_batch, lp_prec_name(r->train.precision),
-           r->train.flash_attention ? "flash" : "unfused", lp_framework_name(r->fw.kind));
+           lp_attention_name(r->train.flash_attention, r->train.attention),
+           lp_framework_name(r->fw.kind));
     if (!res->feasible) {
         char why[256];
         lp_result_reason(res, why, sizeof(why));

@@ -123,13 +123,23 @@ struct lp_framework_opts {
     double host_op_s;          /* host dispatch time per kernel launch (eager PyTorch) */
 };
 
+/* Which fused attention kernel runs when flash_attention is set (the
+ * run description's training.attention; docs/simulator.md). */
+enum lp_attention {
+    LP_ATTENTION_FLASH2 = 0, /* FlashAttention-2 / cuDNN fused attention */
+    LP_ATTENTION_FLASH1,     /* FlashAttention v1 (CUDA) */
+    LP_ATTENTION_TRITON,     /* Triton FlashAttention (MPT attn_impl "triton") */
+    LP_ATTENTION_COUNT
+};
+
 struct lp_training {
     int64_t global_batch; /* sequences per iteration */
     enum lp_prec precision;
-    bool flash_attention;
-    double tokens;           /* token budget for the cost projection; 0 = none */
-    double tokens_per_param; /* > 0: budget = this x the model's parameters (Hoffmann et
-                                al. 2022: ~20 for compute-optimal training); overrides tokens */
+    bool flash_attention;        /* fused attention; false: unfused (softmax in HBM) */
+    enum lp_attention attention; /* the fused kernel, when flash_attention */
+    double tokens;               /* token budget for the cost projection; 0 = none */
+    double tokens_per_param;     /* > 0: budget = this x the model's parameters (Hoffmann et
+                                    al. 2022: ~20 for compute-optimal training); overrides tokens */
     /* Fine-tuning with LoRA adapters (Hu et al. 2021) on every linear layer of
      * the blocks: 0 = train all weights. The base weights are frozen (no
      * weight gradients, gradients or optimizer state) and stored in
@@ -151,6 +161,8 @@ const char *lp_prec_name(enum lp_prec p);
 const char *lp_recompute_name(enum lp_recompute r);
 const char *lp_schedule_name(enum lp_schedule s);
 const char *lp_framework_name(enum lp_framework f);
+/* "flash2", "flash1", "triton", or "unfused" when !flash */
+const char *lp_attention_name(bool flash, enum lp_attention a);
 int lp_prec_parse(const char *s, enum lp_prec *out);
 int lp_recompute_parse(const char *s, enum lp_recompute *out);
 int lp_schedule_parse(const char *s, enum lp_schedule *out);

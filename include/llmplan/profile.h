@@ -34,7 +34,24 @@ enum lp_gemm_layout {
     LP_GEMM_LAYOUT_COUNT
 };
 
-enum lp_attn_impl { LP_ATTN_FUSED = 0, LP_ATTN_UNFUSED, LP_ATTN_IMPL_COUNT };
+/* Attention kernels. "fused" is FlashAttention-2 (or any kernel of its
+ * class: cuDNN fused attention); "flash1" the original FlashAttention CUDA
+ * kernel (Dao et al. 2022); "triton" the Triton FlashAttention kernel (used
+ * by MPT / llm-foundry's attn_impl "triton"). Tables of flash1 and triton
+ * are optional: analytical profiles carry them, measured ones need not. */
+enum lp_attn_impl {
+    LP_ATTN_FUSED = 0,
+    LP_ATTN_UNFUSED,
+    LP_ATTN_FLASH1,
+    LP_ATTN_TRITON,
+    LP_ATTN_IMPL_COUNT
+};
+/* Speed of flash1 and triton relative to FlashAttention-2 where a profile
+ * has no table of its own for them (the table backend then scales the
+ * fused table; the roofline its efficiency): geometric mean of the A100
+ * forward+backward TFLOP/s ratios of validation/kernels.csv (FA1
+ * K0026-K0118: 0.518, Triton K0038-K0130: 0.517, against FA2 K0044-K0136). */
+#define LP_ATTN_OLD_RATIO 0.52
 enum lp_pass { LP_PASS_FWD = 0, LP_PASS_BWD, LP_PASS_COUNT };
 
 /* Memory-bound kernels, costed by the bytes they move (read + write). */

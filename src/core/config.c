@@ -27,6 +27,13 @@ const char *lp_framework_name(enum lp_framework f)
     return (unsigned)f < LP_FW_COUNT ? framework_names[f] : "?";
 }
 
+const char *lp_attention_name(bool flash, enum lp_attention a)
+{
+    static const char *const names[LP_ATTENTION_COUNT] = {"flash2", "flash1", "triton"};
+    if (!flash) return "unfused";
+    return (unsigned)a < LP_ATTENTION_COUNT ? names[a] : "?";
+}
+
 static int parse_name(const char *s, const char *const *names, int n)
 {
     for (int i = 0; s && i < n; i++)

@@ -43,6 +43,7 @@ static double rl_attn(const struct lp_cost_model *cm, enum lp_attn_impl impl, bo
     if (causal) flops *= 0.5;
     double io = e * bh * seq * hd * (pass == LP_PASS_BWD ? 8.0 : 4.0);
     double eff = pass == LP_PASS_BWD ? RL_ATTN_BWD_EFF : RL_ATTN_FWD_EFF;
+    if (impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) eff *= LP_ATTN_OLD_RATIO;
     if (impl == LP_ATTN_UNFUSED) {
         /* score matrix written and read by softmax and dropout: s*s elements per head */
         double score = bh * seq * seq * e * (pass == LP_PASS_BWD ? 6.0 : 4.0);

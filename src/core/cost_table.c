@@ -41,10 +41,13 @@ static double tb_attn(const struct lp_cost_model *cm, enum lp_attn_impl impl, bo
     if (pr && (unsigned)impl < LP_ATTN_IMPL_COUNT && (unsigned)pass < LP_PASS_COUNT &&
         (unsigned)p < LP_PREC_COUNT) {
         const struct lp_table *t = &pr->attn[impl][causal ? 1 : 0][pass][p];
-        if (lp_table_present(t)) {
-            const double x[3] = {bh, seq, hd};
-            return lp_table_lookup_pow(t, x, attn_pow, NULL);
-        }
+        const double x[3] = {bh, seq, hd};
+        if (lp_table_present(t)) return lp_table_lookup_pow(t, x, attn_pow, NULL);
+        /* a measured profile without flash1/triton tables: its fused
+         * (FlashAttention-2 class) table at the stated relative speed */
+        t = &pr->attn[LP_ATTN_FUSED][causal ? 1 : 0][pass][p];
+        if ((impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) && lp_table_present(t))
+            return lp_table_lookup_pow(t, x, attn_pow, NULL) / LP_ATTN_OLD_RATIO;
     }
     return lp_cost_roofline_ops.attn_s(cm, impl, causal, pass, p, bh, seq, hd);
 }

@@ -461,7 +461,7 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.ep = r->par.ep;
     k.mb = r->par.micro_batch;
     k.sp = r->par.sequence_parallel;
-    k.flash = r->train.flash_attention;
+    k.flash = r->train.flash_attention ? 1 + (int)r->train.attention : 0;
     k.prec = (int)r->train.precision;
     k.recompute = (int)r->par.recompute;
     k.fused = r->fw.fused_kernels | (r->fw.tp_overlap << 1);

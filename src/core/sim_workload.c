@@ -170,7 +170,14 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c)
     }
     /* Core attention. With CP each rank attends its s queries to all cp*s
      * keys (ring attention): same FLOPs as cp independent s x s blocks. */
-    enum lp_attn_impl impl = r->train.flash_attention ? LP_ATTN_FUSED : LP_ATTN_UNFUSED;
+    static const enum lp_attn_impl fused_impl[LP_ATTENTION_COUNT] = {
+        [LP_ATTENTION_FLASH2] = LP_ATTN_FUSED,
+        [LP_ATTENTION_FLASH1] = LP_ATTN_FLASH1,
+        [LP_ATTENTION_TRITON] = LP_ATTN_TRITON};
+    enum lp_attn_impl impl = !r->train.flash_attention ? LP_ATTN_UNFUSED
+                             : (unsigned)r->train.attention < LP_ATTENTION_COUNT
+                                 ? fused_impl[r->train.attention]
+                                 : LP_ATTN_FUSED;
     double bh = r->par.micro_batch * w->at * r->par.cp;
     double s = (double)r->model.seq_len / r->par.cp;
     double af = w->cm->ops->attn_s(w->cm, impl, true, LP_PASS_FWD, w->aprec, bh, s, d);

@@ -135,6 +135,36 @@ static const double sy_fa2[2][2][2][2][SY_ATTN_NS] = {
 #define SY_ATTN_HOPPER_PEAK 500e12
 /* Fraction floor below the measured sequence range. Assumption. */
 #define SY_ATTN_FRAC_MIN 0.02
+/* Older fused kernels, relative to FlashAttention-2: the measured forward +
+ * backward TFLOP/s of each implementation over FlashAttention-2's at the
+ * same (GPU, head dim, causal, seq) in the same benchmark (the FA2 paper's
+ * figure, batch*seq = 16384 tokens). The kernel's time is FlashAttention-2's
+ * divided by this ratio, in both passes (its fwd/bwd split is not measured:
+ * assumption). [class][d64,d128][full,causal][seq 512..16384], TFLOP/s.
+ *   FlashAttention-2: A100 K0044-K0049, K0073-K0078, K0102-K0107,
+ *     K0131-K0136; H100 K0148-K0153, K0165-K0170, K0182-K0187, K0199-K0204.
+ *   FlashAttention (v1): A100 K0026-K0031, K0055-K0060, K0084-K0089,
+ *     K0113-K0118; H100 K0142-K0147, K0159-K0164, K0176-K0181, K0193-K0198.
+ *   FlashAttention Triton: A100 K0038-K0043, K0067-K0072, K0096-K0101,
+ *     K0125-K0130. No H100 forward+backward row (K0216-K0279 are a 2024
+ *     Triton kernel, forward only): the hopper class uses A100's ratio
+ *     (assumption). */
+static const double sy_fa2_fb[2][2][2][SY_ATTN_NS] = {
+    {{{132, 153, 162, 171, 175, 176}, {88, 119, 140, 156, 165, 171}},
+     {{151, 173, 187, 196, 201, 203}, {99, 133, 155, 173, 182, 189}}},
+    {{{215, 254, 274, 288, 294, 296}, {141, 192, 232, 257, 273, 284}},
+     {{248, 294, 320, 326, 335, 338}, {163, 221, 265, 294, 308, 328}}},
+};
+static const double sy_fa1_fb[2][2][2][SY_ATTN_NS] = {
+    {{{91, 92, 104, 108, 110, 110}, {58, 70, 77, 87, 92, 97}},
+     {{76, 72, 76, 80, 82, 83}, {55, 62, 69, 76, 80, 83}}},
+    {{{157, 159, 161, 161, 166, 168}, {104, 123, 136, 138, 149, 156}},
+     {{127, 127, 128, 131, 137, 139}, {98, 109, 108, 126, 135, 137}}},
+};
+static const double sy_triton_fb[2][2][SY_ATTN_NS] = {
+    {{90, 102, 98, 98, 100, 100}, {59, 75, 79, 76, 79, 80}},
+    {{78, 85, 90, 93, 95, 95}, {50, 61, 68, 74, 78, 80}},
+};
 /* Query-block rows of a FlashAttention thread block (FA2: 128). */
 #define SY_ATTN_BLOCK 128.0
 
@@ -326,8 +356,33 @@ static enum lp_prec attn_prec(const struct lp_gpu *g, enum lp_prec p)
     return g->peak_flops[LP_BF16] > 0 ? LP_BF16 : LP_FP16;
 }
 
-static double fused_attn_s(const struct sy_ctx *c, bool causal, enum lp_pass pass, enum lp_prec p,
-                           double bh, double s, double d)
+/* Speed of an older fused kernel relative to FlashAttention-2 at (seq,
+ * head_dim): the measured ratio, linear in log(seq) and log(d) between the
+ * measured points, held outside them. 1 for FlashAttention-2 itself. */
+static double attn_impl_ratio(const struct sy_ctx *c, enum lp_attn_impl impl, bool causal, double s,
+                              double d)
+{
+    if (impl != LP_ATTN_FLASH1 && impl != LP_ATTN_TRITON) return 1.0;
+    double r[2];
+    for (int di = 0; di < 2; di++) {
+        const double *ref = sy_fa2_fb[c->attn_class][di][causal];
+        const double *k = impl == LP_ATTN_FLASH1 ? sy_fa1_fb[c->attn_class][di][causal]
+                                                 : sy_triton_fb[di][causal];
+        double q = s < sy_attn_seq[0] ? sy_attn_seq[0] : s;
+        if (q > sy_attn_seq[SY_ATTN_NS - 1]) q = sy_attn_seq[SY_ATTN_NS - 1];
+        int i = 0;
+        while (i < SY_ATTN_NS - 2 && q > sy_attn_seq[i + 1])
+            i++;
+        const double w = log(q / sy_attn_seq[i]) / log(sy_attn_seq[i + 1] / sy_attn_seq[i]);
+        const double a = k[i] / ref[i], b = k[i + 1] / ref[i + 1];
+        r[di] = a + w * (b - a);
+    }
+    double w = log((d < 64 ? 64 : d > 128 ? 128 : d) / 64.0) / log(2.0);
+    return r[0] + w * (r[1] - r[0]);
+}
+
+static double fused_attn_s(const struct sy_ctx *c, enum lp_attn_impl impl, bool causal,
+                           enum lp_pass pass, enum lp_prec p, double bh, double s, double d)
 {
     const enum lp_prec ap = attn_prec(c->gpu, p);
     const double peak = c->gpu->peak_flops[ap];
@@ -335,7 +390,8 @@ static double fused_attn_s(const struct sy_ctx *c, bool causal, enum lp_pass pas
         4.0 * bh * s * s * d * (causal ? 0.5 : 1.0) * (pass == LP_PASS_BWD ? 2.5 : 1.0);
     const double blocks = bh * ceil(s / SY_ATTN_BLOCK);
     const double wave = blocks / (ceil(blocks / c->sms) * c->sms);
-    const double tc = flops / (peak * attn_frac(c, causal, pass, s, d) * wave);
+    const double tc = flops / (peak * attn_frac(c, causal, pass, s, d) *
+                               attn_impl_ratio(c, impl, causal, s, d) * wave);
     /* Q, K, V, O (fwd); Q, K, V, O, dO in and dQ, dK, dV out, dQ accumulated
      * in fp32 (bwd) */
     const double e = prec_in_bytes(ap);
@@ -518,9 +574,9 @@ static int build_attn(const struct sy_ctx *c, struct lp_table *t, enum lp_attn_i
         for (int j = 0; j < dims[1]; j++)
             for (int l = 0; l < dims[2]; l++) {
                 const double bh = t->axis[0][i], s = t->axis[1][j], d = t->axis[2][l];
-                t->value[o++] = impl == LP_ATTN_FUSED
-                                    ? fused_attn_s(c, causal, pass, p, bh, s, d)
-                                    : unfused_attn_s(c, causal, pass, p, bh, s, d);
+                t->value[o++] = impl == LP_ATTN_UNFUSED
+                                    ? unfused_attn_s(c, causal, pass, p, bh, s, d)
+                                    : fused_attn_s(c, impl, causal, pass, p, bh, s, d);
             }
     return LP_OK;
 }
@@ -606,6 +662,14 @@ static int add_provenance(const struct sy_ctx *c, const struct lp_system *ref, s
                      c->attn_class ? "hopper" : "ampere",
                      c->attn_class ? "H100 K0148-K0204, K0210-K0273"
                                    : "A100 K0044-K0136; fwd via H100 fwd/fwd+bwd ratios"));
+    LP_TRY(err, prov(p, err, "attn_flash1",
+                     "FlashAttention-2 tables x measured FA1/FA2 fwd+bwd TFLOP/s ratio (%s)",
+                     c->attn_class ? "H100 K0142-K0198 / K0148-K0204"
+                                   : "A100 K0026-K0118 / K0044-K0136"));
+    LP_TRY(err, prov(p, err, "attn_triton",
+                     "FlashAttention-2 tables x measured Triton/FA2 fwd+bwd TFLOP/s ratio (A100 "
+                     "K0038-K0130 / K0044-K0136%s)",
+                     c->attn_class ? "; no H100 fwd+bwd row: A100 ratio, assumption" : ""));
     LP_TRY(err, prov(p, err, "attn_class_rule",
                      "hopper series when dense bf16/fp16 peak > %.0f TFLOP/s (assumption)",
                      SY_ATTN_HOPPER_PEAK / 1e12));
@@ -708,7 +772,7 @@ int lp_profile_synth(const struct lp_gpu *gpu, const struct lp_system *ref_syste
         const enum lp_prec ap = attn_prec(gpu, pr);
         if (gpu->peak_flops[ap] <= 0) continue;
         for (int im = 0; im < LP_ATTN_IMPL_COUNT; im++) {
-            if (im == LP_ATTN_FUSED && pr == LP_FP32) continue; /* FlashAttention has no fp32 */
+            if (im != LP_ATTN_UNFUSED && pr == LP_FP32) continue; /* FlashAttention has no fp32 */
             for (int cz = 0; cz < 2; cz++)
                 for (int ps = 0; ps < LP_PASS_COUNT; ps++)
                     LP_TRY_GOTO(err, rc,

@@ -317,6 +317,12 @@ static int parse_schedule(const char *s, int *o)
     static const char *const n[] = {"gpipe", "1f1b", "interleaved", "zb", NULL};
     return parse_among(s, o, n);
 }
+static int parse_attention(const char *s, int *o)
+{
+    /* the order of enum lp_attention, then "unfused" */
+    static const char *const n[] = {"flash2", "flash1", "triton", "unfused", NULL};
+    return parse_among(s, o, n);
+}
 static int parse_framework(const char *s, int *o)
 {
     static const char *const n[] = {"megatron", "megatron-2021", "megatron-deepspeed", "fsdp",
@@ -617,9 +623,9 @@ int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
 int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
                      struct lp_training *t)
 {
-    static const char *const keys[] = {
-        "global_batch", "precision", "flash_attention", "tokens", "tokens_per_param",
-        "finetune",     NULL};
+    static const char *const keys[] = {"global_batch", "precision", "flash_attention",
+                                       "attention",    "tokens",    "tokens_per_param",
+                                       "finetune",     NULL};
     static const char *const ft_keys[] = {"method", "rank", "base_bits", NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, o, path, keys));
@@ -629,6 +635,23 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
                              "\"fp32\", \"fp16\", \"bf16\" or \"fp8\"", &e));
     t->precision = (enum lp_prec)e;
     LP_TRY(err, lp_json_bool(c, o, path, "flash_attention", false, &t->flash_attention));
+    if (cJSON_GetObjectItemCaseSensitive(o, "attention")) {
+        const bool flash_given = cJSON_GetObjectItemCaseSensitive(o, "flash_attention") != NULL;
+        e = 0;
+        LP_TRY(err, lp_json_enum(c, o, path, "attention", false, parse_attention,
+                                 "\"flash2\", \"flash1\", \"triton\" or \"unfused\"", &e));
+        const bool flash = e != LP_ATTENTION_COUNT;
+        if (flash_given && flash != t->flash_attention) {
+            char kp[256];
+            lp_jpath(kp, sizeof(kp), path, "attention");
+            LP_FAIL(err, LP_EINVAL,
+                    "%s: key '%s': \"%s\" contradicts flash_attention = %s (give one of them)",
+                    c->file, kp, lp_attention_name(flash, (enum lp_attention)(flash ? e : 0)),
+                    t->flash_attention ? "true" : "false");
+        }
+        t->flash_attention = flash;
+        t->attention = flash ? (enum lp_attention)e : LP_ATTENTION_FLASH2;
+    }
     LP_TRY(err, lp_json_num(c, o, path, "tokens", false, 0, false, &t->tokens));
     LP_TRY(err, lp_json_num(c, o, path, "tokens_per_param", false, 0, false, &t->tokens_per_param));
     t->lora_base_bits = 16;

@@ -43,6 +43,8 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
         bad |= add_num(t, "global_batch", (double)r->train.global_batch);
         bad |= !cJSON_AddStringToObject(t, "precision", lp_prec_name(r->train.precision));
         bad |= !cJSON_AddBoolToObject(t, "flash_attention", r->train.flash_attention);
+        bad |= !cJSON_AddStringToObject(
+            t, "attention", lp_attention_name(r->train.flash_attention, r->train.attention));
         bad |= add_num(t, "tokens", r->train.tokens);
         if (r->train.tokens_per_param > 0)
             bad |= add_num(t, "tokens_per_param", r->train.tokens_per_param);

@@ -61,6 +61,10 @@ case_ finetune_method "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\"
   \"training\": {\"global_batch\": 8, \"finetune\": {\"method\": \"prefix\"}} }" "'training.finetune.method'" "\"lora\"" '"prefix"'
 case_ finetune_bits "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
   \"training\": {\"global_batch\": 8, \"finetune\": {\"method\": \"lora\", \"base_bits\": 6}} }" "'training.finetune.base_bits'" "4, 8 or 16" "got 6"
+case_ attention_kernel "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
+  \"training\": {\"global_batch\": 8, \"attention\": \"flash3\"} }" "'training.attention'" "\"triton\""
+case_ attention_contradiction "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
+  \"training\": {\"global_batch\": 8, \"flash_attention\": false, \"attention\": \"triton\"} }" "contradicts flash_attention"
 
 # a missing file
 out=$("$bin" simulate "$dir/nope.json" 2>&1 >/dev/null); rc=$?

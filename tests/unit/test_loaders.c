@@ -132,6 +132,47 @@ TEST(run_errors_name_file_and_key)
     ASSERT_EQ_INT(rc, LP_ENOTFOUND);
 }
 
+/* training.attention picks the fused kernel, or unfused; it must agree with
+ * flash_attention when both are given. */
+TEST(attention_kernel)
+{
+    static const char *const pre = "{\"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\", "
+                                   "\"training\": {\"global_batch\": 8, ";
+    static const struct {
+        const char *tail;
+        bool flash;
+        enum lp_attention a;
+    } ok[] = {{"\"attention\": \"triton\"}}", true, LP_ATTENTION_TRITON},
+              {"\"attention\": \"flash1\"}}", true, LP_ATTENTION_FLASH1},
+              {"\"attention\": \"unfused\"}}", false, LP_ATTENTION_FLASH2},
+              {"\"flash_attention\": true, \"attention\": \"flash2\"}}", true, LP_ATTENTION_FLASH2},
+              {"\"flash_attention\": false}}", false, LP_ATTENTION_FLASH2}};
+    char text[512];
+    struct lp_run r;
+    struct lp_err err;
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        snprintf(text, sizeof(text), "%s%s", pre, ok[i].tail);
+        lp_err_clear(&err);
+        int rc = lp_parse_run(text, "a.json", &r, &err);
+        if (rc) TH_FAIL_("case %zu: %s", i, err.msg);
+        ASSERT_TRUE(r.train.flash_attention == ok[i].flash);
+        ASSERT_TRUE(r.train.attention == ok[i].a);
+    }
+    ASSERT_EQ_STR(lp_attention_name(true, LP_ATTENTION_TRITON), "triton");
+    ASSERT_EQ_STR(lp_attention_name(false, LP_ATTENTION_TRITON), "unfused");
+    snprintf(text, sizeof(text), "%s%s", pre,
+             "\"flash_attention\": false, \"attention\": \"flash1\"}}");
+    lp_err_clear(&err);
+    ASSERT_EQ_INT(lp_parse_run(text, "b.json", &r, &err), LP_EINVAL);
+    ASSERT_CONTAINS(err.msg, "b.json");
+    ASSERT_CONTAINS(err.msg, "'training.attention'");
+    ASSERT_CONTAINS(err.msg, "contradicts flash_attention");
+    snprintf(text, sizeof(text), "%s%s", pre, "\"attention\": \"flash3\"}}");
+    lp_err_clear(&err);
+    ASSERT_EQ_INT(lp_parse_run(text, "c.json", &r, &err), LP_EINVAL);
+    ASSERT_CONTAINS(err.msg, "\"flash2\", \"flash1\", \"triton\" or \"unfused\"");
+}
+
 /* The documented framework defaults (docs/frameworks.md), pinned. */
 TEST(framework_defaults)
 {
@@ -175,4 +216,5 @@ TEST(atomic_write)
 }
 
 TH_MAIN(TH_CASE(all_presets_load), TH_CASE(preset_values), TH_CASE(run_inline_and_defaults),
-        TH_CASE(run_errors_name_file_and_key), TH_CASE(framework_defaults), TH_CASE(atomic_write))
+        TH_CASE(run_errors_name_file_and_key), TH_CASE(attention_kernel),
+        TH_CASE(framework_defaults), TH_CASE(atomic_write))

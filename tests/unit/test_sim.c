@@ -407,8 +407,8 @@ TEST(memo_keys)
 {
     struct lp_run base;
     gpt3_run(&base);
-    struct lp_run v[6];
-    for (int i = 0; i < 6; i++)
+    struct lp_run v[7];
+    for (int i = 0; i < 7; i++)
         v[i] = base;
     v[0].fw.host_op_s = 66e-6;
     v[1].model.dropout = false;
@@ -418,11 +418,12 @@ TEST(memo_keys)
     v[3].train.lora_base_bits = 4;
     v[4].fw.tp_overlap = true;
     v[5].train.flash_attention = false;
+    v[6].train.attention = LP_ATTENTION_TRITON;
     struct lp_sim *shared = roofline_sim(&base);
     ASSERT_TRUE(shared != NULL);
     struct lp_result r0, a, b;
     lp_sim_run(shared, &base, &r0);
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 7; i++) {
         lp_sim_run(shared, &v[i], &a);
         struct lp_sim *fresh = roofline_sim(&v[i]);
         ASSERT_TRUE(fresh != NULL);

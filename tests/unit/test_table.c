@@ -64,9 +64,13 @@ TEST(slots_map_to_tables)
     int i_attn = 12 + ((1 * 2 + 1) * 2 + 1) * 4 + LP_FP16; /* unfused causal bwd fp16 */
     ASSERT_TRUE(lp_profile_slot_table(p, i_attn) == &p->attn[1][1][1][LP_FP16]);
     ASSERT_EQ_STR(lp_profile_slot(i_attn)->path, "/attention/unfused/causal/bwd/fp16");
-    ASSERT_TRUE(lp_profile_slot_table(p, 12 + 32 + LP_MEM_ADAM) == &p->mem[LP_MEM_ADAM]);
-    ASSERT_TRUE(lp_profile_slot_table(p, 12 + 32 + 12 + 2 * 2 + 1) == &p->coll[2][1]);
-    ASSERT_EQ_STR(lp_profile_slot(12 + 32 + 12 + 2 * 2 + 1)->path, "/coll/reducescatter/inter");
+    int i_tri = 12 + ((3 * 2 + 0) * 2 + 0) * 4 + LP_BF16; /* triton full fwd bf16 */
+    ASSERT_TRUE(lp_profile_slot_table(p, i_tri) == &p->attn[LP_ATTN_TRITON][0][0][LP_BF16]);
+    ASSERT_EQ_STR(lp_profile_slot(i_tri)->path, "/attention/triton/full/fwd/bf16");
+    ASSERT_TRUE(!lp_profile_slot(i_tri)->required);
+    ASSERT_TRUE(lp_profile_slot_table(p, 12 + 64 + LP_MEM_ADAM) == &p->mem[LP_MEM_ADAM]);
+    ASSERT_TRUE(lp_profile_slot_table(p, 12 + 64 + 12 + 2 * 2 + 1) == &p->coll[2][1]);
+    ASSERT_EQ_STR(lp_profile_slot(12 + 64 + 12 + 2 * 2 + 1)->path, "/coll/reducescatter/inter");
     for (int i = 0; i < LP_PROFILE_SLOTS; i++)
         for (int j = i + 1; j < LP_PROFILE_SLOTS; j++)
             ASSERT_TRUE(lp_profile_slot_table(p, i) != lp_profile_slot_table(p, j));
@@ -290,6 +294,11 @@ static void dgx_a100(struct lp_system *s, const struct lp_gpu *g)
     s->inter.bw_Bps = 25e9;
 }
 
+static double of_lookup(const struct lp_profile *p, enum lp_attn_impl impl, const double *x)
+{
+    return lp_table_lookup(&p->attn[impl][0][LP_PASS_FWD][LP_BF16], x, NULL);
+}
+
 TEST(synth_a100)
 {
     struct lp_gpu g;
@@ -342,6 +351,30 @@ TEST(synth_a100)
     double tc = lp_table_lookup(&p->attn[LP_ATTN_FUSED][1][LP_PASS_FWD][LP_BF16], xa, NULL);
     ASSERT_TRUE(tu > 2 * ta);
     ASSERT_TRUE(tc < ta);
+    /* older fused kernels at the benchmark's points reproduce their rows:
+     * FlashAttention v1 d128 full seq 2048 = K0057 (76 TFLOP/s), Triton d64
+     * causal seq 4096 = K0099 (76; causal FLOPs halved) */
+    const enum lp_attn_impl old_impl[2] = {LP_ATTN_FLASH1, LP_ATTN_TRITON};
+    const double ox[2][3] = {{128, 2048, 128}, {128, 4096, 64}};
+    const double orow[2] = {76.0, 76.0};
+    for (int i = 0; i < 2; i++) {
+        const int cz = i == 1;
+        double of = lp_table_lookup(&p->attn[old_impl[i]][cz][LP_PASS_FWD][LP_BF16], ox[i], NULL);
+        double ob = lp_table_lookup(&p->attn[old_impl[i]][cz][LP_PASS_BWD][LP_BF16], ox[i], NULL);
+        double fl = 3.5 * 4.0 * ox[i][0] * ox[i][1] * ox[i][1] * ox[i][2] * (cz ? 0.5 : 1.0);
+        ASSERT_NEAR(fl / (of + ob) / 1e12, orow[i], 0.05);
+    }
+    /* a profile without flash1 tables (a measured one) scales its fused
+     * table by LP_ATTN_OLD_RATIO */
+    struct lp_cost_model cm;
+    lp_cost_model_table(&cm, p, &g);
+    double with_table =
+        cm.ops->attn_s(&cm, LP_ATTN_FLASH1, false, LP_PASS_FWD, LP_BF16, 128, 2048, 128);
+    ASSERT_NEAR(with_table, of_lookup(p, LP_ATTN_FLASH1, xb), 1e-9);
+    lp_table_free(&p->attn[LP_ATTN_FLASH1][0][LP_PASS_FWD][LP_BF16]);
+    double scaled =
+        cm.ops->attn_s(&cm, LP_ATTN_FLASH1, false, LP_PASS_FWD, LP_BF16, 128, 2048, 128);
+    ASSERT_NEAR(scaled, of_lookup(p, LP_ATTN_FUSED, xb) / LP_ATTN_OLD_RATIO, 1e-9);
 
     /* copy of 1 GiB: 0.9 of 2039 GB/s within the latency terms */
     const double gib = 1073741824.0;

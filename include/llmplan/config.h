@@ -46,6 +46,15 @@ enum lp_framework {
     LP_FW_COUNT
 };
 
+/* How the loss over the vocabulary is computed (framework option
+ * "cross_entropy"; docs/frameworks.md). */
+enum lp_xent {
+    LP_XENT_FP32 = 0, /* logits cast to fp32, then max/sub/exp/sum/div kernels (Megatron) */
+    LP_XENT_FUSED,    /* one fused kernel each way (Apex xentropy, FA repo, TE) */
+    LP_XENT_NATIVE,   /* PyTorch F.cross_entropy on the logits' dtype */
+    LP_XENT_COUNT
+};
+
 struct lp_moe {
     int experts; /* 0 = dense model */
     int top_k;
@@ -121,6 +130,9 @@ struct lp_framework_opts {
     double bucket_bytes;       /* DP gradient bucket size */
     double step_overhead_s;    /* per-iteration host/launch overhead */
     double host_op_s;          /* host dispatch time per kernel launch (eager PyTorch) */
+    bool zero3_per_tensor;     /* ZeRO-3 gathers/reduce-scatters one collective per parameter
+                                  tensor (DeepSpeed 2021) instead of one per layer */
+    enum lp_xent xent;         /* the loss kernels */
 };
 
 /* Which fused attention kernel runs when flash_attention is set (the
@@ -161,6 +173,7 @@ const char *lp_prec_name(enum lp_prec p);
 const char *lp_recompute_name(enum lp_recompute r);
 const char *lp_schedule_name(enum lp_schedule s);
 const char *lp_framework_name(enum lp_framework f);
+const char *lp_xent_name(enum lp_xent x);
 /* "flash2", "flash1", "triton", or "unfused" when !flash */
 const char *lp_attention_name(bool flash, enum lp_attention a);
 int lp_prec_parse(const char *s, enum lp_prec *out);

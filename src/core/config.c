@@ -27,6 +27,12 @@ const char *lp_framework_name(enum lp_framework f)
     return (unsigned)f < LP_FW_COUNT ? framework_names[f] : "?";
 }
 
+const char *lp_xent_name(enum lp_xent x)
+{
+    static const char *const names[LP_XENT_COUNT] = {"fp32", "fused", "native"};
+    return (unsigned)x < LP_XENT_COUNT ? names[x] : "?";
+}
+
 const char *lp_attention_name(bool flash, enum lp_attention a)
 {
     static const char *const names[LP_ATTENTION_COUNT] = {"flash2", "flash1", "triton"};
@@ -102,16 +108,22 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
         o->tp_overlap = false;
         o->pp_overlap = false;
         o->param_gather_overlap = false;
+        /* fitted by scripts/calibrate on the calib half of Narayanan Tables
+         * 1-2 without ZeRO-3 (10 rows): docs/calibration.md */
+        o->host_op_s = 1e-6;
         break;
     case LP_FW_MEGATRON_DEEPSPEED:
         /* fitted by scripts/calibrate on the calib half (730 rows, vTrain +
          * GPT-NeoX + ZeRO-3 rows of Narayanan Table 2): docs/calibration.md */
-        o->host_op_s = 66e-6;
+        o->host_op_s = 65e-6;
         o->dp_overlap = false;
         o->tp_overlap = false;
         o->pp_overlap = false;
         o->param_gather_overlap = false;
         o->bucket_bytes = 5e8;
+        /* ZeRO-3 of 2021 (partition_parameters.py): one all_gather per
+         * parameter tensor, one reduce_scatter per gradient */
+        o->zero3_per_tensor = true;
         break;
     case LP_FW_FSDP:
         o->dp_overlap = true;
@@ -119,6 +131,7 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
         o->pp_overlap = false;
         o->param_gather_overlap = true;
         o->bucket_bytes = 100e6; /* FSDP: one wrapped block; DDP 25 MB x 4 */
+        o->xent = LP_XENT_NATIVE;
         break;
     default:
         break;

@@ -233,6 +233,41 @@ static void count_params(const struct lp_run *r, struct params *pr)
     pr->train_max = fmax(pr->train0, pr->train_last);
 }
 
+/* The parameter tensors of one layer on one TP rank, in parameters: what a
+ * framework that gathers ZeRO-3 parameters tensor by tensor issues one
+ * collective for (fw.zero3_per_tensor). Returns their count (<= cap). */
+static int layer_tensors(const struct lp_run *r, bool moe_layer, double *sz, int cap)
+{
+    const struct lp_model *m = &r->model;
+    double t = r->par.tp, h = m->hidden, d = (double)m->hidden / m->heads;
+    int n = 0;
+#define PUT(x)                                                                                     \
+    do {                                                                                           \
+        if (n < cap) sz[n++] = (x);                                                                \
+    } while (0)
+    for (int i = 0; i < 2; i++) { /* the two norms */
+        PUT(h);
+        if (m->norm == LP_NORM_LAYERNORM) PUT(h);
+    }
+    PUT(h * d * (m->heads + 2.0 * m->kv_heads) / t); /* QKV */
+    if (m->bias) PUT((m->heads + 2.0 * m->kv_heads) * d / t);
+    PUT(m->heads * d * h / t); /* output projection */
+    if (m->bias) PUT(h);
+    const bool moe = moe_layer && m->moe.experts > 0;
+    const double f = moe ? m->moe.ffn_hidden : m->ffn_hidden;
+    const double copies = moe ? (double)m->moe.experts / r->par.ep : 1.0;
+    const double nmat = m->ffn_act == LP_ACT_SWIGLU ? 3.0 : 2.0;
+    if (moe) PUT(h * m->moe.experts); /* router */
+    for (int e = 0; e < (int)copies; e++) {
+        PUT((nmat - 1.0) * h * f / t); /* fc1 (gate and up fused for SwiGLU) */
+        if (m->bias) PUT((nmat - 1.0) * f / t);
+        PUT(f * h / t); /* fc2 */
+        if (m->bias) PUT(h);
+    }
+#undef PUT
+    return n;
+}
+
 struct bytes_per_param {
     double w, g, o; /* weights, gradients, optimizer states */
     double g_comm;  /* gradient bytes on the wire */
@@ -464,7 +499,7 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.flash = r->train.flash_attention ? 1 + (int)r->train.attention : 0;
     k.prec = (int)r->train.precision;
     k.recompute = (int)r->par.recompute;
-    k.fused = r->fw.fused_kernels | (r->fw.tp_overlap << 1);
+    k.fused = r->fw.fused_kernels | (r->fw.tp_overlap << 1) | ((int)r->fw.xent << 2);
     k.lora_rank = r->train.lora_rank;
     k.lora_bits = r->train.lora_base_bits;
     k.host_op_s = r->fw.host_op_s;
@@ -506,7 +541,7 @@ struct dp_cost {
     double hidden_s[2];  /* communication overlapped with compute */
     double emb_sync_s;
     double opt_s;
-    double zero3_per_micro_s;
+    double zero3_fwd_s, zero3_bwd_s; /* per micro-batch */
 };
 
 static void dp_costs(struct lp_sim *s, const struct lp_run *r, const struct params *pr,
@@ -524,7 +559,8 @@ static void dp_costs(struct lp_sim *s, const struct lp_run *r, const struct para
         if (nd > 1) {
             if (p->zero == 0) {
                 t_red = lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, P * b.g_comm, nd, p->tp);
-            } else {
+            } else if (p->zero < 3) {
+                /* ZeRO-3 reduce-scatters every micro-batch: see below */
                 t_red =
                     lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, P * b.g_comm, nd, p->tp);
                 if (p->zero < 3)
@@ -548,9 +584,32 @@ static void dp_costs(struct lp_sim *s, const struct lp_run *r, const struct para
     }
     if (p->zero >= 3 && nd > 1) {
         /* ZeRO-3 / FSDP FULL_SHARD: every micro-batch gathers the parameters
-         * for forward and again for backward */
-        double ag = lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, pr->stage_max * b.w, nd, p->tp);
-        out->zero3_per_micro_s = 2.0 * ag;
+         * for forward and again for backward, and reduce-scatters their
+         * gradients. One collective per layer (an FSDP unit per block), or
+         * one per parameter tensor (DeepSpeed's ZeRO-3 of 2021:
+         * fw.zero3_per_tensor); the embedding and head are one each. */
+        double ag = 0, rs = 0;
+        for (int moe = 0; moe < 2; moe++) {
+            int nl = moe ? pr->moe_layers_per_stage : pr->dense_layers_per_stage;
+            if (nl <= 0) continue;
+            double sz[512];
+            int nt = 1;
+            sz[0] = moe ? pr->moe_layer : pr->layer;
+            if (r->fw.zero3_per_tensor) nt = layer_tensors(r, moe != 0, sz, 512);
+            for (int i = 0; i < nt; i++) {
+                ag += nl * lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, sz[i] * b.w, nd, p->tp);
+                rs += nl * lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, sz[i] * b.g_comm, nd,
+                                        p->tp);
+            }
+        }
+        double ends = pr->stage_max - (pr->dense_layers_per_stage * pr->layer +
+                                       pr->moe_layers_per_stage * pr->moe_layer);
+        if (ends > 0) {
+            ag += lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, ends * b.w, nd, p->tp);
+            rs += lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, ends * b.g_comm, nd, p->tp);
+        }
+        out->zero3_fwd_s = ag;
+        out->zero3_bwd_s = ag + rs;
     }
     /* optimizer over the parameters this rank owns */
     double owned = pr->train_max / (p->zero >= 1 ? (double)nd : 1.0);
@@ -640,18 +699,23 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
 
     double contention = r->system.gpu.sms > 0 ? NCCL_CHANNEL_SMS / r->system.gpu.sms : 0.0;
     struct dp_cost dpc;
-    double zero3 = 0;
+    double zero3 = 0, z3f = 0, z3b = 0;
     if (p->zero >= 3 && p->dp * p->cp > 1) {
         double bw[2] = {0, 0};
         dp_costs(s, r, &pr, bw, 0, &dpc);
-        zero3 = dpc.zero3_per_micro_s;
+        z3f = dpc.zero3_fwd_s;
+        z3b = dpc.zero3_bwd_s;
         if (r->fw.param_gather_overlap) {
-            double exposed = fmax(0.0, zero3 - (f_comp + b_comp) * p->vp);
-            zero3 = exposed + (zero3 - exposed) * contention;
+            /* prefetched behind the pass's compute; what is hidden still
+             * takes NCCL's SMs */
+            double ef = fmax(0.0, z3f - f_comp * p->vp), eb = fmax(0.0, z3b - b_comp * p->vp);
+            z3f = ef + (z3f - ef) * contention;
+            z3b = eb + (z3b - eb) * contention;
         }
+        zero3 = z3f + z3b;
     }
 
-    double f = f_comp + f_comm + zero3 / (2.0 * p->vp), b = b_comp + b_comm + zero3 / (2.0 * p->vp);
+    double f = f_comp + f_comm + z3f / p->vp, b = b_comp + b_comm + z3b / p->vp;
     double fs[1024], bs[1024], ws[1024];
     int np = p->pp < 1024 ? p->pp : 1024;
     double wchunk = dense_l * dl->wgrad_s + moe_l * ml->wgrad_s;

@@ -20,8 +20,10 @@
  * tables (measured or analytical busbw fractions).
  *
  * alpha: a ring's 2(n-1) (all-reduce) or (n-1) steps cost one link latency
- * each inside a node; across nodes NCCL switches to trees/hierarchical
- * algorithms, so the inter-node part costs 2*log2(nodes) network latencies. */
+ * each inside a node. Across nodes NCCL switches all-reduce to trees, so its
+ * inter-node part costs 2*log2(nodes) network latencies; all-gather and
+ * reduce-scatter have no tree in NCCL: their ring's n-1 steps each wait for
+ * the slowest (network) hop. */
 #include <math.h>
 
 #include "sim_internal.h"
@@ -47,6 +49,8 @@ double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys,
         busbw = eff * link;
         alpha = steps_factor * (k - 1) * sys->intra.latency_s +
                 2.0 * log2((double)nodes) * sys->inter.latency_s;
+        if (op == LP_COLL_ALLGATHER || op == LP_COLL_REDUCESCATTER)
+            alpha = (n - 1) * sys->inter.latency_s;
         if (op == LP_COLL_ALLTOALL) alpha = (n - 1) * sys->inter.latency_s / k;
     }
     /* a profile's busbw fractions are measured (or modelled) per message

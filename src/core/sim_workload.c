@@ -180,8 +180,13 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c)
                                  : LP_ATTN_FUSED;
     double bh = r->par.micro_batch * w->at * r->par.cp;
     double s = (double)r->model.seq_len / r->par.cp;
-    double af = w->cm->ops->attn_s(w->cm, impl, true, LP_PASS_FWD, w->aprec, bh, s, d);
-    double ab = w->cm->ops->attn_s(w->cm, impl, true, LP_PASS_BWD, w->aprec, bh, s, d);
+    /* Unfused attention with fused kernels (Megatron's
+     * scaled_upper_triang_masked_softmax): the causal mask is applied inside
+     * the softmax kernel, so there is no separate masking pass over the
+     * scores: it costs what the unmasked (full) unfused attention costs. */
+    const bool causal_tab = !(impl == LP_ATTN_UNFUSED && r->fw.fused_kernels);
+    double af = w->cm->ops->attn_s(w->cm, impl, causal_tab, LP_PASS_FWD, w->aprec, bh, s, d);
+    double ab = w->cm->ops->attn_s(w->cm, impl, causal_tab, LP_PASS_BWD, w->aprec, bh, s, d);
     /* unfused: QK^T, scale+mask+softmax, dropout, AV forward; their six
      * backward kernels */
     f.s += af;
@@ -335,8 +340,30 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
     addk(&f, LP_OPC_MEM, mem(w, w->norm, 2.0 * w->Tn * h * w->e));
     addk(&b, LP_OPC_MEM, mem(w, w->norm, 3.0 * w->Tn * h * w->e));
     linear(w, T, vt, h, &f, &b);
-    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, T * vt * (w->e + 4.0)));
-    addk(&b, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, T * vt * (w->e + 4.0)));
+    const double L = T * vt, eb = w->e; /* logits on this rank, bytes each */
+    switch (r->fw.xent) {
+    case LP_XENT_FUSED: /* one kernel each way: logits in, loss (and grad) out */
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * (eb + 4.0)));
+        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * (eb + 4.0)));
+        break;
+    case LP_XENT_NATIVE: /* log_softmax; nll backward zero-fills, log_softmax backward */
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 2.0 * eb));
+        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * eb));
+        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 3.0 * eb));
+        break;
+    default: /* Megatron: logits.float(), then max, subtract, exp, sum and
+              * divide over fp32 (the softmax kept for backward); backward
+              * scales it in place and casts the gradient back */
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * (eb + 4.0)));
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 4.0));
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 8.0));
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 8.0));
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 4.0));
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 8.0));
+        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 8.0));
+        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * (4.0 + eb)));
+        break;
+    }
     double comm_f = 0, comm_b = 0;
     if (w->t > 1) {
         comm_f += 3.0 * coll(w, LP_COLL_ALLREDUCE, T * 4.0, w->t, 1);

@@ -454,10 +454,15 @@ static double coll_eff(const struct sy_ctx *c, enum lp_coll op, enum lp_tier tie
     const double per_node = n < c->gpus_per_node * 2 ? n / 2 : c->gpus_per_node;
     const double bw = intra ? c->intra_bw : c->inter_bw * (per_node > 1 ? per_node : 1);
     const double bw_cal = intra ? SY_COLL_INTRA_BW_CAL : SY_COLL_INTER_BW_CAL;
+    /* latency relative to the calibration's: log2(ranks) for all-reduce
+     * (trees/NVLS at scale) and inside a node; across nodes all-gather and
+     * reduce-scatter are rings (NCCL has no tree for them), n-1 steps
+     * against the calibration all-reduce's 2(n_cal-1) */
+    const bool ring = !intra && (op == LP_COLL_ALLGATHER || op == LP_COLL_REDUCESCATTER);
+    const double lat = ring ? (n - 1.0) / (2.0 * (n_cal - 1.0)) : log2(n > 2 ? n : 2) / log2(n_cal);
     double shalf =
         (intra ? SY_COLL_INTRA_SHALF : SY_COLL_INTER_SHALF) * (bw / bw_cal) *
-        (lp_coll_bus_factor(LP_COLL_ALLREDUCE, (int)n_cal) / lp_coll_bus_factor(op, (int)n)) *
-        (log2(n > 2 ? n : 2) / log2(n_cal));
+        (lp_coll_bus_factor(LP_COLL_ALLREDUCE, (int)n_cal) / lp_coll_bus_factor(op, (int)n)) * lat;
     const double p = intra ? SY_COLL_INTRA_P : SY_COLL_INTER_P;
     return e_inf / (1.0 + pow(shalf / bytes, p));
 }
@@ -704,7 +709,9 @@ static int add_provenance(const struct sy_ctx *c, const struct lp_system *ref, s
                      sy_nvls_einf[3], sy_nvls_einf[4]));
     LP_TRY(err, prov(p, err, "coll_scaling",
                      "S_half scaled by ref bw / calibration bw, by bus factor, and by "
-                     "log2(ranks)/log2(ranks_cal) (assumption)"));
+                     "log2(ranks)/log2(ranks_cal), or for inter-node all-gather and "
+                     "reduce-scatter (rings) by (ranks-1)/(2(ranks_cal-1)) (assumption: "
+                     "the calibration all-reduce a ring)"));
     LP_TRY(err, prov(p, err, "ref_system", "%s",
                      ref ? ref->name
                          : "none: fixed defaults intra 450 GB/s, inter 50 GB/s per "

@@ -323,6 +323,11 @@ static int parse_attention(const char *s, int *o)
     static const char *const n[] = {"flash2", "flash1", "triton", "unfused", NULL};
     return parse_among(s, o, n);
 }
+static int parse_xent(const char *s, int *o)
+{
+    static const char *const n[] = {"fp32", "fused", "native", NULL}; /* enum lp_xent */
+    return parse_among(s, o, n);
+}
 static int parse_framework(const char *s, int *o)
 {
     static const char *const n[] = {"megatron", "megatron-2021", "megatron-deepspeed", "fsdp",
@@ -677,9 +682,18 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *f)
 {
-    static const char *const keys[] = {
-        "name",          "dp_overlap", "tp_overlap",       "pp_overlap", "param_gather_overlap",
-        "fused_kernels", "bucket_MB",  "step_overhead_ms", "host_op_us", NULL};
+    static const char *const keys[] = {"name",
+                                       "dp_overlap",
+                                       "tp_overlap",
+                                       "pp_overlap",
+                                       "param_gather_overlap",
+                                       "fused_kernels",
+                                       "bucket_MB",
+                                       "step_overhead_ms",
+                                       "host_op_us",
+                                       "zero3_per_tensor",
+                                       "cross_entropy",
+                                       NULL};
     struct lp_err *err = c->err;
     const char *expected = "\"megatron\", \"megatron-2021\", \"megatron-deepspeed\" or \"fsdp\"";
     int e = LP_FW_MEGATRON;
@@ -702,6 +716,11 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     LP_TRY(err,
            lp_json_bool(c, item, path, "param_gather_overlap", false, &f->param_gather_overlap));
     LP_TRY(err, lp_json_bool(c, item, path, "fused_kernels", false, &f->fused_kernels));
+    LP_TRY(err, lp_json_bool(c, item, path, "zero3_per_tensor", false, &f->zero3_per_tensor));
+    int x = (int)f->xent;
+    LP_TRY(err, lp_json_enum(c, item, path, "cross_entropy", false, parse_xent,
+                             "\"fp32\", \"fused\" or \"native\"", &x));
+    f->xent = (enum lp_xent)x;
     double mb = f->bucket_bytes / 1e6, ms = f->step_overhead_s * 1e3, us = f->host_op_s * 1e6;
     LP_TRY(err, lp_json_num(c, item, path, "bucket_MB", false, 0, true, &mb));
     LP_TRY(err, lp_json_num(c, item, path, "step_overhead_ms", false, 0, false, &ms));

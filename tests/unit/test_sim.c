@@ -286,12 +286,103 @@ TEST(collective_alpha_beta)
     double bytes = 1e9, eff = 0.80; /* roofline busbw fraction */
     double t = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, bytes, 8, 1);
     ASSERT_NEAR(t, 14 * 3e-6 + bytes * 2 * 7 / 8 / (eff * 300e9), 1e-12);
-    /* 16 ranks spaced 8 apart: one per node, one NIC each */
+    /* 16 ranks spaced 8 apart: one per node, one NIC each; a ring of 15
+     * network-bound steps (NCCL has no tree for reduce-scatter) */
     t = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, bytes, 16, 8);
-    ASSERT_NEAR(t, 2 * 4 * 5e-6 + bytes * 15.0 / 16 / (eff * 25e9), 1e-12);
+    ASSERT_NEAR(t, 15 * 5e-6 + bytes * 15.0 / 16 / (eff * 25e9), 1e-12);
     /* 16 ranks spaced 2 apart: 4 per node share 4 NICs */
     t = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, bytes, 16, 2);
-    ASSERT_NEAR(t, 3 * 3e-6 + 2 * 2 * 5e-6 + bytes * 15.0 / 16 / (eff * 100e9), 1e-12);
+    ASSERT_NEAR(t, 15 * 5e-6 + bytes * 15.0 / 16 / (eff * 100e9), 1e-12);
+    /* all-reduce across nodes: a tree, 2 log2(nodes) network latencies */
+    t = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, bytes, 16, 8);
+    ASSERT_NEAR(t, 2 * 4 * 5e-6 + bytes * 2 * 15.0 / 16 / (eff * 25e9), 1e-12);
+}
+
+/* ZeRO-3 per parameter tensor (DeepSpeed 2021) pays a ring latency per
+ * tensor: slower than one collective per layer, and the gap grows with the
+ * data-parallel size (the ring's n-1 steps). */
+/* GPT-3's layer shape, `layers` of them, pure data parallelism over dp. */
+static void data_parallel_run(struct lp_run *r, int layers, int dp)
+{
+    gpt3_run(r);
+    r->model.layers = layers;
+    r->par.tp = r->par.pp = 1;
+    r->par.dp = dp;
+    r->par.sequence_parallel = false;
+}
+
+TEST(zero3_per_tensor)
+{
+    struct lp_run r;
+    data_parallel_run(&r, 8, 1);
+    r.par.zero = 3;
+    r.par.recompute = LP_RECOMPUTE_FULL;
+    lp_framework_defaults(LP_FW_MEGATRON_2021, &r.fw);
+    double gap[2];
+    const int dps[2] = {256, 1024};
+    for (int i = 0; i < 2; i++) {
+        r.par.dp = dps[i];
+        r.train.global_batch = dps[i];
+        struct lp_sim *sim = roofline_sim(&r);
+        ASSERT_TRUE(sim != NULL);
+        struct lp_result a, b;
+        r.fw.zero3_per_tensor = false;
+        lp_sim_run(sim, &r, &a);
+        r.fw.zero3_per_tensor = true;
+        lp_sim_run(sim, &r, &b);
+        lp_sim_destroy(&sim);
+        ASSERT_TRUE(a.feasible && b.feasible);
+        /* 12 tensors per GPT layer with biases and LayerNorm: 11 more ring
+         * latencies per layer for each of the 3 collectives (2 gathers, 1
+         * reduce-scatter), at least */
+        gap[i] = b.iteration_time_s - a.iteration_time_s;
+        ASSERT_TRUE(gap[i] > 3 * 8 * 11 * (dps[i] - 1) * 5e-6 * 0.99);
+    }
+    ASSERT_TRUE(gap[1] > 3.5 * gap[0]);
+}
+
+/* The loss kernels of each framework: Megatron's fp32 cross-entropy moves
+ * more bytes and launches more kernels than a fused one. */
+TEST(cross_entropy_kinds)
+{
+    struct lp_run r;
+    data_parallel_run(&r, 2, 8);
+    r.train.global_batch = 64;
+    double t[LP_XENT_COUNT];
+    struct lp_sim *sim = roofline_sim(&r);
+    ASSERT_TRUE(sim != NULL);
+    for (int x = 0; x < LP_XENT_COUNT; x++) {
+        r.fw.xent = (enum lp_xent)x;
+        struct lp_result res;
+        lp_sim_run(sim, &r, &res);
+        ASSERT_TRUE(res.feasible);
+        t[x] = res.iteration_time_s;
+    }
+    lp_sim_destroy(&sim);
+    ASSERT_TRUE(t[LP_XENT_FP32] > t[LP_XENT_NATIVE]);
+    ASSERT_TRUE(t[LP_XENT_NATIVE] > t[LP_XENT_FUSED]);
+    ASSERT_EQ_STR(lp_xent_name(LP_XENT_NATIVE), "native");
+}
+
+/* Unfused attention with fused kernels applies the causal mask inside the
+ * softmax: it costs the unmasked table; without fused kernels the causal
+ * table (a masking pass more). */
+TEST(fused_masked_softmax)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    r.train.flash_attention = false;
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_shape_cost fused, unfused;
+    lp_shape_cost_compute(&cm, &r, &fused);
+    r.fw.fused_kernels = false;
+    lp_shape_cost_compute(&cm, &r, &unfused);
+    double bh = r.par.micro_batch * 96.0 / 8.0, d = 128.0;
+    double full = cm.ops->attn_s(&cm, LP_ATTN_UNFUSED, false, LP_PASS_FWD, LP_BF16, bh, 2048, d);
+    double causal = cm.ops->attn_s(&cm, LP_ATTN_UNFUSED, true, LP_PASS_FWD, LP_BF16, bh, 2048, d);
+    ASSERT_NEAR(fused.dense.op_fwd[LP_OPC_ATTN], full, 1e-15);
+    ASSERT_NEAR(unfused.dense.op_fwd[LP_OPC_ATTN], causal, 1e-15);
 }
 
 /* More data parallelism of the same model: iteration time falls, and a
@@ -505,4 +596,5 @@ TH_MAIN(TH_CASE(zero_bubble), TH_CASE(layer_ops_sum), TH_CASE(memo_keys), TH_CAS
         TH_CASE(cost_projection), TH_CASE(breakdown_sums_to_iteration), TH_CASE(model_flops_gpt3),
         TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
-        TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta), TH_CASE(monotone_sanity))
+        TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta), TH_CASE(zero3_per_tensor),
+        TH_CASE(cross_entropy_kinds), TH_CASE(fused_masked_softmax), TH_CASE(monotone_sanity))

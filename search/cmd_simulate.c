@@ -15,7 +15,9 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: llmplan simulate RUN.json [--json] [--trace FILE] [--profile FILE|roofline]\n"
-            "       llmplan simulate --batch RUNS.jsonl [--profile FILE|roofline]\n"
+            "                        [--sustained-frac F]\n"
+            "       llmplan simulate --batch RUNS.jsonl [--profile FILE|roofline] "
+            "[--sustained-frac F]\n"
             "\n"
             "Simulate one training iteration of one configuration (DESIGN.md run description).\n"
             "\n"
@@ -25,10 +27,14 @@ static void usage(FILE *f)
             "  --trace FILE       write the simulated timeline as Chrome trace JSON (Perfetto)\n"
             "  --profile FILE     kernel profile to use (default: data/profiles/<gpu>.h5;\n"
             "                     'roofline' = the closed-form test backend)\n"
+            "  --sustained-frac F override every GPU's sustained fraction of its profile's\n"
+            "                     compute throughput (default: the GPU preset's, else %.2f;\n"
+            "                     docs/calibration.md)\n"
             "  -h, --help         this text\n"
             "\n"
             "An infeasible configuration prints feasible: false and its reason, exit 0.\n"
-            "Malformed input exits 1 with a message naming the file and the key.\n");
+            "Malformed input exits 1 with a message naming the file and the key.\n",
+            LP_SUSTAINED_FRAC);
 }
 
 /* Choose and load the cost model: an explicit --profile, else the GPU's
@@ -65,7 +71,7 @@ int lp_cli_cost_model(const char *profile_arg, const struct lp_gpu *gpu, struct 
 #define BATCH_PROFILES 32
 
 /* --batch: JSON lines in, JSON lines out; one profile loaded per GPU. */
-static int run_batch(const char *file, const char *profile, struct lp_err *err)
+static int run_batch(const char *file, const char *profile, double sustained, struct lp_err *err)
 {
     FILE *in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
     if (!in) LP_FAIL(err, LP_EIO, "%s: cannot open", file);
@@ -91,6 +97,7 @@ static int run_batch(const char *file, const char *profile, struct lp_err *err)
         struct lp_run run;
         rc = lp_parse_run(p, origin, &run, err);
         if (rc < 0) break;
+        if (sustained > 0) run.system.gpu.sustained_frac = sustained;
         int k = 0;
         while (k < ncache && strcmp(cache[k].gpu, run.system.gpu.name) != 0)
             k++;
@@ -186,6 +193,7 @@ int lp_cmd_simulate(int argc, char **argv)
 {
     const char *file = NULL, *trace = NULL, *profile = NULL, *batch = NULL;
     int json = 0;
+    double sustained = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
             usage(stdout);
@@ -198,6 +206,16 @@ int lp_cmd_simulate(int argc, char **argv)
             batch = argv[++i];
         } else if (!strcmp(argv[i], "--profile") && i + 1 < argc) {
             profile = argv[++i];
+        } else if (!strcmp(argv[i], "--sustained-frac") && i + 1 < argc) {
+            char *end = NULL;
+            sustained = strtod(argv[++i], &end);
+            if (!end || *end || !(sustained > 0 && sustained <= 1)) {
+                fprintf(stderr,
+                        "llmplan simulate: --sustained-frac: expected a fraction in (0, 1], got "
+                        "'%s'\n",
+                        argv[i]);
+                return 2;
+            }
         } else if (argv[i][0] == '-') {
             fprintf(stderr, "llmplan simulate: unknown or incomplete option '%s'\n", argv[i]);
             usage(stderr);
@@ -213,7 +231,7 @@ int lp_cmd_simulate(int argc, char **argv)
     struct lp_err err;
     lp_err_clear(&err);
     if (batch) {
-        if (run_batch(batch, profile, &err) < 0) {
+        if (run_batch(batch, profile, sustained, &err) < 0) {
             lp_cli_error(&err);
             return 1;
         }
@@ -229,6 +247,7 @@ int lp_cmd_simulate(int argc, char **argv)
     struct lp_event *ev = NULL;
     char *text = NULL;
     int rc = lp_load_run(file, &run, &err);
+    if (rc >= 0 && sustained > 0) run.system.gpu.sustained_frac = sustained;
     char used[1024];
     struct lp_cost_model cm;
     if (rc >= 0)

@@ -91,8 +91,22 @@ struct lp_gpu {
     int sms;                          /* streaming multiprocessors (wave quantisation) */
     double l2_bytes;
     double tdp_w;
+    /* Fraction of its kernel profile's compute throughput (GEMM, attention)
+     * the GPU sustains over a training run; 0 = LP_SUSTAINED_FRAC
+     * (docs/calibration.md). The profiles hold short-burst kernel times. */
+    double sustained_frac;
     char source[LP_SOURCE_LEN];
 };
+
+/* Fitted on the calibration half of the validation rows (scripts/calibrate,
+ * docs/calibration.md): real A100 training runs sustain this fraction of
+ * the burst kernel throughput the profiles hold. */
+#define LP_SUSTAINED_FRAC 0.87
+/* Overlap of host and GPU time (framework option host_overlap), fitted
+ * with LP_SUSTAINED_FRAC and host_op_us (docs/calibration.md). */
+#define LP_HOST_OVERLAP 1.25
+/* g->sustained_frac, or LP_SUSTAINED_FRAC when unset */
+double lp_gpu_sustained(const struct lp_gpu *g);
 
 struct lp_link {
     double bw_Bps; /* per-GPU unidirectional bandwidth of the tier */
@@ -130,6 +144,7 @@ struct lp_framework_opts {
     double bucket_bytes;       /* DP gradient bucket size */
     double step_overhead_s;    /* per-iteration host/launch overhead */
     double host_op_s;          /* host dispatch time per kernel launch (eager PyTorch) */
+    double host_overlap;       /* p of the smooth max (kernels^p + host^p)^(1/p): 1 = serial */
     bool zero3_per_tensor;     /* ZeRO-3 gathers/reduce-scatters one collective per parameter
                                   tensor (DeepSpeed 2021) instead of one per layer */
     enum lp_xent xent;         /* the loss kernels */

@@ -449,14 +449,15 @@ static uint64_t model_hash(const struct lp_model *m)
 
 static uint64_t system_hash(const struct lp_system *s)
 {
-    double v[8] = {s->intra.bw_Bps,
+    double v[9] = {s->intra.bw_Bps,
                    s->intra.latency_s,
                    s->inter.bw_Bps,
                    s->inter.latency_s,
                    s->gpu.mem_bw_Bps,
                    s->gpu.peak_flops[LP_BF16],
                    s->gpu.peak_flops[LP_FP16],
-                   (double)s->gpus_per_node};
+                   (double)s->gpus_per_node,
+                   s->gpu.sustained_frac};
     return lp_hash_bytes(v, sizeof(v), FNV_OFFSET);
 }
 
@@ -503,6 +504,7 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.lora_rank = r->train.lora_rank;
     k.lora_bits = r->train.lora_base_bits;
     k.host_op_s = r->fw.host_op_s;
+    k.host_overlap = r->fw.host_overlap;
     uint64_t h = lp_hash_bytes(&k, sizeof(k), FNV_OFFSET);
     size_t slot = (size_t)(h % LP_SIM_MEMO);
     if (s->used[slot] && memcmp(&s->key[slot], &k, sizeof(k)) == 0) {

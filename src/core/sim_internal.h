@@ -40,7 +40,7 @@ struct lp_shape_key {
     int tp, cp, ep, mb;
     int sp, flash, prec, recompute, fused;
     int lora_rank, lora_bits;
-    double host_op_s;
+    double host_op_s, host_overlap;
 };
 
 #define LP_SIM_MEMO 512

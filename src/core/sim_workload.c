@@ -25,12 +25,10 @@ struct wl {
 };
 
 /* Kernel time and kernel count of a sequence of operators. Every kernel
- * also costs the framework's per-kernel overhead (fw.host_op_s): host
- * dispatch and launch gaps that the GPU does not hide in eager PyTorch
- * frameworks. It is fitted per framework on the calibration half of the
- * validation rows (docs/calibration.md); additive rather than overlapped
- * because that is what the measurements support (the max() form leaves a
- * micro-batch-size-dependent bias; docs/calibration.md). */
+ * also costs the framework's per-kernel host time (fw.host_op_s: dispatch,
+ * autograd, hooks in eager PyTorch frameworks), partly hidden behind the
+ * GPU's work (host_exposed). Both constants are fitted on the calibration
+ * half of the validation rows (docs/calibration.md). */
 struct acc {
     double s;
     int n;
@@ -54,6 +52,23 @@ static void addw(struct acc *a, double t)
     a->wn++;
 }
 
+/* Host time of a sequence of kernels and how much of it the GPU does not
+ * hide. Each kernel costs the framework's host_op_s on the host (dispatch,
+ * autograd, hooks); the host runs ahead of the GPU only as far as its work
+ * allows, so the sequence takes the smooth maximum
+ *     (kernels^p + host^p)^(1/p),   p = fw.host_overlap >= 1
+ * of its kernel time and its host time: p = 1 is no overlap (the two add),
+ * large p full overlap (the slower side alone). p is fitted with host_op_s
+ * (docs/calibration.md). Returns the part beyond the kernel time. */
+static double host_exposed(const struct wl *w, const struct acc *a, int ncoll)
+{
+    const double h = (a->n + ncoll) * w->run->fw.host_op_s, p = w->run->fw.host_overlap;
+    if (!(h > 0)) return 0.0;
+    if (!(p > 1.0) || !(a->s > 0)) return h;
+    const double m = fmax(a->s, h), x = fmin(a->s, h) / m; /* scaled: no overflow */
+    return m * pow(1.0 + pow(x, p), 1.0 / p) - a->s;
+}
+
 /* Fold a block's forward and backward sequences into the layer's
  * operator-class breakdown (overhead and collectives included). */
 static void classify(const struct wl *w, struct lp_layer_cost *c, const struct acc *f,
@@ -63,18 +78,42 @@ static void classify(const struct wl *w, struct lp_layer_cost *c, const struct a
         c->op_fwd[k] += f->cat[k];
         c->op_bwd[k] += b->cat[k];
     }
-    c->op_fwd[LP_OPC_OVERHEAD] += (f->n + ncoll) * w->run->fw.host_op_s;
-    c->op_bwd[LP_OPC_OVERHEAD] += (b->n + ncoll) * w->run->fw.host_op_s;
+    c->op_fwd[LP_OPC_OVERHEAD] += host_exposed(w, f, ncoll);
+    c->op_bwd[LP_OPC_OVERHEAD] += host_exposed(w, b, ncoll);
     c->op_fwd[LP_OPC_COMM] += comm_f;
     c->op_bwd[LP_OPC_COMM] += comm_b;
-    c->wgrad_s += b->wg + b->wn * w->run->fw.host_op_s;
+    /* the W pass's share of the backward's exposed host time: its kernels' */
+    c->wgrad_s +=
+        b->wg + (b->n + ncoll > 0 ? host_exposed(w, b, ncoll) * b->wn / (b->n + ncoll) : 0);
 }
 
 /* Compute time of a sequence including its kernels' overhead; `ncoll`
  * collectives launched in between carry the same overhead. */
 static double with_overhead(const struct wl *w, const struct acc *a, int ncoll)
 {
-    return a->s + (a->n + ncoll) * w->run->fw.host_op_s;
+    return a->s + host_exposed(w, a, ncoll);
+}
+
+/* Power-limited clocks. A profile holds kernel times measured (or modelled)
+ * in short bursts; over a training run a GPU busy with tensor-core work
+ * hits its power limit and lowers its clock, so GEMMs and attention run at
+ * a fraction f_min of the burst rate (lp_gpu_sustained: fitted,
+ * docs/calibration.md). A GPU that idles between kernels, waiting for the
+ * host, stays below the limit: the fraction applied is
+ *     f = 1 - (1 - f_min) * duty,   duty = kernel time / (kernel + host time)
+ * over the sequence `a` (memory-bound kernels and collectives are not
+ * scaled: HBM and NVLink clocks do not follow the SM clock). */
+static void throttle(const struct wl *w, struct acc *a, int ncoll)
+{
+    const double comp = a->cat[LP_OPC_GEMM] + a->cat[LP_OPC_ATTN];
+    if (!(comp > 0) || !(a->s > 0)) return;
+    const double host = (a->n + ncoll) * w->run->fw.host_op_s;
+    const double duty = a->s / (a->s + host);
+    const double k = 1.0 / (1.0 - (1.0 - lp_gpu_sustained(&w->run->system.gpu)) * duty);
+    a->s += comp * (k - 1.0);
+    a->cat[LP_OPC_GEMM] *= k;
+    a->cat[LP_OPC_ATTN] *= k;
+    a->wg *= k;
 }
 
 static double gemm(const struct wl *w, enum lp_gemm_layout l, double m, double n, double k)
@@ -207,6 +246,8 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c)
         comm_f += fmax(0.0, ring - af);
         comm_b += fmax(0.0, 2.0 * ring - ab);
     }
+    throttle(w, &f, ncoll);
+    throttle(w, &b, ncoll);
     if (r->fw.tp_overlap) {
         comm_f = fmax(0.0, comm_f - f.s);
         comm_b = fmax(0.0, comm_b - b.s);
@@ -244,6 +285,8 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
     linear(w, T, h, ft, &f, &b);
     double comm = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
+    throttle(w, &f, ncoll);
+    throttle(w, &b, ncoll);
     double comm_f = r->fw.tp_overlap ? fmax(0.0, comm - f.s) : comm;
     double comm_b = r->fw.tp_overlap ? fmax(0.0, comm - b.s) : comm;
     double fwd = with_overhead(w, &f, ncoll);
@@ -305,6 +348,8 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     }
     double comm = tp_comm(w) + a2a;
     int ncoll = (w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0) + (r->par.ep > 1 ? 2 : 0);
+    throttle(w, &f, ncoll);
+    throttle(w, &b, ncoll);
     double fwd = with_overhead(w, &f, ncoll);
     c->fwd_s += fwd;
     c->bwd_s += with_overhead(w, &b, ncoll);
@@ -374,6 +419,8 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
             comm_b += tp_ar;
         }
     }
+    throttle(w, &f, w->t > 1 ? 4 : 0);
+    throttle(w, &b, w->t > 1 ? 1 : 0);
     e->head_fwd_s = with_overhead(w, &f, w->t > 1 ? 4 : 0) + comm_f;
     e->head_bwd_s = with_overhead(w, &b, w->t > 1 ? 1 : 0) + comm_b;
 }

@@ -450,9 +450,9 @@ static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *
 
 static int parse_gpu_obj(const struct lp_jctx *c, const cJSON *o, const char *path, void *vout)
 {
-    static const char *const keys[] = {"name",  "memory_GiB", "memory_bw_GBps", "peak_tflops",
-                                       "sms",   "l2_MiB",     "tdp_w",          "source",
-                                       "notes", NULL};
+    static const char *const keys[] = {
+        "name",  "memory_GiB", "memory_bw_GBps", "peak_tflops",    "sms", "l2_MiB",
+        "tdp_w", "source",     "notes",          "sustained_frac", NULL};
     static const char *const pk[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
     struct lp_gpu *g = vout;
     struct lp_err *err = c->err;
@@ -487,6 +487,13 @@ static int parse_gpu_obj(const struct lp_jctx *c, const cJSON *o, const char *pa
     LP_TRY(err, lp_json_num(c, o, path, "l2_MiB", false, 0, false, &v));
     g->l2_bytes = v * 1024.0 * 1024.0;
     LP_TRY(err, lp_json_num(c, o, path, "tdp_w", false, 0, false, &g->tdp_w));
+    LP_TRY(err, lp_json_num(c, o, path, "sustained_frac", false, 0, true, &g->sustained_frac));
+    if (g->sustained_frac > 1.0) {
+        char kp[256];
+        lp_jpath(kp, sizeof(kp), path, "sustained_frac");
+        LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected a fraction in (0, 1], got %g", c->file, kp,
+                g->sustained_frac);
+    }
     LP_TRY(err, lp_json_str(c, o, path, "source", false, g->source, sizeof(g->source)));
     return LP_OK;
 }
@@ -693,6 +700,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
                                        "host_op_us",
                                        "zero3_per_tensor",
                                        "cross_entropy",
+                                       "host_overlap",
                                        NULL};
     struct lp_err *err = c->err;
     const char *expected = "\"megatron\", \"megatron-2021\", \"megatron-deepspeed\" or \"fsdp\"";
@@ -725,6 +733,13 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     LP_TRY(err, lp_json_num(c, item, path, "bucket_MB", false, 0, true, &mb));
     LP_TRY(err, lp_json_num(c, item, path, "step_overhead_ms", false, 0, false, &ms));
     LP_TRY(err, lp_json_num(c, item, path, "host_op_us", false, 0, false, &us));
+    LP_TRY(err, lp_json_num(c, item, path, "host_overlap", false, 0, true, &f->host_overlap));
+    if (f->host_overlap < 1.0) {
+        char kp[256];
+        lp_jpath(kp, sizeof(kp), path, "host_overlap");
+        LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected a number >= 1 (1 = no overlap), got %g",
+                c->file, kp, f->host_overlap);
+    }
     f->bucket_bytes = mb * 1e6;
     f->step_overhead_s = ms * 1e-3;
     f->host_op_s = us * 1e-6;

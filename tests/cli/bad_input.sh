@@ -65,6 +65,10 @@ case_ attention_kernel "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\
   \"training\": {\"global_batch\": 8, \"attention\": \"flash3\"} }" "'training.attention'" "\"triton\""
 case_ attention_contradiction "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
   \"training\": {\"global_batch\": 8, \"flash_attention\": false, \"attention\": \"triton\"} }" "contradicts flash_attention"
+case_ host_overlap "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
+  \"training\": {\"global_batch\": 8}, \"framework\": {\"name\": \"fsdp\", \"host_overlap\": 0.5} }" "'framework.host_overlap'" ">= 1"
+case_ cross_entropy "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
+  \"training\": {\"global_batch\": 8}, \"framework\": {\"name\": \"fsdp\", \"cross_entropy\": \"fp64\"} }" "'framework.cross_entropy'" "\"native\""
 
 # a missing file
 out=$("$bin" simulate "$dir/nope.json" 2>&1 >/dev/null); rc=$?

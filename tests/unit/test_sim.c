@@ -372,6 +372,7 @@ TEST(fused_masked_softmax)
     struct lp_run r;
     gpt3_run(&r);
     r.train.flash_attention = false;
+    r.system.gpu.sustained_frac = 1.0; /* burst clocks: the tables' times */
     struct lp_cost_model cm;
     lp_cost_model_roofline(&cm, &r.system.gpu);
     struct lp_shape_cost fused, unfused;
@@ -383,6 +384,30 @@ TEST(fused_masked_softmax)
     double causal = cm.ops->attn_s(&cm, LP_ATTN_UNFUSED, true, LP_PASS_FWD, LP_BF16, bh, 2048, d);
     ASSERT_NEAR(fused.dense.op_fwd[LP_OPC_ATTN], full, 1e-15);
     ASSERT_NEAR(unfused.dense.op_fwd[LP_OPC_ATTN], causal, 1e-15);
+}
+
+/* Power-limited clocks scale the compute kernels by 1/f with
+ * f = 1 - (1 - f_min) * duty: fully at full duty (no host overhead), not at
+ * all for f_min = 1, and less when the GPU waits for the host. */
+TEST(sustained_clock)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_shape_cost burst, busy, idle;
+    r.system.gpu.sustained_frac = 1.0;
+    lp_shape_cost_compute(&cm, &r, &burst);
+    r.system.gpu.sustained_frac = 0.8;
+    lp_shape_cost_compute(&cm, &r, &busy);
+    ASSERT_NEAR(busy.dense.op_fwd[LP_OPC_GEMM], burst.dense.op_fwd[LP_OPC_GEMM] / 0.8, 1e-12);
+    ASSERT_NEAR(busy.dense.op_bwd[LP_OPC_ATTN], burst.dense.op_bwd[LP_OPC_ATTN] / 0.8, 1e-12);
+    ASSERT_NEAR(busy.dense.op_fwd[LP_OPC_MEM], burst.dense.op_fwd[LP_OPC_MEM], 1e-15);
+    r.fw.host_op_s = 1e-3; /* a GPU mostly waiting for its host */
+    lp_shape_cost_compute(&cm, &r, &idle);
+    double g = idle.dense.op_fwd[LP_OPC_GEMM] / burst.dense.op_fwd[LP_OPC_GEMM];
+    ASSERT_TRUE(g > 1.0 && g < 1.05);
+    ASSERT_NEAR(lp_gpu_sustained(&(struct lp_gpu){0}), LP_SUSTAINED_FRAC, 1e-15);
 }
 
 /* More data parallelism of the same model: iteration time falls, and a
@@ -597,4 +622,5 @@ TH_MAIN(TH_CASE(zero_bubble), TH_CASE(layer_ops_sum), TH_CASE(memo_keys), TH_CAS
         TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
         TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta), TH_CASE(zero3_per_tensor),
-        TH_CASE(cross_entropy_kinds), TH_CASE(fused_masked_softmax), TH_CASE(monotone_sanity))
+        TH_CASE(cross_entropy_kinds), TH_CASE(fused_masked_softmax), TH_CASE(sustained_clock),
+        TH_CASE(monotone_sanity))

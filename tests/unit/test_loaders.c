@@ -180,6 +180,9 @@ TEST(framework_defaults)
     lp_framework_defaults(LP_FW_MEGATRON, &o);
     ASSERT_TRUE(o.dp_overlap && o.pp_overlap && o.param_gather_overlap && !o.tp_overlap);
     ASSERT_TRUE(o.fused_kernels);
+    ASSERT_TRUE(o.xent == LP_XENT_FP32 && !o.zero3_per_tensor);
+    ASSERT_NEAR(o.host_overlap, 1.25, 1e-12); /* docs/calibration.md */
+    ASSERT_NEAR(LP_SUSTAINED_FRAC, 0.87, 1e-12);
     lp_framework_defaults(LP_FW_MEGATRON_2021, &o);
     ASSERT_TRUE(!o.dp_overlap && !o.pp_overlap && !o.param_gather_overlap && !o.tp_overlap);
     ASSERT_NEAR(o.host_op_s, 0.0, 1e-12); /* docs/calibration.md */

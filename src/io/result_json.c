@@ -15,6 +15,38 @@ static int add_num(cJSON *o, const char *k, double v)
     return cJSON_AddNumberToObject(o, k, v) ? 0 : -1;
 }
 
+/* "framework": its name when every option is the framework's default, else
+ * an object with the name and every option, as the run description reads
+ * it back (docs/frameworks.md). Returns nonzero on allocation failure. */
+static int add_framework(cJSON *c, const struct lp_framework_opts *f)
+{
+    struct lp_framework_opts d;
+    lp_framework_defaults(f->kind, &d);
+    const bool same = f->dp_overlap == d.dp_overlap && f->tp_overlap == d.tp_overlap &&
+                      f->pp_overlap == d.pp_overlap &&
+                      f->param_gather_overlap == d.param_gather_overlap &&
+                      f->fused_kernels == d.fused_kernels && f->bucket_bytes == d.bucket_bytes &&
+                      f->step_overhead_s == d.step_overhead_s && f->host_op_s == d.host_op_s &&
+                      f->host_overlap == d.host_overlap &&
+                      f->zero3_per_tensor == d.zero3_per_tensor && f->xent == d.xent;
+    if (same) return !cJSON_AddStringToObject(c, "framework", lp_framework_name(f->kind));
+    cJSON *o = cJSON_AddObjectToObject(c, "framework");
+    if (!o) return 1;
+    int bad = !cJSON_AddStringToObject(o, "name", lp_framework_name(f->kind));
+    bad |= !cJSON_AddBoolToObject(o, "dp_overlap", f->dp_overlap);
+    bad |= !cJSON_AddBoolToObject(o, "tp_overlap", f->tp_overlap);
+    bad |= !cJSON_AddBoolToObject(o, "pp_overlap", f->pp_overlap);
+    bad |= !cJSON_AddBoolToObject(o, "param_gather_overlap", f->param_gather_overlap);
+    bad |= !cJSON_AddBoolToObject(o, "fused_kernels", f->fused_kernels);
+    bad |= add_num(o, "bucket_MB", f->bucket_bytes / 1e6);
+    bad |= add_num(o, "step_overhead_ms", f->step_overhead_s * 1e3);
+    bad |= add_num(o, "host_op_us", f->host_op_s * 1e6);
+    bad |= add_num(o, "host_overlap", f->host_overlap);
+    bad |= !cJSON_AddBoolToObject(o, "zero3_per_tensor", f->zero3_per_tensor);
+    bad |= !cJSON_AddStringToObject(o, "cross_entropy", lp_xent_name(f->xent));
+    return bad;
+}
+
 static cJSON *config_json(const struct lp_run *r, int gpus)
 {
     cJSON *c = cJSON_CreateObject();
@@ -55,7 +87,7 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
                    add_num(ft, "base_bits", r->train.lora_base_bits);
         }
     }
-    bad |= !cJSON_AddStringToObject(c, "framework", lp_framework_name(r->fw.kind));
+    bad |= add_framework(c, &r->fw);
     if (bad) {
         cJSON_Delete(c);
         return NULL;

@@ -173,6 +173,44 @@ TEST(attention_kernel)
     ASSERT_CONTAINS(err.msg, "\"flash2\", \"flash1\", \"triton\" or \"unfused\"");
 }
 
+/* Framework overrides survive the result JSON (plans reproduce with
+ * `llmplan simulate`): the default framework is written as its name, an
+ * overridden one as an object that parses back to the same options. */
+TEST(framework_round_trip)
+{
+    const char *base = "{\"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\", "
+                       "\"training\": {\"global_batch\": 8}, \"framework\": ";
+    char text[1024];
+    struct lp_run r, back;
+    struct lp_result res;
+    memset(&res, 0, sizeof(res));
+    struct lp_err err;
+    lp_err_clear(&err);
+    char *out = NULL;
+    snprintf(text, sizeof(text), "%s\"fsdp\"}", base);
+    ASSERT_OK(lp_parse_run(text, "a.json", &r, &err));
+    ASSERT_OK(lp_result_to_json_line(&r, &res, true, &out, &err));
+    ASSERT_CONTAINS(out, "\"framework\":\"fsdp\"");
+    free(out);
+    snprintf(text, sizeof(text),
+             "%s{\"name\": \"fsdp\", \"cross_entropy\": \"fused\", "
+             "\"host_overlap\": 2, \"host_op_us\": 30}}",
+             base);
+    ASSERT_OK(lp_parse_run(text, "b.json", &r, &err));
+    ASSERT_OK(lp_result_to_json_line(&r, &res, true, &out, &err));
+    const char *fw = strstr(out, "\"framework\":{");
+    ASSERT_TRUE(fw != NULL);
+    const char *end = strchr(fw, '}');
+    ASSERT_TRUE(end != NULL);
+    snprintf(text, sizeof(text), "%s%.*s}}", base, (int)(end - fw - 12), fw + 12);
+    free(out);
+    if (lp_parse_run(text, "c.json", &back, &err) != LP_OK) TH_FAIL_("%s: %s", text, err.msg);
+    ASSERT_TRUE(back.fw.xent == LP_XENT_FUSED);
+    ASSERT_NEAR(back.fw.host_overlap, 2.0, 1e-12);
+    ASSERT_NEAR(back.fw.host_op_s, 30e-6, 1e-15);
+    ASSERT_TRUE(back.fw.dp_overlap == r.fw.dp_overlap && back.fw.kind == LP_FW_FSDP);
+}
+
 /* The documented framework defaults (docs/frameworks.md), pinned. */
 TEST(framework_defaults)
 {
@@ -189,7 +227,7 @@ TEST(framework_defaults)
     ASSERT_TRUE(!o.zero3_per_tensor);
     lp_framework_defaults(LP_FW_MEGATRON_DEEPSPEED, &o);
     ASSERT_TRUE(!o.dp_overlap && !o.pp_overlap);
-    ASSERT_TRUE(o.zero3_per_tensor); /* DeepSpeed 2021 partition_parameters.py */
+    ASSERT_TRUE(o.zero3_per_tensor);        /* DeepSpeed 2021 partition_parameters.py */
     ASSERT_NEAR(o.host_op_s, 77e-6, 1e-12); /* docs/calibration.md */
     ASSERT_NEAR(o.bucket_bytes, 5e8, 1e-12);
     lp_framework_defaults(LP_FW_FSDP, &o);
@@ -225,4 +263,4 @@ TEST(atomic_write)
 
 TH_MAIN(TH_CASE(all_presets_load), TH_CASE(preset_values), TH_CASE(run_inline_and_defaults),
         TH_CASE(run_errors_name_file_and_key), TH_CASE(attention_kernel),
-        TH_CASE(framework_defaults), TH_CASE(atomic_write))
+        TH_CASE(framework_round_trip), TH_CASE(framework_defaults), TH_CASE(atomic_write))

@@ -35,6 +35,7 @@ struct acc {
     double cat[LP_OPC_COUNT];
     double wg; /* the weight-gradient GEMMs among them (zero-bubble W pass) */
     int wn;
+    double comm; /* exposed collectives on the same stream: GPU time the host also runs ahead of */
 };
 
 static void addk(struct acc *a, enum lp_op_class k, double t)
@@ -57,16 +58,18 @@ static void addw(struct acc *a, double t)
  * autograd, hooks); the host runs ahead of the GPU only as far as its work
  * allows, so the sequence takes the smooth maximum
  *     (kernels^p + host^p)^(1/p),   p = fw.host_overlap >= 1
- * of its kernel time and its host time: p = 1 is no overlap (the two add),
+ * of its GPU time (kernels and the collectives between them) and its host
+ * time: p = 1 is no overlap (the two add),
  * large p full overlap (the slower side alone). p is fitted with host_op_s
  * (docs/calibration.md). Returns the part beyond the kernel time. */
 static double host_exposed(const struct wl *w, const struct acc *a, int ncoll)
 {
     const double h = (a->n + ncoll) * w->run->fw.host_op_s, p = w->run->fw.host_overlap;
+    const double g = a->s + a->comm; /* the GPU's time: kernels and collectives */
     if (!(h > 0)) return 0.0;
-    if (!(p > 1.0) || !(a->s > 0)) return h;
-    const double m = fmax(a->s, h), x = fmin(a->s, h) / m; /* scaled: no overflow */
-    return m * pow(1.0 + pow(x, p), 1.0 / p) - a->s;
+    if (!(p > 1.0) || !(g > 0)) return h;
+    const double m = fmax(g, h), x = fmin(g, h) / m; /* scaled: no overflow */
+    return m * pow(1.0 + pow(x, p), 1.0 / p) - g;
 }
 
 /* Fold a block's forward and backward sequences into the layer's
@@ -252,6 +255,8 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c)
         comm_f = fmax(0.0, comm_f - f.s);
         comm_b = fmax(0.0, comm_b - b.s);
     }
+    f.comm = comm_f;
+    b.comm = comm_b;
     double fwd = with_overhead(w, &f, ncoll);
     c->fwd_s += fwd;
     c->bwd_s += with_overhead(w, &b, ncoll);
@@ -289,6 +294,8 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
     throttle(w, &b, ncoll);
     double comm_f = r->fw.tp_overlap ? fmax(0.0, comm - f.s) : comm;
     double comm_b = r->fw.tp_overlap ? fmax(0.0, comm - b.s) : comm;
+    f.comm = comm_f;
+    b.comm = comm_b;
     double fwd = with_overhead(w, &f, ncoll);
     c->fwd_s += fwd;
     c->bwd_s += with_overhead(w, &b, ncoll);
@@ -350,6 +357,7 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     int ncoll = (w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0) + (r->par.ep > 1 ? 2 : 0);
     throttle(w, &f, ncoll);
     throttle(w, &b, ncoll);
+    f.comm = b.comm = comm;
     double fwd = with_overhead(w, &f, ncoll);
     c->fwd_s += fwd;
     c->bwd_s += with_overhead(w, &b, ncoll);
@@ -421,6 +429,8 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
     }
     throttle(w, &f, w->t > 1 ? 4 : 0);
     throttle(w, &b, w->t > 1 ? 1 : 0);
+    f.comm = comm_f;
+    b.comm = comm_b;
     e->head_fwd_s = with_overhead(w, &f, w->t > 1 ? 4 : 0) + comm_f;
     e->head_bwd_s = with_overhead(w, &b, w->t > 1 ? 1 : 0) + comm_b;
 }

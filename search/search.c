@@ -66,6 +66,8 @@ static void usage(FILE *f)
             "  --resume           continue from DIR/checkpoint.bin (start afresh if none)\n"
             "  --no-dataset       do not write sweep.h5\n"
             "  --profile P        override the sweep's \"profile\": FILE.h5, roofline or synth\n"
+            "  --sustained-frac F override every GPU's sustained fraction of its profile's\n"
+            "                     compute throughput (docs/calibration.md)\n"
             "  --chunk N          smallest index range handed to a rank (default %d)\n"
             "  --segment N        indices per scheduling segment (default %llu)\n"
             "  --checkpoint S     write rows and a checkpoint at least every S seconds\n"
@@ -123,6 +125,10 @@ static int parse_args(int argc, char **argv, struct lp_search_opts *o, const cha
             o->quiet = true;
         } else if (!strcmp(a, "--profile") && more) {
             o->profile = argv[++i];
+        } else if (!strcmp(a, "--sustained-frac") && more) {
+            char *end = NULL;
+            o->sustained = strtod(argv[++i], &end);
+            if (!end || *end || !(o->sustained > 0 && o->sustained <= 1)) goto bad_value;
         } else if (!strcmp(a, "--chunk") && more) {
             if (parse_u64(argv[++i], 1, &o->min_chunk)) goto bad_value;
         } else if (!strcmp(a, "--segment") && more) {
@@ -217,6 +223,11 @@ static int load_cost_models(struct lp_search *s, struct lp_err *err)
     const char *choice = s->opt.profile ? s->opt.profile : s->sweep->profile;
     size_t off = 0;
     s->nsys = s->sweep->nvalues[LP_DIM_SYSTEM];
+    /* before the cost models copy the GPUs; part of profile_desc, so a resume
+     * with another value is refused like one with another profile */
+    if (s->opt.sustained > 0)
+        for (int i = 0; i < s->nsys; i++)
+            s->sweep->systems[i].gpu.sustained_frac = s->opt.sustained;
     for (int i = 0; i < s->nsys; i++) {
         const struct lp_system *sys = &s->sweep->systems[i];
         char desc[700];
@@ -246,6 +257,10 @@ static int load_cost_models(struct lp_search *s, struct lp_err *err)
             lp_cost_model_table(&s->cm[i], s->prof[i], &sys->gpu);
             snprintf(desc, sizeof(desc), "%s (%016llx)", path,
                      (unsigned long long)s->prof[i]->checksum);
+        }
+        if (sys->gpu.sustained_frac > 0) {
+            const size_t d = strlen(desc);
+            snprintf(desc + d, sizeof(desc) - d, ", sustained %g", sys->gpu.sustained_frac);
         }
         off += (size_t)snprintf(s->profile_desc + off, sizeof(s->profile_desc) - off, "%s%s: %s",
                                 i ? "; " : "", sys->name, desc);

@@ -61,6 +61,7 @@ struct lp_search_opts {
     double checkpoint_s; /* --checkpoint: rows + checkpoint at least this often */
     double progress_s;   /* --progress; 0 = off */
     uint64_t stop_after; /* --stop-after (testing): rank 0 raises SIGUSR1 after N indices */
+    double sustained;    /* --sustained-frac: every GPU's sustained fraction; 0 = presets' */
     char cmdline[4096];
 };
 

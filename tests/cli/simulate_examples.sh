@@ -40,5 +40,18 @@ PY
   else fail=$((fail+1)); echo "FAIL $name: output check"
   fi
 done
+# --sustained-frac: burst clocks (1) are faster than the fitted default; a
+# value outside (0, 1] is a usage error (exit 2)
+ex="$src/data/examples/gpt3-175b-dgx-a100.json"
+a=$("$bin" simulate "$ex" --json --sustained-frac 1 | python3 -c 'import json,sys; print(json.load(sys.stdin)["iteration_time_s"])')
+b=$("$bin" simulate "$ex" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["iteration_time_s"])')
+if python3 -c "import sys; sys.exit(0 if 0 < $a < $b else 1)"; then
+  pass=$((pass+1)); echo "ok   sustained-frac 1: $a s < default $b s"
+else
+  fail=$((fail+1)); echo "FAIL sustained-frac: burst $a s, default $b s"
+fi
+"$bin" simulate "$ex" --sustained-frac 1.5 >/dev/null 2>&1; rc=$?
+if [ $rc -eq 2 ]; then pass=$((pass+1)); echo "ok   sustained-frac 1.5 refused"
+else fail=$((fail+1)); echo "FAIL sustained-frac 1.5: exit $rc"; fi
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -561,12 +561,10 @@ static void dp_costs(struct lp_sim *s, const struct lp_run *r, const struct para
         if (nd > 1) {
             if (p->zero == 0) {
                 t_red = lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, P * b.g_comm, nd, p->tp);
-            } else if (p->zero < 3) {
-                /* ZeRO-3 reduce-scatters every micro-batch: see below */
+            } else if (p->zero < 3) { /* ZeRO-3 reduce-scatters every micro-batch: below */
                 t_red =
                     lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, P * b.g_comm, nd, p->tp);
-                if (p->zero < 3)
-                    t_gather = lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, P * b.w, nd, p->tp);
+                t_gather = lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, P * b.w, nd, p->tp);
             }
         }
         double nbuckets = fmax(1.0, ceil(P * b.g_comm / r->fw.bucket_bytes));

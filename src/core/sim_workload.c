@@ -119,6 +119,30 @@ static void throttle(const struct wl *w, struct acc *a, int ncoll)
     a->wg *= k;
 }
 
+/* Close a block: throttle its compute, hide its TP collectives behind it
+ * when the framework overlaps them (`may_overlap`), add host time, and fold
+ * it into the layer cost. Leaves the exposed collectives in f->comm and
+ * b->comm; returns the forward's time. */
+static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct acc *f,
+                           struct acc *b, double comm_f, double comm_b, int ncoll, bool may_overlap)
+{
+    throttle(w, f, ncoll);
+    throttle(w, b, ncoll);
+    if (may_overlap && w->run->fw.tp_overlap) {
+        comm_f = fmax(0.0, comm_f - f->s);
+        comm_b = fmax(0.0, comm_b - b->s);
+    }
+    f->comm = comm_f;
+    b->comm = comm_b;
+    const double fwd = with_overhead(w, f, ncoll);
+    c->fwd_s += fwd;
+    c->bwd_s += with_overhead(w, b, ncoll);
+    c->comm_fwd_s += comm_f;
+    c->comm_bwd_s += comm_b;
+    classify(w, c, f, b, comm_f, comm_b, ncoll);
+    return fwd;
+}
+
 static double gemm(const struct wl *w, enum lp_gemm_layout l, double m, double n, double k)
 {
     return w->cm->ops->gemm_s(w->cm, l, w->prec, m, n, k);
@@ -249,27 +273,14 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c)
         comm_f += fmax(0.0, ring - af);
         comm_b += fmax(0.0, 2.0 * ring - ab);
     }
-    throttle(w, &f, ncoll);
-    throttle(w, &b, ncoll);
-    if (r->fw.tp_overlap) {
-        comm_f = fmax(0.0, comm_f - f.s);
-        comm_b = fmax(0.0, comm_b - b.s);
-    }
-    f.comm = comm_f;
-    b.comm = comm_b;
-    double fwd = with_overhead(w, &f, ncoll);
-    c->fwd_s += fwd;
-    c->bwd_s += with_overhead(w, &b, ncoll);
-    c->comm_fwd_s += comm_f;
-    c->comm_bwd_s += comm_b;
-    classify(w, c, &f, &b, comm_f, comm_b, ncoll);
+    double fwd = finish_block(w, c, &f, &b, comm_f, comm_b, ncoll, true);
     /* Selective recomputation redoes the attention core in backward
      * (Korthikanti et al. 2022 Sec 5). FlashAttention already recomputes the
      * scores inside its backward kernel, so there is nothing left to redo. */
     if (r->par.recompute == LP_RECOMPUTE_SELECTIVE && impl == LP_ATTN_UNFUSED) c->recompute_s += af;
     if (r->par.recompute == LP_RECOMPUTE_FULL) {
         c->recompute_s += fwd;
-        c->comm_recompute_s += comm_f;
+        c->comm_recompute_s += f.comm;
     }
 }
 
@@ -290,21 +301,10 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
     linear(w, T, h, ft, &f, &b);
     double comm = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
-    throttle(w, &f, ncoll);
-    throttle(w, &b, ncoll);
-    double comm_f = r->fw.tp_overlap ? fmax(0.0, comm - f.s) : comm;
-    double comm_b = r->fw.tp_overlap ? fmax(0.0, comm - b.s) : comm;
-    f.comm = comm_f;
-    b.comm = comm_b;
-    double fwd = with_overhead(w, &f, ncoll);
-    c->fwd_s += fwd;
-    c->bwd_s += with_overhead(w, &b, ncoll);
-    c->comm_fwd_s += comm_f;
-    c->comm_bwd_s += comm_b;
-    classify(w, c, &f, &b, comm_f, comm_b, ncoll);
+    double fwd = finish_block(w, c, &f, &b, comm, comm, ncoll, true);
     if (r->par.recompute == LP_RECOMPUTE_FULL) {
         c->recompute_s += fwd;
-        c->comm_recompute_s += comm_f;
+        c->comm_recompute_s += f.comm;
     }
 }
 
@@ -355,15 +355,7 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     }
     double comm = tp_comm(w) + a2a;
     int ncoll = (w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0) + (r->par.ep > 1 ? 2 : 0);
-    throttle(w, &f, ncoll);
-    throttle(w, &b, ncoll);
-    f.comm = b.comm = comm;
-    double fwd = with_overhead(w, &f, ncoll);
-    c->fwd_s += fwd;
-    c->bwd_s += with_overhead(w, &b, ncoll);
-    c->comm_fwd_s += comm;
-    c->comm_bwd_s += comm;
-    classify(w, c, &f, &b, comm, comm, ncoll);
+    double fwd = finish_block(w, c, &f, &b, comm, comm, ncoll, false);
     if (r->par.recompute == LP_RECOMPUTE_FULL) {
         c->recompute_s += fwd;
         c->comm_recompute_s += comm;

@@ -20,15 +20,11 @@
 /* CUDA context, cuBLAS/NCCL workspaces and allocator slack not visible to the
  * model; typical PyTorch reserved-vs-allocated gap (stated, not fitted). */
 #define RUNTIME_RESERVE_BYTES (1.0 * GIB)
-/* Fused Adam, mixed precision: read fp32 param, fp32 grad, m, v; write
- * param, m, v and the bf16/fp16 copy = 30 B/param; + 4 B for the grad norm. */
 /* Overlapped communication is not free: NCCL runs one CTA per channel on its
  * own SM, so while a collective overlaps compute the kernels have that many
  * fewer SMs. 16 channels is NCCL's usual ring/tree channel count on NVSwitch
  * nodes (stated, not fitted); the compute slowdown is hidden time x 16/SMs. */
 #define NCCL_CHANNEL_SMS 16.0
-#define ADAM_BYTES_PER_PARAM_MIXED 34.0
-#define ADAM_BYTES_PER_PARAM_FP32 32.0
 
 static const char *const reason_names[LP_REASON_COUNT] = {
     "none", "out_of_memory", "gpu_count", "tp_heads", "tp_ffn",    "pp_layers", "batch", "cp_seq",
@@ -162,25 +158,7 @@ enum lp_reason lp_sim_validate(const struct lp_run *run)
 
 /* ---- parameters and memory ---- */
 
-struct params {
-    double layer;     /* one dense layer, per TP rank */
-    double moe_layer; /* one MoE layer, per rank (local experts) */
-    double emb;       /* embedding (+ learned positions), per TP rank */
-    double head;      /* untied output layer, per TP rank (0 if tied and pp == 1) */
-    double stage_max; /* the largest stage's parameters on one rank */
-    double stage0, stage_last;
-    /* trained parameters (all of them, or the LoRA adapters) */
-    double train0, train_last, train_max;
-    int moe_layers_per_stage, dense_layers_per_stage;
-};
-
-static double vocab_padded(const struct lp_run *r)
-{
-    double q = 128.0 * r->par.tp;
-    return ceil(r->model.vocab / q) * q;
-}
-
-static void count_params(const struct lp_run *r, struct params *pr)
+static void count_params(const struct lp_run *r, struct lp_params *pr)
 {
     const struct lp_model *m = &r->model;
     double t = r->par.tp, h = m->hidden, d = (double)m->hidden / m->heads;
@@ -197,7 +175,7 @@ static void count_params(const struct lp_run *r, struct params *pr)
         pr->moe_layer =
             attn + abias + norms + h * m->moe.experts + local * nmat * h * m->moe.ffn_hidden / t;
     }
-    double V = vocab_padded(r);
+    double V = lp_sim_vocab_padded(r);
     pr->emb = V * h / t + (m->pos == LP_POS_LEARNED ? (double)m->seq_len * h : 0.0);
     pr->head = (!m->tied_embeddings || r->par.pp > 1) ? V * h / t : 0.0;
     int per_stage = m->layers / r->par.pp;
@@ -231,72 +209,6 @@ static void count_params(const struct lp_run *r, struct params *pr)
         pr->train0 = pr->train_last = lora_body;
     }
     pr->train_max = fmax(pr->train0, pr->train_last);
-}
-
-/* The parameter tensors of one layer on one TP rank, in parameters: what a
- * framework that gathers ZeRO-3 parameters tensor by tensor issues one
- * collective for (fw.zero3_per_tensor). Returns their count (<= cap). */
-static int layer_tensors(const struct lp_run *r, bool moe_layer, double *sz, int cap)
-{
-    const struct lp_model *m = &r->model;
-    double t = r->par.tp, h = m->hidden, d = (double)m->hidden / m->heads;
-    int n = 0;
-#define PUT(x)                                                                                     \
-    do {                                                                                           \
-        if (n < cap) sz[n++] = (x);                                                                \
-    } while (0)
-    for (int i = 0; i < 2; i++) { /* the two norms */
-        PUT(h);
-        if (m->norm == LP_NORM_LAYERNORM) PUT(h);
-    }
-    PUT(h * d * (m->heads + 2.0 * m->kv_heads) / t); /* QKV */
-    if (m->bias) PUT((m->heads + 2.0 * m->kv_heads) * d / t);
-    PUT(m->heads * d * h / t); /* output projection */
-    if (m->bias) PUT(h);
-    const bool moe = moe_layer && m->moe.experts > 0;
-    const double f = moe ? m->moe.ffn_hidden : m->ffn_hidden;
-    const double copies = moe ? (double)m->moe.experts / r->par.ep : 1.0;
-    const double nmat = m->ffn_act == LP_ACT_SWIGLU ? 3.0 : 2.0;
-    if (moe) PUT(h * m->moe.experts); /* router */
-    for (int e = 0; e < (int)copies; e++) {
-        PUT((nmat - 1.0) * h * f / t); /* fc1 (gate and up fused for SwiGLU) */
-        if (m->bias) PUT((nmat - 1.0) * f / t);
-        PUT(f * h / t); /* fc2 */
-        if (m->bias) PUT(h);
-    }
-#undef PUT
-    return n;
-}
-
-struct bytes_per_param {
-    double w, g, o; /* weights, gradients, optimizer states */
-    double g_comm;  /* gradient bytes on the wire */
-};
-
-/* Mixed precision (Micikevicius et al. 2018; ZeRO, Rajbhandari et al. 2020
- * Sec 3.1): 2-byte weights and gradients, 12 bytes of fp32 master weights,
- * momentum and variance. Megatron keeps bf16 gradients in an fp32 main_grad
- * buffer (and reduces them in fp32), so bf16 costs 4 bytes of gradient. */
-static void param_bytes(const struct lp_run *r, struct bytes_per_param *b)
-{
-    switch (r->train.precision) {
-    case LP_FP32:
-        b->w = 4;
-        b->g = 4;
-        b->o = 8;
-        break;
-    case LP_BF16:
-        b->w = 2;
-        b->g = r->fw.kind == LP_FW_FSDP ? 2 : 4;
-        b->o = 12;
-        break;
-    default:
-        b->w = 2;
-        b->g = 2;
-        b->o = 12;
-        break;
-    }
-    b->g_comm = b->g;
 }
 
 /* Activation bytes of one layer for one micro-batch (Korthikanti et al. 2022,
@@ -347,13 +259,13 @@ static int warmup_chunks(const struct lp_run *r, int s, int micro)
     return (w + 1 < mv ? w + 1 : mv);
 }
 
-static void memory(const struct lp_run *r, const struct params *pr, int micro,
+static void memory(const struct lp_run *r, const struct lp_params *pr, int micro,
                    struct lp_memory *mem)
 {
     const struct lp_parallel *p = &r->par;
     const struct lp_model *m = &r->model;
-    struct bytes_per_param b;
-    param_bytes(r, &b);
+    struct lp_bytes_per_param b;
+    lp_sim_param_bytes(r, &b);
     double nd = (double)p->dp * p->cp;
     double w = b.w, g = b.g, o = b.o;
     if (p->zero >= 1) o /= nd;
@@ -388,7 +300,7 @@ static void memory(const struct lp_run *r, const struct params *pr, int micro,
             act += inflight * T * (e + 1.0) * m->hidden / (p->sequence_parallel ? t : 1.0);
         double temp = RUNTIME_RESERVE_BYTES + 2.0 * T * m->hidden * e; /* comm buffers */
         if (s == p->pp - 1) /* logits (e) and their fp32 softmax/grad of one micro-batch */
-            temp += T * vocab_padded(r) / t * (e + 4.0);
+            temp += T * lp_sim_vocab_padded(r) / t * (e + 4.0);
         if (p->zero >= 3) /* two layers' gathered parameters (prefetch) */
             temp += 2.0 * pr->layer * b.w;
         /* fine-tuning: frozen base weights in their storage precision, the
@@ -416,7 +328,7 @@ static int micro_batches(const struct lp_run *r)
 
 void lp_sim_memory(const struct lp_run *run, struct lp_memory *mem)
 {
-    struct params pr;
+    struct lp_params pr;
     memset(mem, 0, sizeof(*mem));
     count_params(run, &pr);
     memory(run, &pr, micro_batches(run), mem);
@@ -538,86 +450,6 @@ static double model_flops(const struct lp_run *r)
     return passes * per_token * s * (double)r->train.global_batch;
 }
 
-struct dp_cost {
-    double exposed_s[2]; /* stage 0, last stage */
-    double hidden_s[2];  /* communication overlapped with compute */
-    double emb_sync_s;
-    double opt_s;
-    double zero3_fwd_s, zero3_bwd_s; /* per micro-batch */
-};
-
-static void dp_costs(struct lp_sim *s, const struct lp_run *r, const struct params *pr,
-                     double bwd_window_s[2], double fwd_window_s, struct dp_cost *out)
-{
-    const struct lp_parallel *p = &r->par;
-    const struct lp_cost_model *cm = &s->cm;
-    struct bytes_per_param b;
-    param_bytes(r, &b);
-    int nd = p->dp * p->cp;
-    double stage_params[2] = {pr->train0, pr->train_last};
-    memset(out, 0, sizeof(*out));
-    for (int i = 0; i < 2; i++) {
-        double P = stage_params[i], t_red = 0, t_gather = 0;
-        if (nd > 1) {
-            if (p->zero == 0) {
-                t_red = lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, P * b.g_comm, nd, p->tp);
-            } else if (p->zero < 3) { /* ZeRO-3 reduce-scatters every micro-batch: below */
-                t_red =
-                    lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, P * b.g_comm, nd, p->tp);
-                t_gather = lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, P * b.w, nd, p->tp);
-            }
-        }
-        double nbuckets = fmax(1.0, ceil(P * b.g_comm / r->fw.bucket_bytes));
-        double exposed = t_red;
-        if (r->fw.dp_overlap) exposed = fmax(t_red - bwd_window_s[i], t_red / nbuckets);
-        double gexp = t_gather;
-        if (r->fw.param_gather_overlap) gexp = fmax(t_gather - fwd_window_s, t_gather / nbuckets);
-        out->exposed_s[i] = exposed + gexp;
-        out->hidden_s[i] = (t_red - exposed) + (t_gather - gexp);
-    }
-    /* tied input/output embeddings on different stages: their gradients are
-     * all-reduced between the first and last stage after the backward */
-    if (r->model.tied_embeddings && p->pp > 1) {
-        double bytes = vocab_padded(r) * r->model.hidden / p->tp * b.g_comm;
-        int stride = p->tp * p->cp * p->dp * (p->pp - 1);
-        out->emb_sync_s = lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, bytes, 2, stride);
-    }
-    if (p->zero >= 3 && nd > 1) {
-        /* ZeRO-3 / FSDP FULL_SHARD: every micro-batch gathers the parameters
-         * for forward and again for backward, and reduce-scatters their
-         * gradients. One collective per layer (an FSDP unit per block), or
-         * one per parameter tensor (DeepSpeed's ZeRO-3 of 2021:
-         * fw.zero3_per_tensor); the embedding and head are one each. */
-        double ag = 0, rs = 0;
-        for (int moe = 0; moe < 2; moe++) {
-            int nl = moe ? pr->moe_layers_per_stage : pr->dense_layers_per_stage;
-            if (nl <= 0) continue;
-            double sz[512];
-            int nt = 1;
-            sz[0] = moe ? pr->moe_layer : pr->layer;
-            if (r->fw.zero3_per_tensor) nt = layer_tensors(r, moe != 0, sz, 512);
-            for (int i = 0; i < nt; i++) {
-                ag += nl * lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, sz[i] * b.w, nd, p->tp);
-                rs += nl * lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, sz[i] * b.g_comm, nd,
-                                        p->tp);
-            }
-        }
-        double ends = pr->stage_max - (pr->dense_layers_per_stage * pr->layer +
-                                       pr->moe_layers_per_stage * pr->moe_layer);
-        if (ends > 0) {
-            ag += lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, ends * b.w, nd, p->tp);
-            rs += lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, ends * b.g_comm, nd, p->tp);
-        }
-        out->zero3_fwd_s = ag;
-        out->zero3_bwd_s = ag + rs;
-    }
-    /* optimizer over the parameters this rank owns */
-    double owned = pr->train_max / (p->zero >= 1 ? (double)nd : 1.0);
-    double per =
-        r->train.precision == LP_FP32 ? ADAM_BYTES_PER_PARAM_FP32 : ADAM_BYTES_PER_PARAM_MIXED;
-    out->opt_s = cm->ops->mem_s(cm, LP_MEM_ADAM, owned * per);
-}
-
 /* Solve the pipeline schedule (memoised when no trace is recorded); the
  * closed form stands in when the exact solver's scratch is too small. */
 static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_event *ev, int cap,
@@ -671,7 +503,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     int micro = micro_batches(r);
     res->microbatches = micro;
 
-    struct params pr;
+    struct lp_params pr;
     count_params(r, &pr);
     memory(r, &pr, micro, &res->memory);
     res->memory_per_gpu_bytes = res->memory.total_bytes;
@@ -698,11 +530,11 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
                     moe_l * (ml->comm_bwd_s + ml->comm_recompute_s);
 
     double contention = r->system.gpu.sms > 0 ? NCCL_CHANNEL_SMS / r->system.gpu.sms : 0.0;
-    struct dp_cost dpc;
+    struct lp_dp_cost dpc;
     double zero3 = 0, z3f = 0, z3b = 0;
     if (p->zero >= 3 && p->dp * p->cp > 1) {
         double bw[2] = {0, 0};
-        dp_costs(s, r, &pr, bw, 0, &dpc);
+        lp_dp_costs(s, r, &pr, bw, 0, &dpc);
         z3f = dpc.zero3_fwd_s;
         z3b = dpc.zero3_bwd_s;
         if (r->fw.param_gather_overlap) {
@@ -750,7 +582,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
 
     /* DP reduction overlaps the last micro-batch's backward on each stage */
     double bw_win[2] = {b_comp * p->vp, b_comp * p->vp};
-    dp_costs(s, r, &pr, bw_win, f_comp * p->vp, &dpc);
+    lp_dp_costs(s, r, &pr, bw_win, f_comp * p->vp, &dpc);
     int last = p->pp - 1;
     double end0 = end_first + dpc.exposed_s[0] + dpc.hidden_s[0] * contention;
     double endl = end_last + dpc.exposed_s[1] + dpc.hidden_s[1] * contention;

@@ -119,4 +119,42 @@ struct lp_sim {
 
 uint64_t lp_hash_bytes(const void *p, size_t n, uint64_t h);
 
+/* ---- parameters and data-parallel communication (sim.c, sim_dp.c) ---- */
+
+/* Parameters per rank of a configuration (count_params in sim.c). */
+struct lp_params {
+    double layer;     /* one dense layer, per TP rank */
+    double moe_layer; /* one MoE layer, per rank (local experts) */
+    double emb;       /* embedding (+ learned positions), per TP rank */
+    double head;      /* untied output layer, per TP rank (0 if tied and pp == 1) */
+    double stage_max; /* the largest stage's parameters on one rank */
+    double stage0, stage_last;
+    /* trained parameters (all of them, or the LoRA adapters) */
+    double train0, train_last, train_max;
+    int moe_layers_per_stage, dense_layers_per_stage;
+};
+
+struct lp_bytes_per_param {
+    double w, g, o; /* weights, gradients, optimizer states */
+    double g_comm;  /* gradient bytes on the wire */
+};
+
+/* Data-parallel / ZeRO / FSDP costs of one iteration (sim_dp.c). */
+struct lp_dp_cost {
+    double exposed_s[2]; /* stage 0, last stage */
+    double hidden_s[2];  /* communication overlapped with compute */
+    double emb_sync_s;
+    double opt_s;
+    double zero3_fwd_s, zero3_bwd_s; /* per micro-batch */
+};
+
+/* The vocabulary padded to a multiple of 128 x TP (Megatron). */
+double lp_sim_vocab_padded(const struct lp_run *r);
+/* Bytes per parameter of weights, gradients and optimizer states. */
+void lp_sim_param_bytes(const struct lp_run *r, struct lp_bytes_per_param *b);
+/* DP gradient reduction (overlapped with bwd_window_s per stage), ZeRO
+ * gathers, ZeRO-3 / FSDP per-micro-batch collectives, optimizer step. */
+void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_params *pr,
+                 double bwd_window_s[2], double fwd_window_s, struct lp_dp_cost *out);
+
 #endif

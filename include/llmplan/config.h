@@ -43,6 +43,7 @@ enum lp_framework {
     LP_FW_MEGATRON_2021, /* Megatron-LM as in Narayanan et al. 2021: DP all-reduce not overlapped */
     LP_FW_MEGATRON_DEEPSPEED, /* ZeRO-1, DP reduction after backward, no overlap */
     LP_FW_FSDP,               /* PyTorch FSDP / Composer: sharded params, prefetch, overlap */
+    LP_FW_DDP, /* PyTorch DistributedDataParallel: bucketed all-reduce during backward, AMP */
     LP_FW_COUNT
 };
 
@@ -148,6 +149,9 @@ struct lp_framework_opts {
     bool zero3_per_tensor;     /* ZeRO-3 gathers/reduce-scatters one collective per parameter
                                   tensor (DeepSpeed 2021) instead of one per layer */
     enum lp_xent xent;         /* the loss kernels */
+    /* FSDP HYBRID_SHARD (zero 3) / _HYBRID_SHARD_ZERO2 (zero 2): shard
+     * within a node, replicate across nodes (docs/frameworks.md) */
+    bool hybrid_shard;
 };
 
 /* Which fused attention kernel runs when flash_attention is set (the

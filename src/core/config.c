@@ -8,7 +8,7 @@ static const char *const prec_names[LP_PREC_COUNT] = {"fp32", "fp16", "bf16", "f
 static const char *const recompute_names[LP_RECOMPUTE_COUNT] = {"none", "selective", "full"};
 static const char *const schedule_names[LP_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved", "zb"};
 static const char *const framework_names[LP_FW_COUNT] = {"megatron", "megatron-2021",
-                                                         "megatron-deepspeed", "fsdp"};
+                                                         "megatron-deepspeed", "fsdp", "ddp"};
 
 const char *lp_prec_name(enum lp_prec p)
 {
@@ -140,6 +140,18 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
         o->xent = LP_XENT_NATIVE;
         /* fitted by scripts/calibrate on the calib half of the FSDP/DDP rows
          * (MosaicML, FlashAttention repo): docs/calibration.md */
+        o->host_op_s = 0.0;
+        break;
+    case LP_FW_DDP:
+        /* torch.nn.parallel.DistributedDataParallel: gradient buckets of
+         * bucket_cap_mb = 25 (the first 1 MiB, dist._DEFAULT_FIRST_BUCKET_BYTES)
+         * all-reduced as they fill during the backward (reducer.cpp) */
+        o->dp_overlap = true;
+        o->tp_overlap = false;
+        o->pp_overlap = false;
+        o->param_gather_overlap = false;
+        o->bucket_bytes = 25.0 * 1024 * 1024;
+        o->xent = LP_XENT_NATIVE;
         o->host_op_s = 0.0;
         break;
     default:

@@ -532,7 +532,24 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     double contention = r->system.gpu.sms > 0 ? NCCL_CHANNEL_SMS / r->system.gpu.sms : 0.0;
     struct lp_dp_cost dpc;
     double zero3 = 0, z3f = 0, z3b = 0;
-    if (p->zero >= 3 && p->dp * p->cp > 1) {
+    /* PyTorch DDP / FSDP: played out per wrapped unit (sim_dp.c) */
+    struct lp_torch_dp tdp;
+    const bool torch = lp_torch_dp_applies(r);
+    if (torch) {
+        struct lp_torch_pass ps = {
+            .layer_f = dl->fwd_s + dl->comm_fwd_s,
+            .layer_b = dl->bwd_s + dl->recompute_s + dl->comm_bwd_s + dl->comm_recompute_s,
+            .emb_f = sc->edge.emb_fwd_s,
+            .emb_b = sc->edge.emb_bwd_s,
+            .head_f = sc->edge.head_fwd_s,
+            .head_b = sc->edge.head_bwd_s,
+            .micro = micro,
+        };
+        lp_torch_dp(&s->cm, r, &pr, &ps, &tdp);
+        z3f = tdp.fwd_extra_s / micro;
+        z3b = tdp.bwd_extra_s / micro;
+        zero3 = z3f + z3b;
+    } else if (p->zero >= 3 && p->dp * p->cp > 1) {
         double bw[2] = {0, 0};
         lp_dp_costs(s, r, &pr, bw, 0, &dpc);
         z3f = dpc.zero3_fwd_s;
@@ -583,6 +600,10 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     /* DP reduction overlaps the last micro-batch's backward on each stage */
     double bw_win[2] = {b_comp * p->vp, b_comp * p->vp};
     lp_dp_costs(s, r, &pr, bw_win, f_comp * p->vp, &dpc);
+    if (torch) {
+        dpc.exposed_s[0] = dpc.exposed_s[1] = tdp.tail_s;
+        dpc.hidden_s[0] = dpc.hidden_s[1] = tdp.hidden_s;
+    }
     int last = p->pp - 1;
     double end0 = end_first + dpc.exposed_s[0] + dpc.hidden_s[0] * contention;
     double endl = end_last + dpc.exposed_s[1] + dpc.hidden_s[1] * contention;

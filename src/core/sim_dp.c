@@ -23,6 +23,17 @@ double lp_sim_vocab_padded(const struct lp_run *r)
  * buffer (and reduces them in fp32), so bf16 costs 4 bytes of gradient. */
 void lp_sim_param_bytes(const struct lp_run *r, struct lp_bytes_per_param *b)
 {
+    if (r->fw.kind == LP_FW_DDP && r->train.precision != LP_FP32) {
+        /* DDP under torch.autocast (the PyTorch AMP recipe): the parameters,
+         * their gradients (all-reduced as they are) and Adam's m and v stay
+         * fp32; autocast's bf16/fp16 copy of each weight is made in forward
+         * and saved for backward by the GEMMs (2 bytes more per weight). */
+        b->w = 4 + 2;
+        b->g = 4;
+        b->o = 8;
+        b->g_comm = b->g;
+        return;
+    }
     switch (r->train.precision) {
     case LP_FP32:
         b->w = 4;
@@ -148,4 +159,264 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
     double per =
         r->train.precision == LP_FP32 ? ADAM_BYTES_PER_PARAM_FP32 : ADAM_BYTES_PER_PARAM_MIXED;
     out->opt_s = cm->ops->mem_s(cm, LP_MEM_ADAM, owned * per);
+}
+
+/* ---- PyTorch DDP and FSDP as they run (pp = 1, dense models) ----
+ *
+ * One iteration is played out per wrapped unit on two resources: the compute
+ * stream and the network (NCCL collectives of the all-gather stream and the
+ * post-backward / reducer stream share the links, so they run one at a time;
+ * among those issued, the one that can start first goes first).
+ *
+ * FSDP (torch/distributed/fsdp/_runtime_utils.py, flat_param.py; PyTorch
+ * 2.1-2.4), one unit per transformer block plus the root (embedding, final
+ * norm, head) as llm-foundry wraps a model (fsdp_wrap_fn on each block):
+ *  - _pre_forward -> _unshard: FlatParamHandle.pre_unshard casts the fp32
+ *    shard to the bf16 param dtype (_use_low_precision_shard: one copy of
+ *    P/n elements, 4 + 2 bytes each), then all_gather_into_tensor of the
+ *    flat parameter (P x 2 bytes). With limit_all_gathers (default True) the
+ *    CPU waits (_free_event_queue.dequeue_if_needed, 2 in flight) until the
+ *    unit two back has been freed, so unit i's all-gather starts only after
+ *    unit i-2's compute. Without forward_prefetch (default False) a unit's
+ *    all-gather is issued at its own pre-forward, i.e. while the previous
+ *    unit computes (the CPU runs ahead).
+ *  - _post_forward -> _reshard: FULL_SHARD frees the unsharded flat param
+ *    (not the root: _post_forward_reshard keeps it for the backward);
+ *    SHARD_GRAD_OP keeps it until after the backward.
+ *  - _pre_backward_hook: FULL_SHARD gathers again; BACKWARD_PRE (default)
+ *    prefetches the next unit's all-gather before the current gradient
+ *    computation.
+ *  - _post_backward_hook -> _reduce_grad: the unsharded gradient is divided
+ *    by the predivide factor (_div_if_needed; factor from
+ *    _get_gradient_predivide_factor: doubled while it divides the world
+ *    size and is below world/factor), reduce_scatter_tensor (P x 2 bytes,
+ *    reduce_dtype bf16), divided by the postdivide factor, cast to the fp32
+ *    shard (_cast_grad_to_param_dtype) and, from the second micro-batch on,
+ *    added to the kept sharded gradient (_accumulate_sharded_grad). These
+ *    kernels run on the post-backward stream around the collective.
+ *    NO_SHARD all-reduces the gradient instead; HYBRID_SHARD reduce-scatters
+ *    within the node and all-reduces the shard across nodes
+ *    (_inter_node_pg), and gathers within the node only.
+ *  Composer reduces the gradients of every micro-batch (no no_sync with
+ *  sharded strategies), so every micro-batch pays these collectives.
+ *
+ * DDP (torch/nn/parallel/distributed.py, reducer.cpp): parameters are put in
+ * buckets in reverse registration order (_compute_bucket_assignment_by_size,
+ * limits [dist._DEFAULT_FIRST_BUCKET_BYTES = 1 MiB, bucket_cap_mb]); each
+ * gradient's autograd hook copies it into its bucket divided by the world
+ * size (mark_variable_ready_dense: at::mul_out, g + g bytes), a full bucket
+ * is all-reduced at once, in bucket order, overlapping the rest of the
+ * backward; after the last one the results are copied back into the
+ * gradients (gradient_as_bucket_view defaults to False). Gradient
+ * accumulation runs under no_sync, so only the last micro-batch reduces.
+ * Under autocast each forward casts every fp32 weight to the compute dtype
+ * (4 + 2 bytes per parameter). */
+
+#define LP_TORCH_MAX_UNITS 1024
+
+bool lp_torch_dp_applies(const struct lp_run *r)
+{
+    const struct lp_parallel *p = &r->par;
+    if (p->pp != 1 || p->vp != 1 || r->model.moe.experts > 0 || r->train.lora_rank > 0)
+        return false;
+    if (p->dp * p->cp < 2 || r->model.layers + 2 > LP_TORCH_MAX_UNITS) return false;
+    if (r->fw.kind == LP_FW_DDP) return p->zero == 0;
+    if (r->fw.kind == LP_FW_FSDP) return p->zero == 0 || p->zero == 2 || p->zero == 3;
+    return false;
+}
+
+/* the network: a collective issued at `ready` starts when the links are free */
+static double net(double *free_s, double ready_s, double dur_s, double *busy_s)
+{
+    double start = ready_s > *free_s ? ready_s : *free_s;
+    *free_s = start + dur_s;
+    *busy_s += dur_s;
+    return *free_s;
+}
+
+static double predivide_factor(int n)
+{
+    int f = 1;
+    while (n % f == 0 && n / f > f)
+        f *= 2;
+    return (double)f;
+}
+
+struct torch_coll {
+    const struct lp_cost_model *cm;
+    const struct lp_system *sys;
+    int n, stride;         /* the (shard) group */
+    int rep_n, rep_stride; /* HYBRID_SHARD: the replica group across nodes */
+};
+
+/* gather one unit of P parameters (the cast of the shard, then the collective) */
+static double unit_gather_s(const struct torch_coll *c, double P, double w_bytes)
+{
+    double cast = c->cm->ops->mem_s(c->cm, LP_MEM_COPY, P / c->n * (4.0 + w_bytes));
+    return cast + lp_coll_time(c->cm, c->sys, LP_COLL_ALLGATHER, P * w_bytes, c->n, c->stride);
+}
+
+/* reduce one unit's gradient of P parameters (FSDP _reduce_grad) */
+static double unit_reduce_s(const struct torch_coll *c, double P, double g_bytes, bool shard,
+                            bool accumulate)
+{
+    const struct lp_cost_model *cm = c->cm;
+    int world = c->n * c->rep_n;
+    double pre = predivide_factor(world), post = world / pre, t = 0;
+    if (pre > 1) t += cm->ops->mem_s(cm, LP_MEM_COPY, P * 2.0 * g_bytes);
+    if (!shard) {
+        t += lp_coll_time(cm, c->sys, LP_COLL_ALLREDUCE, P * g_bytes, c->n, c->stride);
+        if (post > 1) t += cm->ops->mem_s(cm, LP_MEM_COPY, P * 2.0 * g_bytes);
+        return t;
+    }
+    double S = P / c->n;
+    t += lp_coll_time(cm, c->sys, LP_COLL_REDUCESCATTER, P * g_bytes, c->n, c->stride);
+    if (c->rep_n > 1)
+        t += lp_coll_time(cm, c->sys, LP_COLL_ALLREDUCE, S * g_bytes, c->rep_n, c->rep_stride);
+    if (post > 1) t += cm->ops->mem_s(cm, LP_MEM_COPY, S * 2.0 * g_bytes);
+    t += cm->ops->mem_s(cm, LP_MEM_COPY, S * (g_bytes + 4.0)); /* to the fp32 shard */
+    if (accumulate) t += cm->ops->mem_s(cm, LP_MEM_COPY, S * 3.0 * 4.0);
+    return t;
+}
+
+int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const struct lp_params *pr,
+                const struct lp_torch_pass *ps, struct lp_torch_dp *out)
+{
+    memset(out, 0, sizeof(*out));
+    const struct lp_parallel *p = &r->par;
+    const int L = r->model.layers, M = ps->micro;
+    if (!lp_torch_dp_applies(r)) return LP_EINVAL;
+    struct lp_bytes_per_param b;
+    lp_sim_param_bytes(r, &b);
+    const bool fsdp = r->fw.kind == LP_FW_FSDP;
+    const bool shard = fsdp && p->zero >= 2, full = fsdp && p->zero == 3;
+    const int nd = p->dp * p->cp, G = r->system.gpus_per_node > 0 ? r->system.gpus_per_node : 1;
+    struct torch_coll c = {cm, &r->system, nd, p->tp, 1, p->tp};
+    if (fsdp && shard && r->fw.hybrid_shard) {
+        int per_node = G / p->tp > 1 ? G / p->tp : 1;
+        if (per_node < nd && nd % per_node == 0) {
+            c.n = per_node;
+            c.rep_n = nd / per_node;
+            c.rep_stride = p->tp * per_node;
+        }
+    }
+    const double P_layer = pr->layer;
+    const double P_root = pr->stage_max - L * pr->layer;
+    double ag_blk = 0, ag_root = 0;
+    if (shard) {
+        ag_blk = unit_gather_s(&c, P_layer, b.w);
+        ag_root = unit_gather_s(&c, P_root, b.w);
+    }
+    /* DDP: autocast's per-forward cast of every fp32 weight */
+    const double cast_fwd = (!fsdp && r->train.precision != LP_FP32)
+                                ? cm->ops->mem_s(cm, LP_MEM_COPY, (pr->stage_max) * (4.0 + 2.0))
+                                : 0.0;
+
+    double t = 0, net_free = 0, busy = 0, wait_f = 0, wait_b = 0, extra_b = 0;
+    double ce[LP_TORCH_MAX_UNITS];
+    for (int k = 0; k < M; k++) {
+        const bool sync = fsdp || k == M - 1;
+        /* ---- forward ---- */
+        double t0 = t;
+        if (shard) {
+            double ag = net(&net_free, t0, ag_root, &busy);
+            if (ag > t) wait_f += ag - t, t = ag;
+        }
+        t += ps->emb_f + cast_fwd;
+        for (int i = 0; i < L; i++) {
+            if (shard) {
+                /* limit_all_gathers: unit i-2 (FULL_SHARD frees in forward) */
+                double ready = full && i >= 2 ? ce[i - 2] : t0;
+                double ag = net(&net_free, ready, ag_blk, &busy);
+                if (ag > t) wait_f += ag - t, t = ag;
+            }
+            t += ps->layer_f;
+            ce[i] = t;
+        }
+        t += ps->head_f + ps->head_b;
+        /* ---- backward ---- */
+        if (fsdp) {
+            /* reduce-scatters waiting for their unit's gradient, in order */
+            double rs_ready[LP_TORCH_MAX_UNITS];
+            int rs_n = 0, rs_next = 0;
+            const double rs_blk = unit_reduce_s(&c, P_layer, b.g_comm, shard, k > 0);
+            const double bstart = t;
+            for (int i = L - 1; i >= 0; i--) {
+                if (full) {
+                    /* BACKWARD_PRE prefetch; limit_all_gathers: unit i+2 freed */
+                    double ready = i + 2 < L ? ce[i + 2] : bstart;
+                    while (rs_next < rs_n &&
+                           rs_ready[rs_next] <= (ready > net_free ? ready : net_free))
+                        net(&net_free, rs_ready[rs_next++], rs_blk, &busy);
+                    double ag = net(&net_free, ready, ag_blk, &busy);
+                    if (ag > t) wait_b += ag - t, t = ag;
+                }
+                t += ps->layer_b;
+                ce[i] = t; /* now: the end of the unit's backward */
+                rs_ready[rs_n++] = t;
+            }
+            t += ps->emb_b;
+            while (rs_next < rs_n)
+                net(&net_free, rs_ready[rs_next++], rs_blk, &busy);
+            net(&net_free, t, unit_reduce_s(&c, P_root, b.g_comm, shard, k > 0), &busy);
+        } else {
+            /* DDP: gradients in reverse registration order: the head, the
+             * final norm, the blocks from the last (each block's tensors
+             * from its last), the embedding; each becomes ready through its
+             * unit's backward in proportion to its size, is copied into its
+             * bucket (one kernel per tensor) and a full bucket is reduced */
+            double filled = 0, limit = fmin(1024.0 * 1024.0, r->fw.bucket_bytes);
+            double sz[64];
+            const int nt = layer_tensors(r, false, sz, 64);
+            const double norm = P_root - pr->head - pr->emb;
+            const int nu = L + 3;
+            for (int u = 0; u < nu; u++) {
+                /* unit: 0 head, 1 final norm, 2..L+1 blocks, L+2 embedding */
+                double dur = u < 2 ? 0.0 : u < L + 2 ? ps->layer_b : ps->emb_b;
+                const double one[1] = {u == 0 ? pr->head : u == 1 ? norm : pr->emb};
+                const double *ts = u >= 2 && u < L + 2 ? sz : one;
+                const int n = u >= 2 && u < L + 2 ? nt : 1;
+                double size = 0;
+                for (int j = 0; j < n; j++)
+                    size += ts[j];
+                if (size <= 0 || !sync) {
+                    t += dur;
+                    continue;
+                }
+                for (int j = n - 1; j >= 0; j--) {
+                    double bytes = ts[j] * b.g;
+                    double cp = cm->ops->mem_s(cm, LP_MEM_COPY, bytes * 2.0);
+                    extra_b += cp;
+                    t += dur * ts[j] / size + cp;
+                    filled += bytes;
+                    if (filled >= limit) {
+                        net(&net_free, t,
+                            lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, filled, nd, p->tp),
+                            &busy);
+                        filled = 0;
+                        limit = r->fw.bucket_bytes;
+                    }
+                }
+            }
+            if (sync) {
+                if (filled > 0)
+                    net(&net_free, t,
+                        lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, filled, nd, p->tp), &busy);
+                double back = cm->ops->mem_s(cm, LP_MEM_COPY, pr->stage_max * b.g * 2.0);
+                double end = fmax(t, net_free) + back;
+                out->tail_s = end - t;
+                t = end;
+            }
+        }
+    }
+    if (fsdp && net_free > t) {
+        out->tail_s = net_free - t;
+        t = net_free;
+    }
+    out->fwd_extra_s = wait_f + M * cast_fwd;
+    out->bwd_extra_s = wait_b + extra_b;
+    out->comm_s = busy;
+    double exposed = wait_f + wait_b + out->tail_s;
+    out->hidden_s = busy > exposed ? busy - exposed : 0.0;
+    return LP_OK;
 }

@@ -157,4 +157,23 @@ void lp_sim_param_bytes(const struct lp_run *r, struct lp_bytes_per_param *b);
 void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_params *pr,
                  double bwd_window_s[2], double fwd_window_s, struct lp_dp_cost *out);
 
+/* PyTorch DDP / FSDP played out per wrapped unit (sim_dp.c). The per-pass
+ * compute of one micro-batch, and what the framework adds to it. */
+struct lp_torch_pass {
+    double layer_f, layer_b; /* one block, forward / backward (recompute included) */
+    double emb_f, emb_b, head_f, head_b;
+    int micro; /* micro-batches per iteration */
+};
+struct lp_torch_dp {
+    double fwd_extra_s; /* per iteration: forward waiting for all-gathers, autocast casts */
+    double bwd_extra_s; /* per iteration: backward waiting for all-gathers, bucket copies */
+    double tail_s;      /* after the last backward: reductions not hidden, DDP copy-back */
+    double hidden_s;    /* communication overlapped with compute */
+    double comm_s;      /* all communication (and the kernels on its streams) */
+};
+/* true when lp_torch_dp models the run (DDP zero 0; FSDP zero 0/2/3; pp 1, dense) */
+bool lp_torch_dp_applies(const struct lp_run *r);
+int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const struct lp_params *pr,
+                const struct lp_torch_pass *ps, struct lp_torch_dp *out);
+
 #endif

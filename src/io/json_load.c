@@ -330,9 +330,10 @@ static int parse_xent(const char *s, int *o)
 }
 static int parse_framework(const char *s, int *o)
 {
-    static const char *const n[] = {"megatron", "megatron-2021", "megatron-deepspeed", "fsdp",
-                                    NULL};
-    return parse_among(s, o, n);
+    enum lp_framework f; /* the one name table: config.c */
+    if (lp_framework_parse(s, &f) != LP_OK) return LP_EINVAL;
+    *o = (int)f;
+    return LP_OK;
 }
 
 /* ---- presets ---- */
@@ -689,6 +690,7 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *f)
 {
+    // clang-format off
     static const char *const keys[] = {"name",
                                        "dp_overlap",
                                        "tp_overlap",
@@ -701,9 +703,12 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
                                        "zero3_per_tensor",
                                        "cross_entropy",
                                        "host_overlap",
+                                       "hybrid_shard",
                                        NULL};
+    // clang-format on
     struct lp_err *err = c->err;
-    const char *expected = "\"megatron\", \"megatron-2021\", \"megatron-deepspeed\" or \"fsdp\"";
+    const char *expected =
+        "\"megatron\", \"megatron-2021\", \"megatron-deepspeed\", \"fsdp\" or \"ddp\"";
     int e = LP_FW_MEGATRON;
     if (cJSON_IsString(item)) {
         if (parse_framework(item->valuestring, &e) != LP_OK)
@@ -725,6 +730,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
            lp_json_bool(c, item, path, "param_gather_overlap", false, &f->param_gather_overlap));
     LP_TRY(err, lp_json_bool(c, item, path, "fused_kernels", false, &f->fused_kernels));
     LP_TRY(err, lp_json_bool(c, item, path, "zero3_per_tensor", false, &f->zero3_per_tensor));
+    LP_TRY(err, lp_json_bool(c, item, path, "hybrid_shard", false, &f->hybrid_shard));
     int x = (int)f->xent;
     LP_TRY(err, lp_json_enum(c, item, path, "cross_entropy", false, parse_xent,
                              "\"fp32\", \"fused\" or \"native\"", &x));

@@ -194,7 +194,7 @@ TEST(framework_round_trip)
     free(out);
     snprintf(text, sizeof(text),
              "%s{\"name\": \"fsdp\", \"cross_entropy\": \"fused\", "
-             "\"host_overlap\": 2, \"host_op_us\": 30}}",
+             "\"host_overlap\": 2, \"host_op_us\": 30, \"hybrid_shard\": true}}",
              base);
     ASSERT_OK(lp_parse_run(text, "b.json", &r, &err));
     ASSERT_OK(lp_result_to_json_line(&r, &res, true, &out, &err));
@@ -209,6 +209,7 @@ TEST(framework_round_trip)
     ASSERT_NEAR(back.fw.host_overlap, 2.0, 1e-12);
     ASSERT_NEAR(back.fw.host_op_s, 30e-6, 1e-15);
     ASSERT_TRUE(back.fw.dp_overlap == r.fw.dp_overlap && back.fw.kind == LP_FW_FSDP);
+    ASSERT_TRUE(back.fw.hybrid_shard);
 }
 
 /* The documented framework defaults (docs/frameworks.md), pinned. */
@@ -238,9 +239,17 @@ TEST(framework_defaults)
     lp_framework_defaults(LP_FW_MEGATRON, &o);
     ASSERT_NEAR(o.host_op_s, 0.0, 1e-12);
     ASSERT_NEAR(o.bucket_bytes, 40e6, 1e-12);
+    ASSERT_TRUE(!o.hybrid_shard);
+    lp_framework_defaults(LP_FW_DDP, &o);
+    ASSERT_TRUE(o.dp_overlap && !o.param_gather_overlap && !o.pp_overlap);
+    ASSERT_NEAR(o.bucket_bytes, 25.0 * 1024 * 1024, 1e-6); /* DDP bucket_cap_mb = 25 */
+    ASSERT_TRUE(o.xent == LP_XENT_NATIVE && !o.hybrid_shard);
     enum lp_framework f;
     ASSERT_OK(lp_framework_parse("fsdp", &f));
     ASSERT_TRUE(f == LP_FW_FSDP);
+    ASSERT_OK(lp_framework_parse("ddp", &f));
+    ASSERT_TRUE(f == LP_FW_DDP);
+    ASSERT_EQ_STR(lp_framework_name(LP_FW_DDP), "ddp");
     ASSERT_TRUE(lp_framework_parse("jax", &f) != 0);
 }
 

@@ -1,0 +1,217 @@
+/* PyTorch DDP and FSDP played out per wrapped unit (src/core/sim_dp.c)
+ * against hand derivations on the roofline backend. */
+#include <string.h>
+
+#include "harness.h"
+#include "llmplan/sim.h"
+#include "sim_internal.h"
+
+/* A LLaMA-like 1B model, pure data parallelism over `dp` GPUs of 8 per node. */
+static void small_run(struct lp_run *r, enum lp_framework fw, int zero, int dp)
+{
+    memset(r, 0, sizeof(*r));
+    struct lp_model *m = &r->model;
+    strcpy(m->name, "test-1b");
+    m->layers = 16;
+    m->hidden = 2048;
+    m->heads = 16;
+    m->kv_heads = 16;
+    m->ffn_hidden = 5632;
+    m->vocab = 32000;
+    m->seq_len = 2048;
+    m->ffn_act = LP_ACT_SWIGLU;
+    m->norm = LP_NORM_RMSNORM;
+    m->pos = LP_POS_ROTARY;
+    struct lp_system *s = &r->system;
+    strcpy(s->name, "test-cloud");
+    strcpy(s->gpu.name, "test-a100");
+    s->gpu.mem_bytes = 80.0 * 1024 * 1024 * 1024;
+    s->gpu.mem_bw_Bps = 2.039e12;
+    s->gpu.peak_flops[LP_BF16] = 312e12;
+    s->gpu.peak_flops[LP_FP32] = 156e12;
+    s->gpu.sms = 108;
+    s->gpus_per_node = 8;
+    s->intra.bw_Bps = 300e9;
+    s->intra.latency_s = 3e-6;
+    s->inter.bw_Bps = 6.25e9;
+    s->inter.latency_s = 15e-6;
+    s->price_per_gpu_hour_usd = 2.0;
+    r->par = (struct lp_parallel){.tp = 1,
+                                  .pp = 1,
+                                  .dp = dp,
+                                  .cp = 1,
+                                  .ep = 1,
+                                  .vp = 1,
+                                  .micro_batch = 4,
+                                  .zero = zero,
+                                  .schedule = LP_SCHED_1F1B};
+    r->train.global_batch = 4 * dp;
+    r->train.precision = LP_BF16;
+    r->train.flash_attention = true;
+    lp_framework_defaults(fw, &r->fw);
+}
+
+/* the run, the roofline cost model of its GPU and its parameters (a root
+ * unit of `root` parameters: embedding, head, final norm) */
+static void fixture(struct lp_run *r, enum lp_framework fw, int zero, struct lp_cost_model *cm,
+                    struct lp_params *pr, double root)
+{
+    small_run(r, fw, zero, 16);
+    lp_cost_model_roofline(cm, &r->system.gpu);
+    memset(pr, 0, sizeof(*pr));
+    double h = r->model.hidden, f = r->model.ffn_hidden;
+    pr->layer = 4 * h * h + 3 * h * f + 2 * h; /* QKV, out, gate, up, down, 2 RMSNorms */
+    pr->emb = root / 2;
+    pr->head = root / 2 - r->model.hidden; /* and the final norm */
+    pr->stage_max = pr->stage0 = pr->stage_last = r->model.layers * pr->layer + root;
+    pr->train0 = pr->train_last = pr->train_max = pr->stage_max;
+    pr->dense_layers_per_stage = r->model.layers;
+}
+
+static double ag_s(const struct lp_cost_model *cm, const struct lp_run *r, double P, int n)
+{
+    return cm->ops->mem_s(cm, LP_MEM_COPY, P / n * 6.0) +
+           lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, P * 2.0, n, 1);
+}
+
+/* FSDP FULL_SHARD reduce of P parameters on n = 16 GPUs: predivide 4,
+ * postdivide 4 (_get_gradient_predivide_factor(16) = 4), bf16 gradients. */
+static double rs_s(const struct lp_cost_model *cm, const struct lp_run *r, double P, int n)
+{
+    double S = P / n;
+    return cm->ops->mem_s(cm, LP_MEM_COPY, P * 4.0) +
+           lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, P * 2.0, n, 1) +
+           cm->ops->mem_s(cm, LP_MEM_COPY, S * 4.0) + cm->ops->mem_s(cm, LP_MEM_COPY, S * 6.0);
+}
+
+/* No compute at all: every collective is exposed, and FULL_SHARD gathers
+ * each block twice and the root once, reduce-scatters each unit once. */
+TEST(fsdp_all_exposed_without_compute)
+{
+    struct lp_run r;
+    struct lp_cost_model cm;
+    struct lp_params pr;
+    fixture(&r, LP_FW_FSDP, 3, &cm, &pr, 130e6);
+    struct lp_torch_pass ps = {.micro = 1};
+    struct lp_torch_dp o;
+    ASSERT_TRUE(lp_torch_dp_applies(&r));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o));
+    const int L = r.model.layers;
+    double want = ag_s(&cm, &r, 130e6, 16) + 2 * L * ag_s(&cm, &r, pr.layer, 16) +
+                  L * rs_s(&cm, &r, pr.layer, 16) + rs_s(&cm, &r, 130e6, 16);
+    ASSERT_NEAR(o.comm_s, want, 1e-9);
+    ASSERT_NEAR(o.fwd_extra_s + o.bwd_extra_s + o.tail_s, want, 1e-9);
+    ASSERT_NEAR(o.hidden_s, 0.0, want * 1e-9);
+}
+
+/* Compute far longer than any collective: only what nothing can hide is
+ * exposed: the root's and the first block's gathers before the forward, the
+ * last block's gather before the backward (nothing to prefetch behind),
+ * and the first block's and the root's reductions after it. */
+TEST(fsdp_exposed_with_long_compute)
+{
+    struct lp_run r;
+    struct lp_cost_model cm;
+    struct lp_params pr;
+    fixture(&r, LP_FW_FSDP, 3, &cm, &pr, 130e6);
+    struct lp_torch_pass ps = {.layer_f = 1.0, .layer_b = 2.0, .micro = 1};
+    struct lp_torch_dp o;
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o));
+    double g = ag_s(&cm, &r, pr.layer, 16);
+    ASSERT_NEAR(o.fwd_extra_s, ag_s(&cm, &r, 130e6, 16) + g, 1e-9);
+    ASSERT_NEAR(o.bwd_extra_s, g, 1e-9);
+    ASSERT_NEAR(o.tail_s, rs_s(&cm, &r, pr.layer, 16) + rs_s(&cm, &r, 130e6, 16), 1e-9);
+    ASSERT_NEAR(o.hidden_s, o.comm_s - o.fwd_extra_s - o.bwd_extra_s - o.tail_s, 1e-9);
+
+    /* SHARD_GRAD_OP keeps the gathered blocks for the backward: L fewer
+     * gathers per micro-batch, and no wait before the backward */
+    struct lp_torch_dp o2;
+    r.par.zero = 2;
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o2));
+    ASSERT_NEAR(o.comm_s - o2.comm_s, r.model.layers * g, 1e-9);
+    ASSERT_NEAR(o2.bwd_extra_s, 0.0, 1e-9);
+
+    /* HYBRID_SHARD gathers within the node (8 GPUs, NVLink) and all-reduces
+     * each gradient shard across the 2 nodes */
+    r.par.zero = 3;
+    r.fw.hybrid_shard = true;
+    struct lp_torch_dp o3;
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o3));
+    ASSERT_NEAR(o3.fwd_extra_s, ag_s(&cm, &r, 130e6, 8) + ag_s(&cm, &r, pr.layer, 8), 1e-9);
+    ASSERT_TRUE(o3.fwd_extra_s < o.fwd_extra_s);
+}
+
+/* DDP: buckets fill in reverse registration order (the first 1 MiB, then
+ * 25 MiB; a tensor is never split), are all-reduced as they fill, and only
+ * the last micro-batch reduces (no_sync). With a long backward only the last
+ * bucket (the one the embedding's gradient closes) and the copy back into
+ * the gradients are exposed. */
+TEST(ddp_buckets)
+{
+    struct lp_run r;
+    struct lp_cost_model cm;
+    struct lp_params pr;
+    fixture(&r, LP_FW_DDP, 0, &cm, &pr, 130e6);
+    struct lp_torch_pass ps = {.layer_f = 1.0, .layer_b = 2.0, .emb_b = 1.0, .micro = 3};
+    struct lp_torch_dp o;
+    ASSERT_TRUE(lp_torch_dp_applies(&r));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o));
+    const double G = 4.0, cap = 25.0 * 1024 * 1024;
+    const double bytes = pr.stage_max * G; /* fp32 gradients under autocast */
+    /* every byte is all-reduced once; every bucket but the last holds at
+     * least a bucket's worth (the first 1 MiB), and no tensor is split */
+    double a1 = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, 1.0, 16, 1);
+    double per_byte =
+        (lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, 1e9 + 1.0, 16, 1) - a1) / 1e9;
+    double nb = (o.comm_s - bytes * per_byte) / (a1 - per_byte);
+    ASSERT_NEAR(nb, round(nb), 1e-6);
+    ASSERT_TRUE(nb >= 2 && nb <= 2 + floor(bytes / cap) && nb <= 3 + 6 * r.model.layers);
+    /* the tail: the last bucket holds the embedding (65 M parameters) and
+     * less than one bucket more, then the copy back */
+    double back = cm.ops->mem_s(&cm, LP_MEM_COPY, bytes * 2.0);
+    double emb = pr.emb * G;
+    ASSERT_TRUE(o.tail_s >= back + lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb, 16, 1));
+    ASSERT_TRUE(o.tail_s <=
+                back + lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb + cap, 16, 1));
+    /* autocast's casts: every micro-batch; one bucket copy per gradient
+     * tensor (head, final norm, 6 per block: 2 norms, QKV, out, gate+up,
+     * down; embedding), the last micro-batch only */
+    ASSERT_NEAR(o.fwd_extra_s, 3 * cm.ops->mem_s(&cm, LP_MEM_COPY, pr.stage_max * 6.0), 1e-9);
+    double launch = cm.ops->mem_s(&cm, LP_MEM_COPY, 0.0);
+    int tensors = 3 + 6 * r.model.layers;
+    ASSERT_NEAR(o.bwd_extra_s,
+                cm.ops->mem_s(&cm, LP_MEM_COPY, bytes * 2.0) + (tensors - 1) * launch, 1e-9);
+    /* a slower network exposes more */
+    r.system.inter.bw_Bps /= 4;
+    struct lp_torch_dp slow;
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &slow));
+    ASSERT_TRUE(slow.tail_s > o.tail_s);
+}
+
+/* The whole simulator: which runs the per-unit model covers, and that
+ * FULL_SHARD costs more than SHARD_GRAD_OP, which costs more than nothing
+ * to shard on one GPU's worth of work. */
+TEST(simulate_uses_torch_dp)
+{
+    struct lp_run r;
+    small_run(&r, LP_FW_FSDP, 3, 16);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_sim *sim = NULL;
+    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    struct lp_result full, sgo;
+    lp_sim_run(sim, &r, &full);
+    r.par.zero = 2;
+    lp_sim_run(sim, &r, &sgo);
+    ASSERT_TRUE(full.feasible && sgo.feasible);
+    ASSERT_TRUE(full.iteration_time_s > sgo.iteration_time_s);
+    r.par.zero = 1; /* not an FSDP strategy: the generic ZeRO model */
+    ASSERT_TRUE(!lp_torch_dp_applies(&r));
+    r.par.zero = 3;
+    r.par.pp = 2;
+    ASSERT_TRUE(!lp_torch_dp_applies(&r));
+    lp_sim_destroy(&sim);
+}
+
+TH_MAIN(TH_CASE(fsdp_all_exposed_without_compute), TH_CASE(fsdp_exposed_with_long_compute),
+        TH_CASE(ddp_buckets), TH_CASE(simulate_uses_torch_dp))

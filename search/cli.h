@@ -7,6 +7,7 @@ int lp_cmd_simulate(int argc, char **argv);
 int lp_cmd_search(int argc, char **argv);  /* search.c: initialises MPI itself */
 int lp_cmd_profile(int argc, char **argv); /* cmd_profile.c: synth | info | check */
 int lp_cmd_presets(int argc, char **argv); /* models | gpus | systems */
+int lp_cmd_loss(int argc, char **argv);    /* cmd_loss.c: the Chinchilla loss fit */
 
 /* Print "llmplan: <formatted error>" on stderr (one line, plus the traceback
  * when LLMPLAN_DEBUG is set). */

@@ -23,6 +23,8 @@ static void usage(FILE *f)
             "  profile synth|info|check ...\n"
             "                          analytical profiles; inspect and validate HDF5 profiles\n"
             "  models | gpus | systems list the shipped presets (data/)\n"
+            "  loss PARAMS TOKENS [--fit F]\n"
+            "                          the loss a model reaches (Chinchilla fit)\n"
             "\n"
             "options:\n"
             "  -h, --help              this text; `llmplan <command> --help` for each command\n"
@@ -59,6 +61,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "simulate")) return lp_cmd_simulate(argc - 1, argv + 1);
     if (!strcmp(cmd, "search")) return lp_cmd_search(argc - 1, argv + 1);
     if (!strcmp(cmd, "profile")) return lp_cmd_profile(argc - 1, argv + 1);
+    if (!strcmp(cmd, "loss")) return lp_cmd_loss(argc - 1, argv + 1);
     if (!strcmp(cmd, "models") || !strcmp(cmd, "gpus") || !strcmp(cmd, "systems"))
         return lp_cmd_presets(argc - 1, argv + 1);
     fprintf(stderr, "llmplan: unknown command '%s' (see llmplan --help)\n", cmd);

@@ -69,6 +69,26 @@ case_ host_overlap "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
   \"training\": {\"global_batch\": 8}, \"framework\": {\"name\": \"fsdp\", \"host_overlap\": 0.5} }" "'framework.host_overlap'" ">= 1"
 case_ cross_entropy "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
   \"training\": {\"global_batch\": 8}, \"framework\": {\"name\": \"fsdp\", \"cross_entropy\": \"fp64\"} }" "'framework.cross_entropy'" "\"native\""
+case_ framework_name "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
+  \"training\": {\"global_batch\": 8}, \"framework\": \"horovod\" }" "'framework'" "\"ddp\""
+case_ hybrid_shard "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
+  \"training\": {\"global_batch\": 8}, \"framework\": {\"name\": \"fsdp\", \"hybrid_shard\": 1} }" "'framework.hybrid_shard'"
+
+# llmplan loss: bad numbers and an unknown fit are usage errors (exit 2)
+for args in "1e9" "1e9 -5" "1e9 2e10 --fit kaplan"; do
+  out=$("$bin" loss $args 2>&1 >/dev/null); rc=$?
+  if [ $rc -eq 2 ] && [ -n "$out" ]; then
+    pass=$((pass + 1)); echo "ok   loss '$args': $(printf '%s' "$out" | head -1)"
+  else
+    fail=$((fail + 1)); echo "FAIL loss '$args' (rc $rc): $out"
+  fi
+done
+out=$(printf '1e9 x\n' | "$bin" loss --batch 2>&1 >/dev/null); rc=$?
+if [ $rc -eq 1 ] && [[ "$out" == *"stdin line 1"* ]]; then
+  pass=$((pass + 1)); echo "ok   loss_batch: $out"
+else
+  fail=$((fail + 1)); echo "FAIL loss_batch (rc $rc): $out"
+fi
 
 # a missing file
 out=$("$bin" simulate "$dir/nope.json" 2>&1 >/dev/null); rc=$?

@@ -27,11 +27,13 @@ void lp_sim_param_bytes(const struct lp_run *r, struct lp_bytes_per_param *b)
         /* DDP under torch.autocast (the PyTorch AMP recipe): the parameters,
          * their gradients (all-reduced as they are) and Adam's m and v stay
          * fp32; autocast's bf16/fp16 copy of each weight is made in forward
-         * and saved for backward by the GEMMs (2 bytes more per weight). */
+         * and saved for backward by the GEMMs (2 bytes more per weight); the
+         * reducer's flat bucket buffers hold a second copy of the gradients
+         * (gradient_as_bucket_view=False, the default: reducer.cpp). */
         b->w = 4 + 2;
-        b->g = 4;
+        b->g = 4 + 4;
         b->o = 8;
-        b->g_comm = b->g;
+        b->g_comm = 4;
         return;
     }
     switch (r->train.precision) {
@@ -384,7 +386,7 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
                     continue;
                 }
                 for (int j = n - 1; j >= 0; j--) {
-                    double bytes = ts[j] * b.g;
+                    double bytes = ts[j] * b.g_comm;
                     double cp = cm->ops->mem_s(cm, LP_MEM_COPY, bytes * 2.0);
                     extra_b += cp;
                     t += dur * ts[j] / size + cp;
@@ -402,7 +404,7 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
                 if (filled > 0)
                     net(&net_free, t,
                         lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, filled, nd, p->tp), &busy);
-                double back = cm->ops->mem_s(cm, LP_MEM_COPY, pr->stage_max * b.g * 2.0);
+                double back = cm->ops->mem_s(cm, LP_MEM_COPY, pr->stage_max * b.g_comm * 2.0);
                 double end = fmax(t, net_free) + back;
                 out->tail_s = end - t;
                 t = end;

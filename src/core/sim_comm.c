@@ -1,7 +1,9 @@
 /* Collective and point-to-point costs for a group placed on nodes.
  *
  * Placement: ranks are numbered in Megatron's order (TP innermost, then CP,
- * DP, PP), and node i holds ranks [i*G, (i+1)*G) for G GPUs per node. A
+ * DP, PP), and node i holds ranks [i*G, (i+1)*G) for G GPUs per node (per
+ * scale-up domain: an NVL72 rack's 72 GPUs share one NVLink fabric, so for
+ * communication they are one "node" behind its scale-out network). A
  * group of n ranks spaced `stride` apart therefore has
  *     k = clamp(G / stride, 1, n)
  * members per node and spans n / k nodes.
@@ -32,7 +34,7 @@ double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys,
                     double bytes, int n, int stride)
 {
     if (n <= 1 || bytes <= 0) return 0.0;
-    int G = sys->gpus_per_node > 0 ? sys->gpus_per_node : 1;
+    int G = lp_system_scale_up(sys);
     int k = stride >= G ? 1 : G / stride;
     if (k > n) k = n;
     int nodes = (n + k - 1) / k;
@@ -64,7 +66,7 @@ double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, 
                    int stride)
 {
     if (bytes <= 0) return 0.0;
-    int G = sys->gpus_per_node > 0 ? sys->gpus_per_node : 1;
+    int G = lp_system_scale_up(sys);
     bool inter = stride >= G;
     enum lp_tier tier = inter ? LP_TIER_INTER : LP_TIER_INTRA;
     const struct lp_link *l = inter ? &sys->inter : &sys->intra;

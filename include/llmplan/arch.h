@@ -27,6 +27,8 @@ double lp_arch_head_dim(const struct lp_model *m);
 double lp_arch_mamba_inner(const struct lp_model *m);
 double lp_arch_mamba_heads(const struct lp_model *m);
 double lp_arch_mamba_dt_rank(const struct lp_model *m);
+/* Width the routed experts work at (moe.latent, or hidden). */
+double lp_arch_moe_width(const struct lp_model *m);
 
 /* Parameters of one mixer / FFN block on one rank, its pre-norm included.
  * tp splits attention heads, Mamba channels, dense and shared-expert FFNs

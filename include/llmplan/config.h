@@ -32,7 +32,7 @@ enum lp_fp8_scaling {
 };
 enum lp_act { LP_ACT_GELU = 0, LP_ACT_SWIGLU };
 enum lp_norm { LP_NORM_LAYERNORM = 0, LP_NORM_RMSNORM };
-enum lp_pos { LP_POS_LEARNED = 0, LP_POS_ROTARY, LP_POS_ALIBI };
+enum lp_pos { LP_POS_LEARNED = 0, LP_POS_ROTARY, LP_POS_ALIBI, LP_POS_NONE };
 enum lp_recompute {
     LP_RECOMPUTE_NONE = 0,
     LP_RECOMPUTE_SELECTIVE,
@@ -80,6 +80,9 @@ struct lp_moe {
     int first_dense_layers; /* the first k layers use a dense FFN of ffn_hidden */
     bool dropless;          /* no capacity limit: the busiest expert sets the time */
     double imbalance;       /* busiest expert's tokens over the mean (dropless), >= 1 */
+    /* LatentMoE (Nemotron 3 Super): routed experts work at this width,
+     * with projections from and back to hidden around them; 0 = hidden */
+    int latent;
 };
 
 /* Multi-head latent attention (DeepSeek-V2, Sec 2.1): queries through a
@@ -103,6 +106,7 @@ struct lp_mamba {
     int expand;   /* d_inner = expand * hidden */
     int head_dim; /* Mamba-2: channels per SSM head */
     int n_groups; /* Mamba-2: groups sharing B and C */
+    int heads;    /* Mamba-2: SSM heads; d_inner = heads * head_dim when given */
     int dt_rank;  /* Mamba-1: rank of the dt projection (0 = ceil(hidden / 16)) */
 };
 
@@ -215,6 +219,8 @@ struct lp_framework_opts {
     bool zero3_per_tensor;     /* ZeRO-3 gathers/reduce-scatters one collective per parameter
                                   tensor (DeepSpeed 2021) instead of one per layer */
     enum lp_xent xent;         /* the loss kernels */
+    bool grad_fp32;            /* bf16/fp8 gradients accumulated and reduced in fp32 (Megatron's
+                                  main_grad with grad_reduce_in_fp32) rather than in bf16 */
 };
 
 /* Which fused attention kernel runs when flash_attention is set (the

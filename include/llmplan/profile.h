@@ -198,8 +198,8 @@ int lp_profile_prepare(struct lp_profile *p, struct lp_err *err);
  * attn[impl][causal][pass][prec], mem[kind], coll[op][tier]. */
 enum lp_family { LP_FAM_GEMM = 0, LP_FAM_ATTN, LP_FAM_MEM, LP_FAM_COLL, LP_FAM_COUNT };
 #define LP_PROFILE_SLOTS                                                                           \
-    (LP_GEMM_LAYOUT_COUNT * LP_PREC_TABLES +                                                        \
-     LP_ATTN_IMPL_COUNT * 2 * LP_PASS_COUNT * LP_PREC_TABLES + LP_MEM_KIND_COUNT +                  \
+    (LP_GEMM_LAYOUT_COUNT * LP_PREC_TABLES +                                                       \
+     LP_ATTN_IMPL_COUNT * 2 * LP_PASS_COUNT * LP_PREC_TABLES + LP_MEM_KIND_COUNT +                 \
      LP_COLL_COUNT * LP_TIER_COUNT)
 struct lp_slot {
     enum lp_family family;

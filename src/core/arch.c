@@ -68,7 +68,14 @@ double lp_arch_head_dim(const struct lp_model *m)
 
 double lp_arch_mamba_inner(const struct lp_model *m)
 {
+    if (m->mamba.heads > 0 && m->mamba.head_dim > 0)
+        return (double)m->mamba.heads * m->mamba.head_dim;
     return (double)(m->mamba.expand > 0 ? m->mamba.expand : 2) * m->hidden;
+}
+
+double lp_arch_moe_width(const struct lp_model *m)
+{
+    return m->moe.latent > 0 ? m->moe.latent : m->hidden;
 }
 
 double lp_arch_mamba_heads(const struct lp_model *m)
@@ -138,11 +145,18 @@ double lp_arch_mixer_params(const struct lp_model *m, enum lp_mixer k, double tp
     }
 }
 
-/* One expert-style FFN of size f split over t ranks, with its biases. */
-static double mlp_params(const struct lp_model *m, double f, double t)
+/* One expert-style FFN of size f and width h split over t ranks, with its
+ * biases. */
+static double mlp_params(const struct lp_model *m, double h, double f, double t)
 {
-    const double h = m->hidden, n = nmat(m);
+    const double n = nmat(m);
     return n * h * f / t + (m->bias ? (n - 1.0) * f / t + h : 0.0);
+}
+
+/* LatentMoE's projections to the latent width and back (replicated). */
+static double latent_params(const struct lp_model *m)
+{
+    return m->moe.latent > 0 ? 2.0 * m->hidden * (double)m->moe.latent : 0.0;
 }
 
 double lp_arch_ffn_params(const struct lp_model *m, enum lp_ffn k, double tp, double etp, double ep)
@@ -150,12 +164,12 @@ double lp_arch_ffn_params(const struct lp_model *m, enum lp_ffn k, double tp, do
     const double h = m->hidden;
     switch (k) {
     case LP_FFN_DENSE:
-        return mlp_params(m, m->ffn_hidden, tp) + norm_params(m, h);
+        return mlp_params(m, h, m->ffn_hidden, tp) + norm_params(m, h);
     case LP_FFN_MOE: {
         const struct lp_moe *e = &m->moe;
         double p = h * e->experts + (m->bias ? e->experts : 0.0); /* router (replicated) */
-        p += (double)e->experts / ep * mlp_params(m, e->ffn_hidden, etp);
-        p += e->shared_experts * mlp_params(m, e->shared_ffn_hidden, tp);
+        p += (double)e->experts / ep * mlp_params(m, lp_arch_moe_width(m), e->ffn_hidden, etp);
+        p += e->shared_experts * mlp_params(m, h, e->shared_ffn_hidden, tp) + latent_params(m);
         return p + norm_params(m, h);
     }
     default:
@@ -167,8 +181,10 @@ double lp_arch_ffn_active_params(const struct lp_model *m, enum lp_ffn k)
 {
     if (k != LP_FFN_MOE) return lp_arch_ffn_params(m, k, 1, 1, 1);
     const struct lp_moe *e = &m->moe;
-    return m->hidden * (double)e->experts + e->top_k * mlp_params(m, e->ffn_hidden, 1) +
-           e->shared_experts * mlp_params(m, e->shared_ffn_hidden, 1) + norm_params(m, m->hidden);
+    return m->hidden * (double)e->experts +
+           e->top_k * mlp_params(m, lp_arch_moe_width(m), e->ffn_hidden, 1) +
+           e->shared_experts * mlp_params(m, m->hidden, e->shared_ffn_hidden, 1) +
+           latent_params(m) + norm_params(m, m->hidden);
 }
 
 double lp_arch_mixer_flops(const struct lp_model *m, enum lp_mixer k)
@@ -221,9 +237,9 @@ double lp_arch_ffn_flops(const struct lp_model *m, enum lp_ffn k)
         return 2.0 * n * h * m->ffn_hidden;
     case LP_FFN_MOE: {
         const struct lp_moe *e = &m->moe;
-        return 2.0 * h * e->experts + 2.0 * n * h *
-                                          (e->top_k * (double)e->ffn_hidden +
-                                           e->shared_experts * (double)e->shared_ffn_hidden);
+        return 2.0 * h * e->experts + 2.0 * latent_params(m) +
+               2.0 * n * lp_arch_moe_width(m) * e->top_k * (double)e->ffn_hidden +
+               2.0 * n * h * e->shared_experts * (double)e->shared_ffn_hidden;
     }
     default:
         return 0.0;

@@ -129,7 +129,8 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
     o->kind = kind;
     o->fused_kernels = true;
     o->host_overlap = LP_HOST_OVERLAP;
-    o->bucket_bytes = 40e6; /* Megatron DDP bucket (bytes); docs/frameworks.md */
+    o->bucket_bytes = 40e6;            /* Megatron DDP bucket (bytes); docs/frameworks.md */
+    o->grad_fp32 = kind != LP_FW_FSDP; /* FSDP mixed precision reduces in bf16 */
     o->step_overhead_s = 0.0;
     switch (kind) {
     case LP_FW_MEGATRON:

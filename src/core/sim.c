@@ -397,7 +397,7 @@ static void param_bytes(const struct lp_run *r, struct bytes_per_param *b)
         break;
     case LP_BF16:
         b->w = 2;
-        b->g = r->fw.kind == LP_FW_FSDP ? 2 : 4;
+        b->g = r->fw.grad_fp32 ? 4 : 2;
         b->o = 12;
         break;
     default:
@@ -476,7 +476,8 @@ static double kind_activation_bytes(const struct lp_run *r, int k)
         repl += e * 2.0 * h + mask;
         /* each routed token's fc1 output and activation, and its permuted
          * copy; the shared experts' like a dense MLP */
-        split += e * q->top_k * load * ((swiglu ? 3.0 : 2.0) * q->ffn_hidden + h);
+        split +=
+            e * q->top_k * load * ((swiglu ? 3.0 : 2.0) * q->ffn_hidden + lp_arch_moe_width(m));
         split += e * (swiglu ? 3.0 : 2.0) * q->shared_experts * (double)q->shared_ffn_hidden;
     }
     double per_tok = repl / (p->sequence_parallel ? t : 1.0) + split / t;

@@ -24,6 +24,10 @@ struct wl {
     double h, d, at, gt; /* hidden, head dim, heads and kv heads per rank */
     int t;
     enum lp_mem_kind norm;
+    /* the forward synchronises the host with the GPU in every few layers
+     * (dropless MoE: lockstep, see moe_block), so its host time is not
+     * hidden behind queued GPU work */
+    bool lockstep;
 };
 
 /* Kernel time and kernel count of a sequence of operators. Every kernel
@@ -38,6 +42,7 @@ struct acc {
     double wg; /* the weight-gradient GEMMs among them (zero-bubble W pass) */
     int wn;
     double comm; /* exposed collectives on the same stream: GPU time the host also runs ahead of */
+    bool lockstep; /* host and GPU serial (p = 1): no queue to run ahead in */
 };
 
 static void addk(struct acc *a, enum lp_op_class k, double t)
@@ -66,7 +71,8 @@ static void addw(struct acc *a, double t)
  * (docs/calibration.md). Returns the part beyond the kernel time. */
 static double host_exposed(const struct wl *w, const struct acc *a, int ncoll)
 {
-    const double h = (a->n + ncoll) * w->run->fw.host_op_s, p = w->run->fw.host_overlap;
+    const double h = (a->n + ncoll) * w->run->fw.host_op_s;
+    const double p = a->lockstep ? 1.0 : w->run->fw.host_overlap;
     const double g = a->s + a->comm; /* the GPU's time: kernels and collectives */
     if (!(h > 0)) return 0.0;
     if (!(p > 1.0) || !(g > 0)) return h;
@@ -130,6 +136,7 @@ static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct a
 {
     throttle(w, f, ncoll);
     throttle(w, b, ncoll);
+    f->lockstep = w->lockstep;
     if (may_overlap && w->run->fw.tp_overlap) {
         comm_f = fmax(0.0, comm_f - f->s);
         comm_b = fmax(0.0, comm_b - b->s);
@@ -462,16 +469,17 @@ static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
 
 /* fc1, activation, fc2 of an FFN of size f split over t ranks, on T tokens:
  * the dense MLP, a shared expert, or one routed expert's share. */
-static void ffn_core(const struct wl *w, double T, double ft, struct acc *f, struct acc *b)
+static void ffn_core(const struct wl *w, double T, double width, double ft, struct acc *f,
+                     struct acc *b)
 {
     const bool swiglu = w->run->model.ffn_act == LP_ACT_SWIGLU;
-    linear(w, T, ft * (swiglu ? 2.0 : 1.0), w->h, f, b);
+    linear(w, T, ft * (swiglu ? 2.0 : 1.0), width, f, b);
     double x = T * ft;
     addk(f, LP_OPC_MEM,
          mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * x * w->e));
     addk(b, LP_OPC_MEM,
          mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * x * w->e));
-    linear(w, T, w->h, ft, f, b);
+    linear(w, T, width, ft, f, b);
 }
 
 /* Dense MLP block: norm, fc1, activation, fc2, residual. */
@@ -480,7 +488,7 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
     const struct lp_run *r = w->run;
     struct acc f = {0}, b = {0};
     elementwise(w, &f, &b);
-    ffn_core(w, w->T, (double)r->model.ffn_hidden / w->t, &f, &b);
+    ffn_core(w, w->T, w->h, (double)r->model.ffn_hidden / w->t, &f, &b);
     double comm = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     double fwd = finish_block(w, c, &f, &b, comm, comm, ncoll, true);
@@ -503,6 +511,7 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     const struct lp_run *r = w->run;
     const struct lp_moe *moe = &r->model.moe;
     const double h = w->h, E = moe->experts, ep = r->par.ep, local = E / ep;
+    const double lw = lp_arch_moe_width(&r->model); /* the routed tokens' width */
     const double etp = r->par.etp > 0 ? r->par.etp : w->t;
     const double Tr = w->T * etp / w->t; /* tokens this rank routes */
     const double load = moe->dropless ? moe->imbalance : moe->capacity_factor;
@@ -514,20 +523,24 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     linear(w, w->T, E, h, &f, &b); /* router (replicated) */
     addk(&f, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 2.0 * w->T * E * 4.0));
     addk(&b, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 3.0 * w->T * E * 4.0));
-    /* Grouped GEMM (TE/CUTLASS grouped GEMM, Megatron --moe-grouped-gemm):
-     * one kernel over the local experts whose tiles cover each expert's rows
-     * separately, so it costs one GEMM of the local experts' rows, each
-     * rounded up to the 128-row tile; the activation works on the real rows. */
-    const double rows = local * ceil(te / 128.0) * 128.0;
+    /* The local experts' GEMMs (Megatron --moe-grouped-gemm: Transformer
+     * Engine's GroupedLinear, grouped_linear.py -> general_grouped_gemm)
+     * run as one cuBLAS GEMM per expert over te rows each, spread over a few
+     * streams (a GEMM this size fills the GPU, so their times add), with the
+     * inputs quantised per expert: each expert's kernels are launched by the
+     * host; the activation is one kernel over all of them. */
     struct acc ef = {0}, eb = {0};
-    ffn_core(w, rows, moe->ffn_hidden / etp, &ef, &eb);
-    const double real = rows > 0 ? local * te / rows : 0.0;
-    const double act_f = ef.cat[LP_OPC_MEM] * (1.0 - real),
-                 act_b = eb.cat[LP_OPC_MEM] * (1.0 - real);
-    ef.s -= act_f;
-    ef.cat[LP_OPC_MEM] -= act_f;
-    eb.s -= act_b;
-    eb.cat[LP_OPC_MEM] -= act_b;
+    ffn_core(w, te, lw, moe->ffn_hidden / etp, &ef, &eb);
+    ef.s *= local;
+    eb.s *= local;
+    for (int k = 0; k < LP_OPC_COUNT; k++) {
+        ef.cat[k] *= local;
+        eb.cat[k] *= local;
+    }
+    eb.wg *= local;
+    eb.wn *= (int)local;
+    ef.n = 1 + (int)local * (ef.n - 1);
+    eb.n = 1 + (int)local * (eb.n - 1);
     f.s += ef.s;
     f.n += ef.n;
     b.s += eb.s;
@@ -539,13 +552,17 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     b.wg += eb.wg;
     b.wn += eb.wn;
     if (moe->shared_experts > 0)
-        ffn_core(w, w->T, (double)moe->shared_experts * moe->shared_ffn_hidden / w->t, &f, &b);
+        ffn_core(w, w->T, h, (double)moe->shared_experts * moe->shared_ffn_hidden / w->t, &f, &b);
     /* permutation copies of the routed tokens (permute and unpermute) */
-    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * Tr * moe->top_k * h * w->e));
-    addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * Tr * moe->top_k * h * w->e));
+    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * Tr * moe->top_k * lw * w->e));
+    addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * Tr * moe->top_k * lw * w->e));
+    if (moe->latent > 0) { /* LatentMoE: to the latent width before routing, and back */
+        linear(w, w->T, lw, h, &f, &b);
+        linear(w, w->T, h, lw, &f, &b);
+    }
     double a2a = 0;
     if (r->par.ep > 1) {
-        double bytes = Tr * moe->top_k * load * h * w->e;
+        double bytes = Tr * moe->top_k * load * lw * w->e;
         a2a = 2.0 * coll(w, LP_COLL_ALLTOALL, bytes, r->par.ep, (int)etp);
     }
     /* the expert-TP group gathers its tokens and reduce-scatters the
@@ -620,6 +637,7 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
     }
     throttle(w, &f, w->t > 1 ? 4 : 0);
     throttle(w, &b, w->t > 1 ? 1 : 0);
+    f.lockstep = w->lockstep;
     f.comm = comm_f;
     b.comm = comm_b;
     e->head_fwd_s = with_overhead(w, &f, w->t > 1 ? 4 : 0) + comm_f;
@@ -675,6 +693,15 @@ void lp_shape_cost_compute(const struct lp_cost_model *cm, const struct lp_run *
         lp_arch_layer(m, i, &mx, &ff);
         mix[mx] = ffn[ff] = true;
     }
+    /* Dropless MoE with Megatron-Core's all-to-all dispatcher: each MoE
+     * layer's forward copies the per-expert token counts to the host and
+     * synchronises (token_dispatcher.py, _maybe_dtoh_and_synchronize at the
+     * cuda_sync_point) before the all-to-all, whose split sizes it needs.
+     * The host then cannot queue work ahead of the GPU: from one MoE layer
+     * to the next, host and GPU take turns (the forward's host time adds,
+     * p = 1). The backward knows its splits already and runs ahead as usual.
+     * Capacity routing has fixed shapes and no synchronisation. */
+    w.lockstep = ffn[LP_FFN_MOE] && m->moe.dropless;
     if (mix[LP_MIX_ATTN]) attention_block(&w, &out->mix[LP_MIX_ATTN], false);
     if (mix[LP_MIX_ATTN_LOCAL]) attention_block(&w, &out->mix[LP_MIX_ATTN_LOCAL], true);
     if (mix[LP_MIX_MAMBA]) mamba_block(&w, &out->mix[LP_MIX_MAMBA]);

@@ -299,7 +299,7 @@ static int parse_norm(const char *s, int *o)
 }
 static int parse_pos(const char *s, int *o)
 {
-    static const char *const n[] = {"learned", "rotary", "alibi", NULL};
+    static const char *const n[] = {"learned", "rotary", "alibi", "none", NULL};
     return parse_among(s, o, n);
 }
 static int parse_prec(const char *s, int *o)
@@ -423,6 +423,7 @@ static int parse_moe_ext(const struct lp_jctx *c, const cJSON *moe, const char *
         LP_FAIL(err, LP_EINVAL,
                 "%s: key '%s': expected the busiest expert's tokens over the mean (>= 1), got %g",
                 c->file, lp_jpath(kp, sizeof(kp), mp, "imbalance"), e->imbalance);
+    LP_TRY(err, lp_json_int32(c, moe, mp, "latent_size", false, 1, 1 << 24, &e->latent));
     int r = 0; /* the score function costs the same either way: checked, not kept */
     return lp_json_enum(c, moe, mp, "router", false, parse_router, "\"softmax\" or \"sigmoid\"",
                         &r);
@@ -434,8 +435,9 @@ static int parse_model_ext(const struct lp_jctx *c, const cJSON *o, const char *
 {
     static const char *const mla_keys[] = {"q_lora_rank",      "kv_lora_rank", "qk_nope_head_dim",
                                            "qk_rope_head_dim", "v_head_dim",   NULL};
-    static const char *const mamba_keys[] = {"version",  "d_state",  "d_conv",  "expand",
-                                             "head_dim", "n_groups", "dt_rank", NULL};
+    static const char *const mamba_keys[] = {"version", "d_state",   "d_conv",
+                                             "expand",  "head_dim",  "n_groups",
+                                             "dt_rank", "num_heads", NULL};
     struct lp_err *err = c->err;
     char kp[256], sp[128];
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "mla");
@@ -475,7 +477,8 @@ static int parse_model_ext(const struct lp_jctx *c, const cJSON *o, const char *
         s->n_groups = 1;
         LP_TRY(err, lp_json_int32(c, v, sp, "n_groups", false, 1, 1 << 16, &s->n_groups));
         LP_TRY(err, lp_json_int32(c, v, sp, "dt_rank", false, 1, 1 << 20, &s->dt_rank));
-        if (s->version == 2 && (int64_t)s->expand * m->hidden % s->head_dim != 0)
+        LP_TRY(err, lp_json_int32(c, v, sp, "num_heads", false, 1, 1 << 20, &s->heads));
+        if (s->version == 2 && s->heads == 0 && (int64_t)s->expand * m->hidden % s->head_dim != 0)
             LP_FAIL(err, LP_EINVAL,
                     "%s: key '%s.head_dim': expected a divisor of expand * hidden "
                     "(%lld), got %d",
@@ -533,6 +536,7 @@ static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *
                                            "routing",
                                            "imbalance",
                                            "router",
+                                           "latent_size",
                                            NULL};
     struct lp_model *m = vout;
     struct lp_err *err = c->err;
@@ -558,7 +562,7 @@ static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *
     m->norm = (enum lp_norm)e;
     e = LP_POS_LEARNED;
     LP_TRY(err, lp_json_enum(c, o, path, "position", false, parse_pos,
-                             "\"learned\", \"rotary\" or \"alibi\"", &e));
+                             "\"learned\", \"rotary\", \"alibi\" or \"none\"", &e));
     m->pos = (enum lp_pos)e;
     m->tied_embeddings = true;
     LP_TRY(err, lp_json_bool(c, o, path, "tied_embeddings", false, &m->tied_embeddings));
@@ -872,19 +876,10 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *f)
 {
-    static const char *const keys[] = {"name",
-                                       "dp_overlap",
-                                       "tp_overlap",
-                                       "pp_overlap",
-                                       "param_gather_overlap",
-                                       "fused_kernels",
-                                       "bucket_MB",
-                                       "step_overhead_ms",
-                                       "host_op_us",
-                                       "zero3_per_tensor",
-                                       "cross_entropy",
-                                       "host_overlap",
-                                       NULL};
+    static const char *const keys[] = {
+        "name",          "dp_overlap",   "tp_overlap",       "pp_overlap", "param_gather_overlap",
+        "fused_kernels", "bucket_MB",    "step_overhead_ms", "host_op_us", "zero3_per_tensor",
+        "cross_entropy", "host_overlap", "grad_fp32",        NULL};
     struct lp_err *err = c->err;
     const char *expected = "\"megatron\", \"megatron-2021\", \"megatron-deepspeed\" or \"fsdp\"";
     int e = LP_FW_MEGATRON;
@@ -908,6 +903,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
            lp_json_bool(c, item, path, "param_gather_overlap", false, &f->param_gather_overlap));
     LP_TRY(err, lp_json_bool(c, item, path, "fused_kernels", false, &f->fused_kernels));
     LP_TRY(err, lp_json_bool(c, item, path, "zero3_per_tensor", false, &f->zero3_per_tensor));
+    LP_TRY(err, lp_json_bool(c, item, path, "grad_fp32", false, &f->grad_fp32));
     int x = (int)f->xent;
     LP_TRY(err, lp_json_enum(c, item, path, "cross_entropy", false, parse_xent,
                              "\"fp32\", \"fused\" or \"native\"", &x));

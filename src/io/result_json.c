@@ -22,13 +22,13 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
 {
     struct lp_framework_opts d;
     lp_framework_defaults(f->kind, &d);
-    const bool same = f->dp_overlap == d.dp_overlap && f->tp_overlap == d.tp_overlap &&
-                      f->pp_overlap == d.pp_overlap &&
-                      f->param_gather_overlap == d.param_gather_overlap &&
-                      f->fused_kernels == d.fused_kernels && f->bucket_bytes == d.bucket_bytes &&
-                      f->step_overhead_s == d.step_overhead_s && f->host_op_s == d.host_op_s &&
-                      f->host_overlap == d.host_overlap &&
-                      f->zero3_per_tensor == d.zero3_per_tensor && f->xent == d.xent;
+    const bool same =
+        f->dp_overlap == d.dp_overlap && f->tp_overlap == d.tp_overlap &&
+        f->pp_overlap == d.pp_overlap && f->param_gather_overlap == d.param_gather_overlap &&
+        f->fused_kernels == d.fused_kernels && f->bucket_bytes == d.bucket_bytes &&
+        f->step_overhead_s == d.step_overhead_s && f->host_op_s == d.host_op_s &&
+        f->host_overlap == d.host_overlap && f->zero3_per_tensor == d.zero3_per_tensor &&
+        f->xent == d.xent && f->grad_fp32 == d.grad_fp32;
     if (same) return !cJSON_AddStringToObject(c, "framework", lp_framework_name(f->kind));
     cJSON *o = cJSON_AddObjectToObject(c, "framework");
     if (!o) return 1;
@@ -44,6 +44,7 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
     bad |= add_num(o, "host_overlap", f->host_overlap);
     bad |= !cJSON_AddBoolToObject(o, "zero3_per_tensor", f->zero3_per_tensor);
     bad |= !cJSON_AddStringToObject(o, "cross_entropy", lp_xent_name(f->xent));
+    bad |= !cJSON_AddBoolToObject(o, "grad_fp32", f->grad_fp32);
     return bad;
 }
 

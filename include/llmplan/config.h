@@ -60,6 +60,14 @@ enum lp_framework {
     LP_FW_COUNT
 };
 
+/* MoE token dispatch between EP ranks (framework option "moe_dispatcher"). */
+enum lp_dispatcher {
+    LP_DISPATCH_ALLTOALL = 0, /* NCCL all-to-all of every routed copy (Megatron-Core alltoall) */
+    LP_DISPATCH_HYBRIDEP,     /* one copy per destination node over the network, fanned out
+                                 over NVLink (Megatron-Core flex dispatcher, HybridEP/DeepEP) */
+    LP_DISPATCH_COUNT
+};
+
 /* How the loss over the vocabulary is computed (framework option
  * "cross_entropy"; docs/frameworks.md). */
 enum lp_xent {
@@ -219,6 +227,9 @@ struct lp_framework_opts {
     bool zero3_per_tensor;     /* ZeRO-3 gathers/reduce-scatters one collective per parameter
                                   tensor (DeepSpeed 2021) instead of one per layer */
     enum lp_xent xent;         /* the loss kernels */
+    bool ep_overlap; /* EP all-to-alls hidden behind another micro-batch's compute
+                        (Megatron-Core overlap_moe_expert_parallel_comm, combined 1F1B) */
+    enum lp_dispatcher dispatcher; /* how MoE tokens travel between EP ranks */
     bool grad_fp32;            /* bf16/fp8 gradients accumulated and reduced in fp32 (Megatron's
                                   main_grad with grad_reduce_in_fp32) rather than in bf16 */
 };
@@ -264,6 +275,8 @@ const char *lp_schedule_name(enum lp_schedule s);
 const char *lp_framework_name(enum lp_framework f);
 const char *lp_xent_name(enum lp_xent x);
 const char *lp_fp8_scaling_name(enum lp_fp8_scaling s);
+const char *lp_dispatcher_name(enum lp_dispatcher d);
+int lp_dispatcher_parse(const char *s, enum lp_dispatcher *out);
 int lp_fp8_scaling_parse(const char *s, enum lp_fp8_scaling *out);
 /* The profile table precision serving p (block-scaled formats: fp8). */
 enum lp_prec lp_prec_table(enum lp_prec p);

@@ -7,6 +7,7 @@
 static const char *const prec_names[LP_PREC_COUNT] = {"fp32", "fp16",  "bf16",
                                                       "fp8",  "mxfp8", "nvfp4"};
 static const char *const fp8_scaling_names[LP_FP8_SCALING_COUNT] = {"delayed", "current"};
+static const char *const dispatcher_names[LP_DISPATCH_COUNT] = {"alltoall", "hybridep"};
 static const char *const recompute_names[LP_RECOMPUTE_COUNT] = {"none", "selective", "full"};
 static const char *const schedule_names[LP_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved", "zb"};
 static const char *const framework_names[LP_FW_COUNT] = {"megatron", "megatron-2021",
@@ -113,6 +114,19 @@ int lp_fp8_scaling_parse(const char *s, enum lp_fp8_scaling *out)
     int i = parse_name(s, fp8_scaling_names, LP_FP8_SCALING_COUNT);
     if (i < 0) return LP_EINVAL;
     *out = (enum lp_fp8_scaling)i;
+    return LP_OK;
+}
+
+const char *lp_dispatcher_name(enum lp_dispatcher d)
+{
+    return (unsigned)d < LP_DISPATCH_COUNT ? dispatcher_names[d] : "?";
+}
+
+int lp_dispatcher_parse(const char *s, enum lp_dispatcher *out)
+{
+    int i = parse_name(s, dispatcher_names, LP_DISPATCH_COUNT);
+    if (i < 0) return LP_EINVAL;
+    *out = (enum lp_dispatcher)i;
     return LP_OK;
 }
 

@@ -498,6 +498,32 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
     }
 }
 
+/* One dispatch (or combine) of the tokens this rank routes, `bytes` per
+ * copy, over the EP group (ranks `stride` apart). The all-to-all sends
+ * every routed copy (top_k of them per token) to its expert's rank. HybridEP
+ * (DeepEP's hybrid mode in Megatron-Core's flex dispatcher) sends a token
+ * once to each other node holding one of its experts and fans it out over
+ * NVLink: with uniform routing a token reaches (N - 1)(1 - (1 - 1/N)^k)
+ * other nodes of the N its EP group spans. */
+static double dispatch_time(const struct wl *w, double bytes, int stride)
+{
+    const struct lp_run *r = w->run;
+    const int ep = r->par.ep, k = r->model.moe.top_k;
+    if (ep <= 1) return 0.0;
+    const double copies = bytes * k;
+    const int G = lp_system_scale_up(&r->system);
+    const int per = stride >= G ? 1 : (G / stride < ep ? G / stride : ep);
+    const int nodes = (ep + per - 1) / per;
+    if (r->fw.dispatcher != LP_DISPATCH_HYBRIDEP || nodes <= 1)
+        return coll(w, LP_COLL_ALLTOALL, copies, ep, stride);
+    const double N = nodes;
+    const double inter = bytes * (N - 1.0) * (1.0 - pow(1.0 - 1.0 / N, k));
+    const double eff_x = w->cm->ops->coll_eff(w->cm, LP_COLL_ALLTOALL, LP_TIER_INTER, inter, ep);
+    const double eff_i = w->cm->ops->coll_eff(w->cm, LP_COLL_ALLTOALL, LP_TIER_INTRA, copies, per);
+    return fmax(inter / (eff_x * r->system.inter.bw_Bps),
+                copies * (per - 1.0) / per / (eff_i * r->system.intra.bw_Bps));
+}
+
 /* MoE block (Megatron-Core MoELayer with the all-to-all token dispatcher):
  * router and top-k, permutation, all-to-all dispatch over the EP group, the
  * local experts as grouped GEMMs, all-to-all combine, unpermutation; shared
@@ -560,18 +586,20 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
         linear(w, w->T, lw, h, &f, &b);
         linear(w, w->T, h, lw, &f, &b);
     }
-    double a2a = 0;
-    if (r->par.ep > 1) {
-        double bytes = Tr * moe->top_k * load * lw * w->e;
-        a2a = 2.0 * coll(w, LP_COLL_ALLTOALL, bytes, r->par.ep, (int)etp);
-    }
+    /* dispatch and combine: the same volume each way */
+    const double a2a = 2.0 * dispatch_time(w, Tr * load * lw * w->e, (int)etp);
     /* the expert-TP group gathers its tokens and reduce-scatters the
      * result; the shared experts and the rest of the layer use the TP group */
     double tpc = etp > 1 ? tp_comm(w) : 0.0;
     if (moe->shared_experts > 0 && etp < w->t) tpc += tp_comm(w);
-    double comm = tpc + a2a;
+    /* Megatron-Core's combined 1F1B (overlap_moe_expert_parallel_comm)
+     * runs one micro-batch's forward beside another's backward: each pass's
+     * all-to-alls hide behind the other pass's compute */
+    double comm_f = tpc + (r->fw.ep_overlap ? fmax(0.0, a2a - b.s) : a2a);
+    double comm_b = tpc + (r->fw.ep_overlap ? fmax(0.0, a2a - f.s) : a2a);
+    double comm = comm_f;
     int ncoll = (tpc > 0 ? (r->par.sequence_parallel ? 2 : 1) : 0) + (r->par.ep > 1 ? 2 : 0);
-    double fwd = finish_block(w, c, &f, &b, comm, comm, ncoll, false);
+    double fwd = finish_block(w, c, &f, &b, comm_f, comm_b, ncoll, false);
     if (r->par.recompute == LP_RECOMPUTE_FULL) {
         c->recompute_s += fwd;
         c->comm_recompute_s += comm;

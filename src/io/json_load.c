@@ -316,6 +316,13 @@ static int parse_fp8_scaling(const char *s, int *o)
     *o = (int)v;
     return LP_OK;
 }
+static int parse_dispatcher(const char *s, int *o)
+{
+    enum lp_dispatcher v;
+    if (lp_dispatcher_parse(s, &v) != LP_OK) return LP_EINVAL;
+    *o = (int)v;
+    return LP_OK;
+}
 static int parse_router(const char *s, int *o)
 {
     static const char *const n[] = {"softmax", "sigmoid", NULL};
@@ -879,7 +886,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     static const char *const keys[] = {
         "name",          "dp_overlap",   "tp_overlap",       "pp_overlap", "param_gather_overlap",
         "fused_kernels", "bucket_MB",    "step_overhead_ms", "host_op_us", "zero3_per_tensor",
-        "cross_entropy", "host_overlap", "grad_fp32",        NULL};
+        "cross_entropy", "host_overlap", "grad_fp32", "ep_overlap", "moe_dispatcher", NULL};
     struct lp_err *err = c->err;
     const char *expected = "\"megatron\", \"megatron-2021\", \"megatron-deepspeed\" or \"fsdp\"";
     int e = LP_FW_MEGATRON;
@@ -904,6 +911,11 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     LP_TRY(err, lp_json_bool(c, item, path, "fused_kernels", false, &f->fused_kernels));
     LP_TRY(err, lp_json_bool(c, item, path, "zero3_per_tensor", false, &f->zero3_per_tensor));
     LP_TRY(err, lp_json_bool(c, item, path, "grad_fp32", false, &f->grad_fp32));
+    LP_TRY(err, lp_json_bool(c, item, path, "ep_overlap", false, &f->ep_overlap));
+    int dsp = (int)f->dispatcher;
+    LP_TRY(err, lp_json_enum(c, item, path, "moe_dispatcher", false, parse_dispatcher,
+                             "\"alltoall\" or \"hybridep\"", &dsp));
+    f->dispatcher = (enum lp_dispatcher)dsp;
     int x = (int)f->xent;
     LP_TRY(err, lp_json_enum(c, item, path, "cross_entropy", false, parse_xent,
                              "\"fp32\", \"fused\" or \"native\"", &x));

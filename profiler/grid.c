@@ -55,7 +55,7 @@ static void plan_common(const struct lpp_opts *o, struct lpp_plan *p)
     memset(p, 0, sizeof(*p));
     for (int f = 0; f < LPP_FAMILY_COUNT; f++)
         p->family[f] = o->family[f];
-    for (int i = 0; i < LP_PREC_COUNT; i++)
+    for (int i = 0; i < LP_PREC_TABLES; i++)
         p->prec[i] = o->prec[i];
     p->reps = o->reps;
     p->warmup = o->warmup;
@@ -75,7 +75,7 @@ int lpp_plan_default(const struct lpp_opts *o, struct lpp_plan *p, struct lp_err
     plan_common(o, p);
     if (o->quick) {
         if (!o->prec_given) {
-            for (int i = 0; i < LP_PREC_COUNT; i++)
+            for (int i = 0; i < LP_PREC_TABLES; i++)
                 p->prec[i] = false;
             p->prec[LP_BF16] = true;
         }

@@ -150,7 +150,7 @@ static int parse_families(const char *s, bool *fam, struct lp_err *err)
 
 static int parse_precisions(const char *s, bool *prec, struct lp_err *err)
 {
-    for (int i = 0; i < LP_PREC_COUNT; i++)
+    for (int i = 0; i < LP_PREC_TABLES; i++)
         prec[i] = false;
     const char *p = s;
     int count = 0;

@@ -52,7 +52,7 @@ long lpp_axes_points(const struct lpp_axis *axes, int n);
 struct lpp_opts {
     const char *out_path;                      /* -o (default llmplan-profile.h5) */
     bool family[LPP_FAMILY_COUNT];             /* --only */
-    bool prec[LP_PREC_COUNT];                  /* --precisions (bf16, fp16, fp8) */
+    bool prec[LP_PREC_TABLES];                  /* --precisions (bf16, fp16, fp8) */
     int reps;                                  /* --reps */
     int warmup;                                /* --warmup */
     bool quick;                                /* --quick: tiny grids (smoke test) */
@@ -87,7 +87,7 @@ int lpp_parse_int_list(const char *s, int *out, int max, int *n, struct lp_err *
 
 struct lpp_plan {
     bool family[LPP_FAMILY_COUNT];
-    bool prec[LP_PREC_COUNT];
+    bool prec[LP_PREC_TABLES];
     int reps, warmup;
     bool flush_l2;
     bool targeted;                                 /* shapes of one model (--for-model) */
@@ -124,7 +124,7 @@ int lpp_plan_from_sweep(const struct lp_sweep *sw, int seq, struct lpp_plan *p, 
 
 /* Reference device of the estimate: ~70% of an H100 SXM's dense peaks. */
 struct lpp_ref_gpu {
-    double flops[LP_PREC_COUNT]; /* dense tensor-core FLOP/s */
+    double flops[LP_PREC_TABLES]; /* dense tensor-core FLOP/s */
     double mem_bw_Bps;
     double launch_s;    /* per timed call */
     double efficiency;  /* fraction of peak assumed reached */

@@ -15,10 +15,24 @@ extern "C" {
 #define LP_NAME_LEN 64
 #define LP_SOURCE_LEN 384
 
-enum lp_prec { LP_FP32 = 0, LP_FP16, LP_BF16, LP_FP8, LP_PREC_COUNT };
+/* Training precisions. fp8 is per-tensor scaled FP8 (E4M3/E5M2, Transformer
+ * Engine; training.fp8_scaling says how the scale is found); mxfp8 and nvfp4
+ * are block-scaled (OCP MX: 32 elements share an E8M0 scale; NVFP4: 16
+ * elements share an E4M3 scale, plus a per-tensor fp32 scale). */
+enum lp_prec { LP_FP32 = 0, LP_FP16, LP_BF16, LP_FP8, LP_MXFP8, LP_NVFP4, LP_PREC_COUNT };
+/* The precisions a kernel profile holds tables for (fp32..fp8): block-scaled
+ * GEMMs are looked up in the fp8 tables (lp_prec_table) and scaled by the
+ * GPU's peak ratio (docs/profile-format.md). */
+#define LP_PREC_TABLES 4
+/* How fp8 finds its per-tensor scale (Transformer Engine recipes). */
+enum lp_fp8_scaling {
+    LP_FP8_DELAYED = 0, /* amax history of earlier steps: amax fused into the cast */
+    LP_FP8_CURRENT,     /* amax of this tensor: one more pass over it before the cast */
+    LP_FP8_SCALING_COUNT
+};
 enum lp_act { LP_ACT_GELU = 0, LP_ACT_SWIGLU };
 enum lp_norm { LP_NORM_LAYERNORM = 0, LP_NORM_RMSNORM };
-enum lp_pos { LP_POS_LEARNED = 0, LP_POS_ROTARY, LP_POS_ALIBI };
+enum lp_pos { LP_POS_LEARNED = 0, LP_POS_ROTARY, LP_POS_ALIBI, LP_POS_NONE };
 enum lp_recompute {
     LP_RECOMPUTE_NONE = 0,
     LP_RECOMPUTE_SELECTIVE,
@@ -47,6 +61,14 @@ enum lp_framework {
     LP_FW_COUNT
 };
 
+/* MoE token dispatch between EP ranks (framework option "moe_dispatcher"). */
+enum lp_dispatcher {
+    LP_DISPATCH_ALLTOALL = 0, /* NCCL all-to-all of every routed copy (Megatron-Core alltoall) */
+    LP_DISPATCH_HYBRIDEP,     /* one copy per destination node over the network, fanned out
+                                 over NVLink (Megatron-Core flex dispatcher, HybridEP/DeepEP) */
+    LP_DISPATCH_COUNT
+};
+
 /* How the loss over the vocabulary is computed (framework option
  * "cross_entropy"; docs/frameworks.md). */
 enum lp_xent {
@@ -60,9 +82,48 @@ struct lp_moe {
     int experts; /* 0 = dense model */
     int top_k;
     int ffn_hidden;
-    int layer_freq; /* every layer_freq-th layer is MoE (1 = all) */
+    int layer_freq; /* layer i (from 0) is MoE iff i % layer_freq == 0 (Megatron) */
     double capacity_factor;
+    int shared_experts;     /* experts every token passes through (DeepSeek) */
+    int shared_ffn_hidden;  /* size of each shared expert */
+    int first_dense_layers; /* the first k layers use a dense FFN of ffn_hidden */
+    bool dropless;          /* no capacity limit: the busiest expert sets the time */
+    double imbalance;       /* busiest expert's tokens over the mean (dropless), >= 1 */
+    /* LatentMoE (Nemotron 3 Super): routed experts work at this width,
+     * with projections from and back to hidden around them; 0 = hidden */
+    int latent;
 };
+
+/* Multi-head latent attention (DeepSeek-V2, Sec 2.1): queries through a
+ * rank-q_lora_rank bottleneck (0 = a full query projection), keys and values
+ * through a kv_lora_rank latent plus a shared rope key. Active when
+ * kv_lora_rank > 0. */
+struct lp_mla {
+    int q_lora_rank;
+    int kv_lora_rank;
+    int qk_nope_head_dim;
+    int qk_rope_head_dim;
+    int v_head_dim;
+};
+
+/* Mamba state-space mixer: version 1 (Gu and Dao 2023, selective scan) or 2
+ * (Dao and Gu 2024, SSD). 0 = the model has none. */
+struct lp_mamba {
+    int version;
+    int d_state;
+    int d_conv;
+    int expand;   /* d_inner = expand * hidden */
+    int head_dim; /* Mamba-2: channels per SSM head */
+    int n_groups; /* Mamba-2: groups sharing B and C */
+    int heads;    /* Mamba-2: SSM heads; d_inner = heads * head_dim when given */
+    int dt_rank;  /* Mamba-1: rank of the dt projection (0 = ceil(hidden / 16)) */
+};
+
+/* A layer is one mixer and one FFN, either of which may be absent (Megatron's
+ * hybrid models make each its own layer). */
+enum lp_mixer { LP_MIX_NONE = 0, LP_MIX_ATTN, LP_MIX_ATTN_LOCAL, LP_MIX_MAMBA, LP_MIX_COUNT };
+enum lp_ffn { LP_FFN_NONE = 0, LP_FFN_DENSE, LP_FFN_MOE, LP_FFN_COUNT };
+#define LP_PATTERN_LEN 256
 
 struct lp_model {
     char name[LP_NAME_LEN];
@@ -80,6 +141,15 @@ struct lp_model {
     bool bias;    /* linear layers carry a bias (GPT-2/3 yes, LLaMA no) */
     bool dropout; /* hidden/attention dropout in training (GPT-2/3 yes, LLaMA, MPT no) */
     struct lp_moe moe;
+    int head_dim;         /* attention head dimension; 0 = hidden / heads */
+    struct lp_mla mla;    /* multi-head latent attention (kv_lora_rank > 0) */
+    int attention_window; /* sliding-window attention (tokens); 0 = full everywhere */
+    int global_every;     /* with a window: layer i is full iff (i + 1) % global_every == 0 */
+    struct lp_mamba mamba;
+    /* Megatron's hybrid_override_pattern, one symbol per layer: 'M' Mamba,
+     * '*' attention, '-' dense MLP, 'E' MoE; empty = attention + FFN layers */
+    char layer_pattern[LP_PATTERN_LEN];
+    int mtp_layers; /* multi-token prediction modules (DeepSeek-V3 Sec 2.2) */
     char source[LP_SOURCE_LEN];
 };
 
@@ -118,14 +188,23 @@ struct lp_system {
     char name[LP_NAME_LEN];
     struct lp_gpu gpu;
     int gpus_per_node;
+    /* GPUs one scale-up fabric joins (the NVLink domain: 72 on GB200 NVL72);
+     * groups inside it use `intra`. 0 = gpus_per_node. */
+    int scale_up_gpus;
     struct lp_link intra; /* NVLink / NVSwitch / PCIe inside a node */
     struct lp_link inter; /* network across nodes, per GPU */
     double price_per_gpu_hour_usd;
     char source[LP_SOURCE_LEN];
 };
+/* The scale-up domain of a system (scale_up_gpus, or the node). */
+int lp_system_scale_up(const struct lp_system *s);
 
 struct lp_parallel {
     int tp, pp, dp, cp, ep, vp;
+    int etp; /* expert tensor parallelism: 0 = tp (Megatron-Core's default) */
+    /* layers of the first and last virtual stage (Megatron's
+     * decoder_first/last_pipeline_num_layers); 0 = the balanced split */
+    int first_stage_layers, last_stage_layers;
     int micro_batch;
     bool sequence_parallel;
     enum lp_recompute recompute;
@@ -137,18 +216,23 @@ struct lp_parallel {
  * overridden in the run description (see docs/frameworks.md). */
 struct lp_framework_opts {
     enum lp_framework kind;
-    bool dp_overlap;           /* gradient reduction overlapped with backward */
-    bool tp_overlap;           /* TP collectives overlapped with GEMMs */
-    bool pp_overlap;           /* p2p overlapped with compute */
-    bool param_gather_overlap; /* ZeRO-3 / FSDP / distopt all-gathers prefetched */
-    bool fused_kernels;        /* fused bias+GeLU, bias+dropout+add, fused LN, fused Adam */
-    double bucket_bytes;       /* DP gradient bucket size */
-    double step_overhead_s;    /* per-iteration host/launch overhead */
-    double host_op_s;          /* host dispatch time per kernel launch (eager PyTorch) */
-    double host_overlap;       /* p of the smooth max (kernels^p + host^p)^(1/p): 1 = serial */
-    bool zero3_per_tensor;     /* ZeRO-3 gathers/reduce-scatters one collective per parameter
-                                  tensor (DeepSpeed 2021) instead of one per layer */
-    enum lp_xent xent;         /* the loss kernels */
+    bool dp_overlap;               /* gradient reduction overlapped with backward */
+    bool tp_overlap;               /* TP collectives overlapped with GEMMs */
+    bool pp_overlap;               /* p2p overlapped with compute */
+    bool param_gather_overlap;     /* ZeRO-3 / FSDP / distopt all-gathers prefetched */
+    bool fused_kernels;            /* fused bias+GeLU, bias+dropout+add, fused LN, fused Adam */
+    double bucket_bytes;           /* DP gradient bucket size */
+    double step_overhead_s;        /* per-iteration host/launch overhead */
+    double host_op_s;              /* host dispatch time per kernel launch (eager PyTorch) */
+    double host_overlap;           /* p of the smooth max (kernels^p + host^p)^(1/p): 1 = serial */
+    bool zero3_per_tensor;         /* ZeRO-3 gathers/reduce-scatters one collective per parameter
+                                      tensor (DeepSpeed 2021) instead of one per layer */
+    enum lp_xent xent;             /* the loss kernels */
+    bool ep_overlap;               /* EP all-to-alls hidden behind another micro-batch's compute
+                                      (Megatron-Core overlap_moe_expert_parallel_comm, combined 1F1B) */
+    enum lp_dispatcher dispatcher; /* how MoE tokens travel between EP ranks */
+    bool grad_fp32;                /* bf16/fp8 gradients accumulated and reduced in fp32 (Megatron's
+                                      main_grad with grad_reduce_in_fp32) rather than in bf16 */
     /* FSDP HYBRID_SHARD (zero 3) / _HYBRID_SHARD_ZERO2 (zero 2): shard
      * within a node, replicate across nodes (docs/frameworks.md) */
     bool hybrid_shard;
@@ -177,6 +261,7 @@ struct lp_training {
      * lora_base_bits (16, 8 or 4: QLoRA, Dettmers et al. 2023). */
     int lora_rank;
     int lora_base_bits;
+    enum lp_fp8_scaling fp8_scaling; /* precision fp8 only */
 };
 
 struct lp_run {
@@ -193,6 +278,12 @@ const char *lp_recompute_name(enum lp_recompute r);
 const char *lp_schedule_name(enum lp_schedule s);
 const char *lp_framework_name(enum lp_framework f);
 const char *lp_xent_name(enum lp_xent x);
+const char *lp_fp8_scaling_name(enum lp_fp8_scaling s);
+const char *lp_dispatcher_name(enum lp_dispatcher d);
+int lp_dispatcher_parse(const char *s, enum lp_dispatcher *out);
+int lp_fp8_scaling_parse(const char *s, enum lp_fp8_scaling *out);
+/* The profile table precision serving p (block-scaled formats: fp8). */
+enum lp_prec lp_prec_table(enum lp_prec p);
 /* "flash2", "flash1", "triton", or "unfused" when !flash */
 const char *lp_attention_name(bool flash, enum lp_attention a);
 int lp_prec_parse(const char *s, enum lp_prec *out);
@@ -200,7 +291,8 @@ int lp_recompute_parse(const char *s, enum lp_recompute *out);
 int lp_schedule_parse(const char *s, enum lp_schedule *out);
 int lp_framework_parse(const char *s, enum lp_framework *out);
 
-/* Bytes per element of a precision (fp8 = 1). */
+/* Bytes per element of a precision (fp8 = 1, nvfp4 = 0.5; block scales not
+ * counted). */
 double lp_prec_bytes(enum lp_prec p);
 
 /* Documented defaults of a framework (docs/frameworks.md). */

@@ -121,9 +121,9 @@ struct lp_profile {
     char path[512];    /* file it was read from ("" if built in memory) */
     uint64_t checksum; /* FNV-1a 64 of all table values, as stored */
     /* gemm[layout][prec]: axes (m, n, k) */
-    struct lp_table gemm[LP_GEMM_LAYOUT_COUNT][LP_PREC_COUNT];
+    struct lp_table gemm[LP_GEMM_LAYOUT_COUNT][LP_PREC_TABLES];
     /* attn[impl][causal][pass][prec]: axes (batch_heads, seq, head_dim) */
-    struct lp_table attn[LP_ATTN_IMPL_COUNT][2][LP_PASS_COUNT][LP_PREC_COUNT];
+    struct lp_table attn[LP_ATTN_IMPL_COUNT][2][LP_PASS_COUNT][LP_PREC_TABLES];
     /* mem[kind]: axis (bytes) */
     struct lp_table mem[LP_MEM_KIND_COUNT];
     /* coll[op][tier]: axes (msg_bytes, ranks) */
@@ -198,8 +198,8 @@ int lp_profile_prepare(struct lp_profile *p, struct lp_err *err);
  * attn[impl][causal][pass][prec], mem[kind], coll[op][tier]. */
 enum lp_family { LP_FAM_GEMM = 0, LP_FAM_ATTN, LP_FAM_MEM, LP_FAM_COLL, LP_FAM_COUNT };
 #define LP_PROFILE_SLOTS                                                                           \
-    (LP_GEMM_LAYOUT_COUNT * LP_PREC_COUNT +                                                        \
-     LP_ATTN_IMPL_COUNT * 2 * LP_PASS_COUNT * LP_PREC_COUNT + LP_MEM_KIND_COUNT +                  \
+    (LP_GEMM_LAYOUT_COUNT * LP_PREC_TABLES +                                                       \
+     LP_ATTN_IMPL_COUNT * 2 * LP_PASS_COUNT * LP_PREC_TABLES + LP_MEM_KIND_COUNT +                 \
      LP_COLL_COUNT * LP_TIER_COUNT)
 struct lp_slot {
     enum lp_family family;

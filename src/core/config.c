@@ -1,10 +1,13 @@
-/* Name tables for enums, framework defaults, parameter counts. */
+/* Name tables for enums, framework defaults (parameter counts: arch.c). */
 #include <string.h>
 
 #include "llmplan/config.h"
 #include "llmplan/status.h"
 
-static const char *const prec_names[LP_PREC_COUNT] = {"fp32", "fp16", "bf16", "fp8"};
+static const char *const prec_names[LP_PREC_COUNT] = {"fp32", "fp16",  "bf16",
+                                                      "fp8",  "mxfp8", "nvfp4"};
+static const char *const fp8_scaling_names[LP_FP8_SCALING_COUNT] = {"delayed", "current"};
+static const char *const dispatcher_names[LP_DISPATCH_COUNT] = {"alltoall", "hybridep"};
 static const char *const recompute_names[LP_RECOMPUTE_COUNT] = {"none", "selective", "full"};
 static const char *const schedule_names[LP_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved", "zb"};
 static const char *const framework_names[LP_FW_COUNT] = {"megatron", "megatron-2021",
@@ -87,10 +90,50 @@ double lp_prec_bytes(enum lp_prec p)
     case LP_FP32:
         return 4.0;
     case LP_FP8:
+    case LP_MXFP8:
         return 1.0;
+    case LP_NVFP4:
+        return 0.5;
     default:
         return 2.0;
     }
+}
+
+enum lp_prec lp_prec_table(enum lp_prec p)
+{
+    return p == LP_MXFP8 || p == LP_NVFP4 ? LP_FP8 : p;
+}
+
+const char *lp_fp8_scaling_name(enum lp_fp8_scaling s)
+{
+    return (unsigned)s < LP_FP8_SCALING_COUNT ? fp8_scaling_names[s] : "?";
+}
+
+int lp_fp8_scaling_parse(const char *s, enum lp_fp8_scaling *out)
+{
+    int i = parse_name(s, fp8_scaling_names, LP_FP8_SCALING_COUNT);
+    if (i < 0) return LP_EINVAL;
+    *out = (enum lp_fp8_scaling)i;
+    return LP_OK;
+}
+
+const char *lp_dispatcher_name(enum lp_dispatcher d)
+{
+    return (unsigned)d < LP_DISPATCH_COUNT ? dispatcher_names[d] : "?";
+}
+
+int lp_dispatcher_parse(const char *s, enum lp_dispatcher *out)
+{
+    int i = parse_name(s, dispatcher_names, LP_DISPATCH_COUNT);
+    if (i < 0) return LP_EINVAL;
+    *out = (enum lp_dispatcher)i;
+    return LP_OK;
+}
+
+int lp_system_scale_up(const struct lp_system *s)
+{
+    int g = s->scale_up_gpus > 0 ? s->scale_up_gpus : s->gpus_per_node;
+    return g > 0 ? g : 1;
 }
 
 /* Defaults per framework; the reasoning and sources are in docs/frameworks.md. */
@@ -100,7 +143,8 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
     o->kind = kind;
     o->fused_kernels = true;
     o->host_overlap = LP_HOST_OVERLAP;
-    o->bucket_bytes = 40e6; /* Megatron DDP bucket (bytes); docs/frameworks.md */
+    o->bucket_bytes = 40e6;            /* Megatron DDP bucket (bytes); docs/frameworks.md */
+    o->grad_fp32 = kind != LP_FW_FSDP; /* FSDP mixed precision reduces in bf16 */
     o->step_overhead_s = 0.0;
     switch (kind) {
     case LP_FW_MEGATRON:
@@ -157,31 +201,4 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
     default:
         break;
     }
-}
-
-double lp_model_params(const struct lp_model *m)
-{
-    double h = m->hidden, d = (double)m->hidden / m->heads;
-    double attn = h * d * (m->heads + 2.0 * m->kv_heads) + (double)m->heads * d * h;
-    double nmat = m->ffn_act == LP_ACT_SWIGLU ? 3.0 : 2.0;
-    double mlp = nmat * h * m->ffn_hidden;
-    double norms = (m->norm == LP_NORM_LAYERNORM ? 4.0 : 2.0) * h;
-    double bias =
-        m->bias ? (h + 2.0 * m->kv_heads * d + h) + (m->ffn_hidden * (nmat - 1.0) + h) : 0;
-    double dense_layer = attn + mlp + norms + bias;
-    double total = 0;
-    if (m->moe.experts > 0) {
-        int freq = m->moe.layer_freq > 0 ? m->moe.layer_freq : 1;
-        int moe_layers = m->layers / freq;
-        double expert = nmat * h * m->moe.ffn_hidden;
-        double moe_layer = attn + norms + bias + m->moe.experts * expert + h * m->moe.experts;
-        total = (m->layers - moe_layers) * dense_layer + moe_layers * moe_layer;
-    } else {
-        total = m->layers * dense_layer;
-    }
-    double emb = (double)m->vocab * h;
-    total += m->tied_embeddings ? emb : 2 * emb;
-    if (m->pos == LP_POS_LEARNED) total += (double)m->seq_len * h;
-    total += (m->norm == LP_NORM_LAYERNORM ? 2.0 : 1.0) * h; /* final norm */
-    return total;
 }

@@ -20,11 +20,28 @@ static const double attn_pow[3] = {1, 2, 0}; /* batch_heads, seq^2, head_dim cla
 static const double mem_pow[1] = {1};        /* bytes moved */
 static const double coll_pow[2] = {0, 0};    /* a bandwidth fraction saturates */
 
+/* Block-scaled GEMMs (mxfp8, nvfp4) have no tables of their own: they run
+ * on the fp8 tensor-core path (Blackwell: mxfp8 at the fp8 rate, nvfp4 at
+ * twice it), so the fp8 time is scaled by the GPU's peak ratio. Assumption
+ * stated in docs/profile-format.md: the same achieved fraction of peak as
+ * fp8 (kernels.csv has no block-scaled GEMM rows). */
+static double tb_gemm(const struct lp_cost_model *cm, enum lp_gemm_layout l, enum lp_prec p,
+                      double m, double n, double k);
+
+static double block_scaled(const struct lp_cost_model *cm, enum lp_gemm_layout l, enum lp_prec p,
+                           double m, double n, double k)
+{
+    const double f8 = cm->gpu.peak_flops[LP_FP8], fp = cm->gpu.peak_flops[p];
+    const double t = tb_gemm(cm, l, LP_FP8, m, n, k);
+    return f8 > 0 && fp > 0 ? t * f8 / fp : t;
+}
+
 static double tb_gemm(const struct lp_cost_model *cm, enum lp_gemm_layout l, enum lp_prec p,
                       double m, double n, double k)
 {
     const struct lp_profile *pr = cm->profile;
-    if (pr && (unsigned)l < LP_GEMM_LAYOUT_COUNT && (unsigned)p < LP_PREC_COUNT) {
+    if (lp_prec_table(p) != p) return block_scaled(cm, l, p, m, n, k);
+    if (pr && (unsigned)l < LP_GEMM_LAYOUT_COUNT && (unsigned)p < LP_PREC_TABLES) {
         const struct lp_table *t = &pr->gemm[l][p];
         if (lp_table_present(t)) {
             const double x[3] = {m, n, k};
@@ -39,7 +56,7 @@ static double tb_attn(const struct lp_cost_model *cm, enum lp_attn_impl impl, bo
 {
     const struct lp_profile *pr = cm->profile;
     if (pr && (unsigned)impl < LP_ATTN_IMPL_COUNT && (unsigned)pass < LP_PASS_COUNT &&
-        (unsigned)p < LP_PREC_COUNT) {
+        (unsigned)p < LP_PREC_TABLES) {
         const struct lp_table *t = &pr->attn[impl][causal ? 1 : 0][pass][p];
         const double x[3] = {bh, seq, hd};
         if (lp_table_present(t)) return lp_table_lookup_pow(t, x, attn_pow, NULL);

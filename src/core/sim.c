@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "llmplan/arch.h"
 #include "sim_internal.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -25,6 +26,11 @@
  * fewer SMs. 16 channels is NCCL's usual ring/tree channel count on NVSwitch
  * nodes (stated, not fitted); the compute slowdown is hidden time x 16/SMs. */
 #define NCCL_CHANNEL_SMS 16.0
+/* Layer kinds: a mixer and an FFN (arch.h), numbered mixer * LP_FFN_COUNT
+ * + ffn. */
+#define NKIND (LP_MIX_COUNT * LP_FFN_COUNT)
+/* Virtual stages (pp * vp) the simulator handles. */
+#define MAX_VSTAGES LP_SCHED_MAX_VSTAGES
 
 static const char *const reason_names[LP_REASON_COUNT] = {
     "none", "out_of_memory", "gpu_count", "tp_heads", "tp_ffn",    "pp_layers", "batch", "cp_seq",
@@ -63,7 +69,9 @@ void lp_result_reason(const struct lp_result *r, char *buf, size_t len)
         snprintf(buf, len, "tp (%g) does not divide ffn hidden (%g)", r->reason_a, r->reason_b);
         break;
     case LP_REASON_PP_LAYERS:
-        snprintf(buf, len, "pp*vp (%g) does not divide layers (%g)", r->reason_a, r->reason_b);
+        snprintf(buf, len,
+                 "no split of the layers (%g) over pp*vp (%g) stages without an empty one",
+                 r->reason_b, r->reason_a);
         break;
     case LP_REASON_BATCH:
         snprintf(buf, len, "micro_batch*dp (%g) does not divide global batch (%g)", r->reason_a,
@@ -73,7 +81,9 @@ void lp_result_reason(const struct lp_result *r, char *buf, size_t len)
         snprintf(buf, len, "2*cp (%g) does not divide the sequence (%g)", r->reason_a, r->reason_b);
         break;
     case LP_REASON_EP:
-        snprintf(buf, len, "ep must divide experts and dp*cp, and be 1 for a dense model");
+        snprintf(buf, len,
+                 "ep must divide the experts and ep*etp divide tp*cp*dp; ep = etp = 1 for a dense "
+                 "model");
         break;
     case LP_REASON_SCHEDULE:
         snprintf(buf, len,
@@ -90,7 +100,8 @@ void lp_result_reason(const struct lp_result *r, char *buf, size_t len)
         snprintf(buf, len, "the GPU has no tensor-core peak for this precision");
         break;
     case LP_REASON_TP_NODE:
-        snprintf(buf, len, "tp larger than a node");
+        snprintf(buf, len, "tp (%g) larger than the scale-up domain (%g GPUs)", r->reason_a,
+                 r->reason_b);
         break;
     default:
         snprintf(buf, len, "unknown reason");
@@ -108,19 +119,38 @@ static enum lp_reason validate(const struct lp_run *r, double *a, double *b)
     if (p->tp < 1 || p->pp < 1 || p->dp < 1 || p->cp < 1 || p->ep < 1 || p->vp < 1 ||
         p->micro_batch < 1)
         return LP_REASON_GPU_COUNT;
+    /* TP groups stay inside the scale-up domain (NVLink): Megatron places
+     * TP innermost and no framework runs it over the network */
+    if (p->tp > lp_system_scale_up(&r->system)) {
+        *a = p->tp;
+        *b = lp_system_scale_up(&r->system);
+        return LP_REASON_TP_NODE;
+    }
     if (m->heads % p->tp || m->kv_heads % p->tp) {
         *a = p->tp;
         *b = m->kv_heads % p->tp ? m->kv_heads : m->heads;
         return LP_REASON_TP_HEADS;
     }
+    if (m->mamba.version > 0) { /* Mamba heads and B/C groups split over TP */
+        int nh = (int)lp_arch_mamba_heads(m), G = m->mamba.n_groups > 0 ? m->mamba.n_groups : 1;
+        if ((m->mamba.version == 2 && (nh % p->tp || G % p->tp)) ||
+            (int64_t)lp_arch_mamba_inner(m) % p->tp) {
+            *a = p->tp;
+            *b = m->mamba.version == 2 ? (nh % p->tp ? nh : G) : lp_arch_mamba_inner(m);
+            return LP_REASON_TP_HEADS;
+        }
+    }
+    const int etp = p->etp > 0 ? p->etp : p->tp;
     int ffn = m->moe.experts > 0 ? m->moe.ffn_hidden : m->ffn_hidden;
-    if (m->ffn_hidden % p->tp || ffn % p->tp) {
-        *a = p->tp;
-        *b = ffn;
+    if (m->ffn_hidden % p->tp || ffn % etp ||
+        (m->moe.shared_experts > 0 && m->moe.shared_ffn_hidden % p->tp)) {
+        *a = m->ffn_hidden % p->tp ? p->tp : etp;
+        *b = m->ffn_hidden % p->tp ? m->ffn_hidden : ffn;
         return LP_REASON_TP_FFN;
     }
-    if (m->layers % (p->pp * p->vp)) {
-        *a = p->pp * p->vp;
+    int first[MAX_VSTAGES + 1];
+    if (lp_arch_split(m, p, first, MAX_VSTAGES + 1) != 0) {
+        *a = (double)p->pp * p->vp;
         *b = m->layers;
         return LP_REASON_PP_LAYERS;
     }
@@ -135,7 +165,11 @@ static enum lp_reason validate(const struct lp_run *r, double *a, double *b)
         *b = m->seq_len;
         return LP_REASON_CP_SEQ;
     }
-    if (m->moe.experts == 0 ? p->ep != 1 : (m->moe.experts % p->ep || (p->dp * p->cp) % p->ep))
+    /* MoE parallel folding (Megatron-Core): the expert layers' EP x ETP x
+     * expert-DP grid covers the dense layers' TP x CP x DP ranks */
+    if (m->moe.experts == 0
+            ? p->ep != 1 || p->etp > 1
+            : (m->moe.experts % p->ep || ((int64_t)p->tp * p->cp * p->dp) % ((int64_t)p->ep * etp)))
         return LP_REASON_EP;
     int64_t micro = r->train.global_batch / mbdp;
     if (p->vp > 1) {
@@ -158,109 +192,232 @@ enum lp_reason lp_sim_validate(const struct lp_run *run)
 
 /* ---- parameters and memory ---- */
 
-static void count_params(const struct lp_run *r, struct lp_params *pr)
+static int kind_of(const struct lp_model *m, int i)
+{
+    enum lp_mixer mx;
+    enum lp_ffn ff;
+    lp_arch_layer(m, i, &mx, &ff);
+    return (int)mx * LP_FFN_COUNT + (int)ff;
+}
+
+/* The layer kinds on virtual stage vs, counted into n[NKIND]. */
+static void chunk_kinds(const struct lp_model *m, const int *first, int vs, int n[NKIND])
+{
+    memset(n, 0, NKIND * sizeof(int));
+    for (int i = first[vs]; i < first[vs + 1]; i++)
+        n[kind_of(m, i)]++;
+}
+
+/* The MTP modules repeat the model's last layer's kind (arch.c). */
+static int mtp_kind(const struct lp_model *m)
+{
+    return kind_of(m, m->layers - 1);
+}
+
+static double etp_of(const struct lp_run *r)
+{
+    return r->par.etp > 0 ? r->par.etp : r->par.tp;
+}
+
+/* Parameters of one layer of kind k on one rank. */
+static double kind_params(const struct lp_run *r, int k)
+{
+    const double t = r->par.tp;
+    return lp_arch_mixer_params(&r->model, (enum lp_mixer)(k / LP_FFN_COUNT), t) +
+           lp_arch_ffn_params(&r->model, (enum lp_ffn)(k % LP_FFN_COUNT), t, etp_of(r), r->par.ep);
+}
+
+/* LoRA adapters of rank r on every linear of a layer of kind k (Hu et al.
+ * 2021): r (in + out) parameters each, split over TP like its weight. The
+ * attention and MLP linears as the model has them; an expert's adapters per
+ * local expert. */
+static double kind_lora(const struct lp_run *r, int k)
 {
     const struct lp_model *m = &r->model;
-    double t = r->par.tp, h = m->hidden, d = (double)m->hidden / m->heads;
-    double nmat = m->ffn_act == LP_ACT_SWIGLU ? 3.0 : 2.0;
-    double norms = (m->norm == LP_NORM_LAYERNORM ? 4.0 : 2.0) * h;
-    double attn = (h * d * (m->heads + 2.0 * m->kv_heads) + m->heads * d * h) / t;
-    double abias = m->bias ? ((m->heads + 2.0 * m->kv_heads) * d / t + h) : 0.0;
-    double mlp = nmat * h * m->ffn_hidden / t;
-    double mbias = m->bias ? ((nmat - 1.0) * m->ffn_hidden / t + h) : 0.0;
-    pr->layer = attn + abias + mlp + mbias + norms;
-    pr->moe_layer = pr->layer;
-    if (m->moe.experts > 0) {
-        double local = (double)m->moe.experts / r->par.ep;
-        pr->moe_layer =
-            attn + abias + norms + h * m->moe.experts + local * nmat * h * m->moe.ffn_hidden / t;
+    const double rk = r->train.lora_rank, t = r->par.tp, h = m->hidden;
+    const double d = lp_arch_head_dim(m), nmat = m->ffn_act == LP_ACT_SWIGLU ? 3.0 : 2.0;
+    const enum lp_mixer mx = (enum lp_mixer)(k / LP_FFN_COUNT);
+    const enum lp_ffn ff = (enum lp_ffn)(k % LP_FFN_COUNT);
+    double p = 0;
+    if (mx == LP_MIX_ATTN || mx == LP_MIX_ATTN_LOCAL)
+        p += rk * (h + (m->heads + 2.0 * m->kv_heads) * d + m->heads * d + h) / t;
+    else if (mx == LP_MIX_MAMBA)
+        p += rk * (2.0 * h + 2.0 * lp_arch_mamba_inner(m)) / t;
+    const double mlp = rk * ((nmat - 1.0) * h + (nmat - 1.0) * m->ffn_hidden + m->ffn_hidden + h);
+    if (ff == LP_FFN_DENSE) p += mlp / t;
+    if (ff == LP_FFN_MOE) {
+        const double f = m->moe.ffn_hidden;
+        p += (double)m->moe.experts / r->par.ep * rk * ((nmat - 1.0) * (h + f) + (f + h)) /
+             etp_of(r);
     }
+    return p;
+}
+
+static void count_params(const struct lp_run *r, const int *first, struct lp_params *pr)
+{
+    const struct lp_model *m = &r->model;
+    const struct lp_parallel *p = &r->par;
+    double t = p->tp, h = m->hidden;
     double V = lp_sim_vocab_padded(r);
-    pr->emb = V * h / t + (m->pos == LP_POS_LEARNED ? (double)m->seq_len * h : 0.0);
-    pr->head = (!m->tied_embeddings || r->par.pp > 1) ? V * h / t : 0.0;
-    int per_stage = m->layers / r->par.pp;
-    int freq = m->moe.layer_freq > 0 ? m->moe.layer_freq : 1;
-    pr->moe_layers_per_stage = m->moe.experts > 0 ? per_stage / freq : 0;
-    pr->dense_layers_per_stage = per_stage - pr->moe_layers_per_stage;
-    double body = pr->dense_layers_per_stage * pr->layer + pr->moe_layers_per_stage * pr->moe_layer;
-    double fnorm = (m->norm == LP_NORM_LAYERNORM ? 2.0 : 1.0) * h;
-    if (r->par.pp == 1) {
-        pr->stage0 = pr->stage_last = body + pr->emb + pr->head + fnorm;
-    } else {
-        pr->stage0 = body + pr->emb;
-        pr->stage_last = body + pr->head + fnorm;
+    double kp[NKIND], kl[NKIND];
+    for (int k = 0; k < NKIND; k++) {
+        kp[k] = kind_params(r, k);
+        kl[k] = r->train.lora_rank > 0 ? kind_lora(r, k) : 0.0;
     }
-    pr->stage_max = fmax(pr->stage0, pr->stage_last);
-    pr->train0 = pr->stage0;
-    pr->train_last = pr->stage_last;
-    if (r->train.lora_rank > 0) {
-        /* an adapter of rank r on every linear of the blocks: r (in + out)
-         * parameters each, split over TP like its weight (Hu et al. 2021) */
-        double rk = r->train.lora_rank, f = m->ffn_hidden;
-        double a_lora = rk * (h + (m->heads + 2.0 * m->kv_heads) * d + m->heads * d + h) / t;
-        double m_lora = rk * ((nmat - 1.0) * (h + f) + (f + h)) / t;
-        double e_lora =
-            m->moe.experts > 0
-                ? (double)m->moe.experts / r->par.ep * rk *
-                      ((nmat - 1.0) * (h + m->moe.ffn_hidden) + (m->moe.ffn_hidden + h)) / t
-                : 0.0;
-        double lora_body = pr->dense_layers_per_stage * (a_lora + m_lora) +
-                           pr->moe_layers_per_stage * (a_lora + e_lora);
-        pr->train0 = pr->train_last = lora_body;
+    pr->emb = V * h / t + (m->pos == LP_POS_LEARNED ? (double)m->seq_len * h : 0.0);
+    pr->head = (!m->tied_embeddings || p->pp > 1) ? V * h / t : 0.0;
+    double fnorm = (m->norm == LP_NORM_LAYERNORM ? 2.0 : 1.0) * h;
+    /* MTP modules on the last stage: their own weights, their layer, and a
+     * copy of the shared embedding when it lives on another stage */
+    int mk = mtp_kind(m);
+    double mtp = m->mtp_layers * (lp_arch_mtp_extra_params(m) + kp[mk]);
+    double mtp_lora = m->mtp_layers * kl[mk];
+    if (m->mtp_layers > 0 && p->pp > 1) mtp += V * h / t;
+    pr->stage0 = pr->stage_last = pr->stage_max = 0;
+    pr->train0 = pr->train_last = 0;
+    double best_body = -1;
+    for (int s = 0; s < p->pp; s++) {
+        double body = 0, lora = 0, dense_p = 0, moe_p = 0;
+        int nd = 0, nm = 0;
+        for (int c = 0; c < p->vp; c++) {
+            int n[NKIND];
+            chunk_kinds(m, first, c * p->pp + s, n);
+            for (int k = 0; k < NKIND; k++) {
+                if (!n[k]) continue;
+                body += n[k] * kp[k];
+                lora += n[k] * kl[k];
+                if (k % LP_FFN_COUNT == LP_FFN_MOE) {
+                    nm += n[k];
+                    moe_p += n[k] * kp[k];
+                } else {
+                    nd += n[k];
+                    dense_p += n[k] * kp[k];
+                }
+            }
+        }
+        double all = body;
+        if (s == 0) all += pr->emb;
+        if (s == p->pp - 1) {
+            all += pr->head + fnorm + mtp;
+            lora += mtp_lora;
+        }
+        if (s == 0) {
+            pr->stage0 = all;
+            pr->train0 = r->train.lora_rank > 0 ? lora : all;
+        }
+        if (s == p->pp - 1) {
+            pr->stage_last = all;
+            pr->train_last = r->train.lora_rank > 0 ? lora : all;
+        }
+        if (all > pr->stage_max) pr->stage_max = all;
+        if (body > best_body) {
+            best_body = body;
+            pr->dense_layers_per_stage = nd;
+            pr->moe_layers_per_stage = nm;
+            pr->layer = nd > 0 ? dense_p / nd : kp[LP_MIX_ATTN * LP_FFN_COUNT + LP_FFN_DENSE];
+            pr->moe_layer = nm > 0 ? moe_p / nm : pr->layer;
+        }
     }
     pr->train_max = fmax(pr->train0, pr->train_last);
 }
 
-/* Activation bytes of one layer for one micro-batch (Korthikanti et al. 2022,
- * Sec 4, generalised to GQA and SwiGLU; see docs/simulator.md). */
-static double layer_activation_bytes(const struct lp_run *r, bool moe_layer)
+/* Activation bytes kept for the backward by one layer of kind k for one
+ * micro-batch (Korthikanti et al. 2022, Sec 4, generalised to GQA, SwiGLU,
+ * MLA, Mamba and MoE; docs/simulator.md). Per token, each block keeps its
+ * norm's input and its first linear's input (replicated across TP unless
+ * SP), a dropout mask (1 byte) when the model has dropout, and its
+ * TP-split intermediates. */
+static double kind_activation_bytes(const struct lp_run *r, int k)
 {
     const struct lp_model *m = &r->model;
     const struct lp_parallel *p = &r->par;
+    const enum lp_mixer mx = (enum lp_mixer)(k / LP_FFN_COUNT);
+    const enum lp_ffn ff = (enum lp_ffn)(k % LP_FFN_COUNT);
     double e = r->train.precision == LP_FP32 ? 4.0 : 2.0;
-    double t = p->tp, h = m->hidden, d = (double)m->hidden / m->heads;
+    double t = p->tp, h = m->hidden, d = lp_arch_head_dim(m);
     double s = (double)m->seq_len / p->cp, T = p->micro_batch * s;
-    double gd = m->kv_heads * d;
-    double f = moe_layer ? m->moe.ffn_hidden : m->ffn_hidden;
-    double act = (m->ffn_act == LP_ACT_SWIGLU ? 3.0 : 2.0) * f;
-    if (moe_layer) act *= m->moe.top_k * m->moe.capacity_factor;
     if (p->recompute == LP_RECOMPUTE_FULL) /* only the layer input is kept */
         return T * h * e / (p->sequence_parallel ? t : 1.0);
-    /* replicated across TP unless SP: 2 norm inputs, QKV input, fc1 input (e
-     * bytes each) and 2 dropout masks (1 byte each) = 10h for e = 2 */
-    double repl = e * 4.0 * h + (m->dropout ? 2.0 * h : 0.0);
-    /* split over TP: Q, K, V, projection input, the MLP activations = 24h for GPT */
-    double split = e * (h + 2.0 * gd + h + act);
-    if (moe_layer) split += T > 0 ? e * h * m->moe.top_k : 0; /* permuted tokens */
+    const double mask = m->dropout ? h : 0.0;
+    double repl = 0, split = 0;
+    if (mx == LP_MIX_ATTN || mx == LP_MIX_ATTN_LOCAL) {
+        const struct lp_mla *q = &m->mla;
+        const double a = m->heads;
+        if (q->kv_lora_rank > 0) {
+            const double dqk = q->qk_nope_head_dim + q->qk_rope_head_dim;
+            /* replicated: norm and down-projection inputs, the two latents
+             * and the shared rope key; split: Q, K, V, projection input */
+            repl += e * (2.0 * h + q->q_lora_rank + q->kv_lora_rank + q->qk_rope_head_dim) + mask;
+            split += e * a * (2.0 * dqk + 2.0 * q->v_head_dim);
+        } else {
+            /* replicated: norm input, QKV input; split: Q, K, V, projection input */
+            repl += e * 2.0 * h + mask;
+            split += e * (2.0 * a * d + 2.0 * m->kv_heads * d);
+        }
+        const double keys =
+            mx == LP_MIX_ATTN_LOCAL && m->attention_window < s ? m->attention_window : s;
+        if (!r->train.flash_attention && p->recompute == LP_RECOMPUTE_NONE)
+            /* softmax output, dropout mask and output: 5as (softmax output
+             * only without dropout) */
+            split += a * keys * (m->dropout ? 2.0 * e + 1.0 : e);
+        if (r->train.flash_attention) split += 4.0 * a; /* log-sum-exp (fp32) */
+    } else if (mx == LP_MIX_MAMBA) {
+        const double di = lp_arch_mamba_inner(m), N = m->mamba.d_state;
+        repl += e * 2.0 * h + mask;
+        if (m->mamba.version == 2) {
+            const double G = m->mamba.n_groups > 0 ? m->mamba.n_groups : 1;
+            const double nh = lp_arch_mamba_heads(m);
+            /* in_proj output, conv output, scan output, gated norm output,
+             * and the fp32 chunk states (one per LP_SSD_CHUNK tokens) */
+            split += e * ((2.0 * di + 2.0 * G * N + nh) + (di + 2.0 * G * N) + 2.0 * di) +
+                     4.0 * di * N / LP_SSD_CHUNK;
+        } else {
+            const double R = lp_arch_mamba_dt_rank(m);
+            /* in_proj output, conv output, x_proj output, delta, scan and
+             * gated outputs */
+            split += e * (2.0 * di + di + R + 2.0 * N + 3.0 * di);
+        }
+    }
+    const bool swiglu = m->ffn_act == LP_ACT_SWIGLU;
+    if (ff == LP_FFN_DENSE) {
+        repl += e * 2.0 * h + mask; /* norm input, fc1 input */
+        split += e * (swiglu ? 3.0 : 2.0) * m->ffn_hidden;
+    } else if (ff == LP_FFN_MOE) {
+        const struct lp_moe *q = &m->moe;
+        const double load = q->dropless ? q->imbalance : q->capacity_factor;
+        repl += e * 2.0 * h + mask;
+        /* each routed token's fc1 output and activation, and its permuted
+         * copy; the shared experts' like a dense MLP */
+        split +=
+            e * q->top_k * load * ((swiglu ? 3.0 : 2.0) * q->ffn_hidden + lp_arch_moe_width(m));
+        split += e * (swiglu ? 3.0 : 2.0) * q->shared_experts * (double)q->shared_ffn_hidden;
+    }
     double per_tok = repl / (p->sequence_parallel ? t : 1.0) + split / t;
-    if (!r->train.flash_attention && p->recompute == LP_RECOMPUTE_NONE)
-        /* softmax output, dropout mask and output: 5as (softmax output only
-         * without dropout) */
-        per_tok += m->heads * s * (m->dropout ? 2.0 * e + 1.0 : e) / t;
-    if (r->train.flash_attention) per_tok += 4.0 * m->heads / t; /* log-sum-exp (fp32) */
     return T * per_tok;
 }
 
 double lp_sim_layer_activation_bytes(const struct lp_run *run)
 {
-    return layer_activation_bytes(run, false);
+    return kind_activation_bytes(run, LP_MIX_ATTN * LP_FFN_COUNT + LP_FFN_DENSE);
 }
 
-static int warmup_chunks(const struct lp_run *r, int s, int micro)
+static int warmup_chunks(const struct lp_run *r, int s, int64_t micro)
 {
     const struct lp_parallel *p = &r->par;
-    int mv = micro * p->vp, w;
+    int64_t mv = micro * p->vp, w;
     if (p->schedule == LP_SCHED_GPIPE)
         w = mv - 1;
     else if (p->schedule == LP_SCHED_INTERLEAVED)
         w = (p->pp - s - 1) * 2 + (p->vp - 1) * p->pp;
     else
         w = p->pp - s - 1;
-    return (w + 1 < mv ? w + 1 : mv);
+    return (int)(w + 1 < mv ? w + 1 : mv);
 }
 
-static void memory(const struct lp_run *r, const struct lp_params *pr, int micro,
-                   struct lp_memory *mem)
+/* Peak memory per GPU: the stage whose weights, optimizer state,
+ * activations in flight and temporaries add up to the most. */
+static void memory(const struct lp_run *r, const struct lp_params *pr, const int *first,
+                   int64_t micro, struct lp_memory *mem)
 {
     const struct lp_parallel *p = &r->par;
     const struct lp_model *m = &r->model;
@@ -274,30 +431,44 @@ static void memory(const struct lp_run *r, const struct lp_params *pr, int micro
     double e = r->train.precision == LP_FP32 ? 4.0 : 2.0;
     double T = p->micro_batch * (double)m->seq_len / p->cp;
     double t = p->tp;
-    double act_layer = layer_activation_bytes(r, false);
-    double act_moe = layer_activation_bytes(r, true);
-    int chunks_layers = m->layers / (p->pp * p->vp);
-    double per_chunk = 0;
-    {
-        int freq = m->moe.layer_freq > 0 ? m->moe.layer_freq : 1;
-        int moe_l = m->moe.experts > 0 ? chunks_layers / freq : 0;
-        per_chunk = (chunks_layers - moe_l) * act_layer + moe_l * act_moe;
+    double act[NKIND], kp[NKIND], kl[NKIND];
+    for (int k = 0; k < NKIND; k++) {
+        act[k] = kind_activation_bytes(r, k);
+        kp[k] = kind_params(r, k);
+        kl[k] = r->train.lora_rank > 0 ? kind_lora(r, k) : 0.0;
     }
-    double best = 0;
-    int stages[2] = {0, p->pp - 1};
-    for (int i = 0; i < (p->pp > 1 ? 2 : 1); i++) {
-        int s = stages[i];
-        double params = s == 0 ? pr->stage0 : pr->stage_last;
-        double trained = s == 0 ? pr->train0 : pr->train_last;
-        double inflight = warmup_chunks(r, s, micro);
-        double act = inflight * per_chunk;
-        if (p->recompute == LP_RECOMPUTE_FULL) { /* one layer's activations while recomputing */
-            struct lp_run tmp = *r;
-            tmp.par.recompute = LP_RECOMPUTE_SELECTIVE;
-            act += layer_activation_bytes(&tmp, m->moe.experts > 0);
+    /* full recomputation redoes one layer at a time: that layer's
+     * activations (the largest kind the model has) are live during it */
+    double redo = 0;
+    if (p->recompute == LP_RECOMPUTE_FULL) {
+        struct lp_run tmp = *r;
+        tmp.par.recompute = LP_RECOMPUTE_SELECTIVE;
+        for (int i = 0; i < m->layers; i++)
+            redo = fmax(redo, kind_activation_bytes(&tmp, kind_of(m, i)));
+    }
+    double best = -1;
+    for (int s = 0; s < p->pp; s++) {
+        double params = 0, trained = 0, chunk_act = 0;
+        for (int c = 0; c < p->vp; c++) {
+            int n[NKIND];
+            chunk_kinds(m, first, c * p->pp + s, n);
+            for (int k = 0; k < NKIND; k++) {
+                chunk_act += n[k] * act[k];
+                params += n[k] * kp[k];
+                trained += n[k] * kl[k];
+            }
         }
+        if (s == 0) params = pr->stage0;
+        if (s == p->pp - 1) params = pr->stage_last;
+        if (r->train.lora_rank <= 0) trained = params;
+        if (s == p->pp - 1 && r->train.lora_rank > 0) trained = pr->train_last;
+        if (s == 0 && r->train.lora_rank > 0) trained = pr->train0;
+        double inflight = warmup_chunks(r, s, micro);
+        double a = inflight * chunk_act / p->vp + redo;
+        if (s == p->pp - 1 && m->mtp_layers > 0) /* MTP layers' activations */
+            a += inflight * m->mtp_layers * act[mtp_kind(m)];
         if (s == 0) /* embedding output and its dropout mask */
-            act += inflight * T * (e + 1.0) * m->hidden / (p->sequence_parallel ? t : 1.0);
+            a += inflight * T * (e + 1.0) * m->hidden / (p->sequence_parallel ? t : 1.0);
         double temp = RUNTIME_RESERVE_BYTES + 2.0 * T * m->hidden * e; /* comm buffers */
         if (s == p->pp - 1) /* logits (e) and their fp32 softmax/grad of one micro-batch */
             temp += T * lp_sim_vocab_padded(r) / t * (e + 4.0);
@@ -308,30 +479,32 @@ static void memory(const struct lp_run *r, const struct lp_params *pr, int micro
         double wbytes = r->train.lora_rank > 0
                             ? params * r->train.lora_base_bits / 8.0 + trained * w
                             : params * w;
-        double tot = wbytes + trained * (g + o) + act + temp;
+        double tot = wbytes + trained * (g + o) + a + temp;
         if (tot > best) {
             best = tot;
             mem->weights_bytes = wbytes;
             mem->grads_bytes = trained * g;
             mem->optimizer_bytes = trained * o;
-            mem->activations_bytes = act;
+            mem->activations_bytes = a;
             mem->temp_bytes = temp;
             mem->total_bytes = tot;
         }
     }
 }
 
-static int micro_batches(const struct lp_run *r)
+static int64_t micro_batches(const struct lp_run *r)
 {
-    return (int)(r->train.global_batch / ((int64_t)r->par.micro_batch * r->par.dp));
+    return r->train.global_batch / ((int64_t)r->par.micro_batch * r->par.dp);
 }
 
 void lp_sim_memory(const struct lp_run *run, struct lp_memory *mem)
 {
     struct lp_params pr;
+    int first[MAX_VSTAGES + 1];
     memset(mem, 0, sizeof(*mem));
-    count_params(run, &pr);
-    memory(run, &pr, micro_batches(run), mem);
+    if (lp_arch_split(&run->model, &run->par, first, MAX_VSTAGES + 1) != 0) return;
+    count_params(run, first, &pr);
+    memory(run, &pr, first, micro_batches(run), mem);
 }
 
 /* ---- evaluator ---- */
@@ -356,20 +529,46 @@ static uint64_t model_hash(const struct lp_model *m)
     uint64_t h = lp_hash_bytes(v, sizeof(v), FNV_OFFSET);
     int w[4] = {m->moe.ffn_hidden, m->moe.layer_freq, (int)m->bias, (int)m->dropout};
     h = lp_hash_bytes(w, sizeof(w), h);
-    return lp_hash_bytes(&m->moe.capacity_factor, sizeof(double), h);
+    h = lp_hash_bytes(&m->moe.capacity_factor, sizeof(double), h);
+    /* the architecture keys beyond GPT/Llama */
+    int x[20] = {m->moe.shared_experts,
+                 m->moe.shared_ffn_hidden,
+                 m->moe.first_dense_layers,
+                 (int)m->moe.dropless,
+                 m->head_dim,
+                 m->mla.q_lora_rank,
+                 m->mla.kv_lora_rank,
+                 m->mla.qk_nope_head_dim,
+                 m->mla.qk_rope_head_dim,
+                 m->mla.v_head_dim,
+                 m->attention_window,
+                 m->global_every,
+                 m->mamba.version,
+                 m->mamba.d_state,
+                 m->mamba.d_conv,
+                 m->mamba.expand,
+                 m->mamba.head_dim,
+                 m->mamba.n_groups,
+                 m->mamba.dt_rank,
+                 m->mtp_layers};
+    h = lp_hash_bytes(x, sizeof(x), h);
+    h = lp_hash_bytes(&m->moe.imbalance, sizeof(double), h);
+    return lp_hash_bytes(m->layer_pattern, strnlen(m->layer_pattern, LP_PATTERN_LEN), h);
 }
 
 static uint64_t system_hash(const struct lp_system *s)
 {
-    double v[9] = {s->intra.bw_Bps,
-                   s->intra.latency_s,
-                   s->inter.bw_Bps,
-                   s->inter.latency_s,
-                   s->gpu.mem_bw_Bps,
-                   s->gpu.peak_flops[LP_BF16],
-                   s->gpu.peak_flops[LP_FP16],
-                   (double)s->gpus_per_node,
-                   s->gpu.sustained_frac};
+    double v[10] = {(double)lp_system_scale_up(s),
+                    s->intra.bw_Bps,
+                    s->intra.latency_s,
+                    s->inter.bw_Bps,
+                    s->inter.latency_s,
+                    s->gpu.mem_bw_Bps,
+                    s->gpu.peak_flops[LP_BF16],
+                    s->gpu.peak_flops[LP_FP16],
+                    (double)s->gpus_per_node,
+                    s->gpu.sustained_frac};
+    /* (the block-scaled peaks enter through the precision's own peak) */
     return lp_hash_bytes(v, sizeof(v), FNV_OFFSET);
 }
 
@@ -412,9 +611,13 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.flash = r->train.flash_attention ? 1 + (int)r->train.attention : 0;
     k.prec = (int)r->train.precision;
     k.recompute = (int)r->par.recompute;
-    k.fused = r->fw.fused_kernels | (r->fw.tp_overlap << 1) | ((int)r->fw.xent << 2);
+    k.fused = r->fw.fused_kernels | (r->fw.tp_overlap << 1) | ((int)r->fw.xent << 2) |
+              (r->fw.ep_overlap << 4) | ((int)r->fw.dispatcher << 5);
     k.lora_rank = r->train.lora_rank;
     k.lora_bits = r->train.lora_base_bits;
+    k.etp = r->par.etp;
+    k.fp8_scaling = (int)r->train.fp8_scaling;
+    k.peak = r->system.gpu.peak_flops[r->train.precision];
     k.host_op_s = r->fw.host_op_s;
     k.host_overlap = r->fw.host_overlap;
     uint64_t h = lp_hash_bytes(&k, sizeof(k), FNV_OFFSET);
@@ -433,17 +636,8 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
 static double model_flops(const struct lp_run *r)
 {
     const struct lp_model *m = &r->model;
-    double h = m->hidden, d = (double)m->hidden / m->heads, s = m->seq_len;
-    double nmat = m->ffn_act == LP_ACT_SWIGLU ? 3.0 : 2.0;
-    double attn = h * d * (m->heads + 2.0 * m->kv_heads) + m->heads * d * h;
-    double dense = 2.0 * (attn + nmat * h * m->ffn_hidden) + 4.0 * s * h;
-    double moe = dense;
-    if (m->moe.experts > 0)
-        moe = 2.0 * (attn + m->moe.top_k * nmat * h * m->moe.ffn_hidden + h * m->moe.experts) +
-              4.0 * s * h;
-    int freq = m->moe.layer_freq > 0 ? m->moe.layer_freq : 1;
-    int nmoe = m->moe.experts > 0 ? m->layers / freq : 0;
-    double per_token = (m->layers - nmoe) * dense + nmoe * moe + 2.0 * h * m->vocab;
+    double s = m->seq_len;
+    double per_token = lp_model_fwd_flops_per_token(m);
     /* fine-tuning with frozen base weights has no weight-gradient GEMMs:
      * forward + data gradient = 2x forward (adapters not counted) */
     double passes = r->train.lora_rank > 0 ? 2.0 : 3.0;
@@ -462,9 +656,10 @@ static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_e
     k.v = in->v;
     k.kind = (int)in->kind;
     k.blocking = in->p2p_blocking;
-    k.f = in->f[0];
-    k.b = in->b[0];
-    k.w = in->kind == LP_SCHED_ZB ? in->w[0] : 0.0;
+    const size_t pv = (size_t)in->p * (size_t)in->v;
+    k.stages = lp_hash_bytes(in->f, pv * sizeof(double), FNV_OFFSET);
+    k.stages = lp_hash_bytes(in->b, pv * sizeof(double), k.stages);
+    if (in->kind == LP_SCHED_ZB) k.stages = lp_hash_bytes(in->w, pv * sizeof(double), k.stages);
     k.ff = in->f_first_extra;
     k.bf = in->b_first_extra;
     k.fl = in->f_last_extra;
@@ -478,8 +673,7 @@ static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_e
     }
     struct lp_sched_out *so = &s->sout;
     if (lp_sched_exact(s, in, so, ev, cap, nev) != 0) {
-        double t = lp_sched_closed_form(in) + in->f_first_extra + in->b_first_extra +
-                   in->f_last_extra + in->b_last_extra;
+        double t = lp_sched_closed_form(in);
         so->stage_end_s[0] = so->stage_end_s[in->p > 1024 ? 0 : in->p - 1] = t;
         if (nev) *nev = 0;
     }
@@ -500,12 +694,14 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     res->gpus = p->tp * p->pp * p->dp * p->cp;
     res->reason = validate(r, &res->reason_a, &res->reason_b);
     if (res->reason != LP_REASON_NONE) return 0;
-    int micro = micro_batches(r);
-    res->microbatches = micro;
+    int64_t micro = micro_batches(r);
+    res->microbatches = (int)micro;
 
+    int *first = s->vs_first;
+    lp_arch_split(m, p, first, LP_SCHED_MAX_VSTAGES + 1); /* validate() checked it */
     struct lp_params pr;
-    count_params(r, &pr);
-    memory(r, &pr, micro, &res->memory);
+    count_params(r, first, &pr);
+    memory(r, &pr, first, micro, &res->memory);
     res->memory_per_gpu_bytes = res->memory.total_bytes;
     if (res->memory.total_bytes > r->system.gpu.mem_bytes) {
         res->reason = LP_REASON_OOM;
@@ -515,67 +711,109 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     }
 
     const struct lp_shape_cost *sc = shape_cost(s, r);
-    /* per-chunk forward/backward time (compute + exposed TP/CP/EP comm) */
-    int layers_chunk = m->layers / (p->pp * p->vp);
-    int freq = m->moe.layer_freq > 0 ? m->moe.layer_freq : 1;
-    int moe_l = m->moe.experts > 0 ? layers_chunk / freq : 0, dense_l = layers_chunk - moe_l;
-    const struct lp_layer_cost *dl = &sc->dense, *ml = &sc->moe;
-    const struct lp_layer_cost *shown = dense_l > 0 ? dl : ml;
-    memcpy(res->layer_fwd_s, shown->op_fwd, sizeof(res->layer_fwd_s));
-    memcpy(res->layer_bwd_s, shown->op_bwd, sizeof(res->layer_bwd_s));
-    double f_comp = dense_l * dl->fwd_s + moe_l * ml->fwd_s;
-    double f_comm = dense_l * dl->comm_fwd_s + moe_l * ml->comm_fwd_s;
-    double b_comp = dense_l * (dl->bwd_s + dl->recompute_s) + moe_l * (ml->bwd_s + ml->recompute_s);
-    double b_comm = dense_l * (dl->comm_bwd_s + dl->comm_recompute_s) +
-                    moe_l * (ml->comm_bwd_s + ml->comm_recompute_s);
+    /* each layer kind's forward/backward compute and exposed TP/CP/EP comm */
+    struct lp_layer_cost kc[NKIND];
+    for (int k = 0; k < NKIND; k++) {
+        const struct lp_layer_cost *x = &sc->mix[k / LP_FFN_COUNT], *y = &sc->ffn[k % LP_FFN_COUNT];
+        struct lp_layer_cost *z = &kc[k];
+        z->fwd_s = x->fwd_s + y->fwd_s;
+        z->bwd_s = x->bwd_s + y->bwd_s;
+        z->recompute_s = x->recompute_s + y->recompute_s;
+        z->comm_fwd_s = x->comm_fwd_s + y->comm_fwd_s;
+        z->comm_bwd_s = x->comm_bwd_s + y->comm_bwd_s;
+        z->comm_recompute_s = x->comm_recompute_s + y->comm_recompute_s;
+        z->wgrad_s = x->wgrad_s + y->wgrad_s;
+        for (int o = 0; o < LP_OPC_COUNT; o++) {
+            z->op_fwd[o] = x->op_fwd[o] + y->op_fwd[o];
+            z->op_bwd[o] = x->op_bwd[o] + y->op_bwd[o];
+        }
+    }
+    /* the layer shown in the breakdown: the model's first */
+    const int shown = kind_of(m, 0);
+    memcpy(res->layer_fwd_s, kc[shown].op_fwd, sizeof(res->layer_fwd_s));
+    memcpy(res->layer_bwd_s, kc[shown].op_bwd, sizeof(res->layer_bwd_s));
+
+    /* per virtual stage: compute and exposed comm of one micro-batch */
+    const int pv = p->pp * p->vp;
+    double *fs = s->vs_f, *bs = s->vs_b, *ws = s->vs_w;
+    double f_comp[2] = {0, 0}, b_comp[2] = {0, 0}, comm[2] = {0, 0}; /* stage 0, last stage */
+    for (int vs = 0; vs < pv; vs++) {
+        int n[NKIND];
+        chunk_kinds(m, first, vs, n);
+        double fc = 0, fm = 0, bc = 0, bm = 0, wg = 0;
+        for (int k = 0; k < NKIND; k++) {
+            if (!n[k]) continue;
+            const struct lp_layer_cost *c = &kc[k];
+            fc += n[k] * c->fwd_s;
+            fm += n[k] * c->comm_fwd_s;
+            bc += n[k] * (c->bwd_s + c->recompute_s);
+            bm += n[k] * (c->comm_bwd_s + c->comm_recompute_s);
+            wg += n[k] * c->wgrad_s;
+        }
+        if (vs == pv - 1 && m->mtp_layers > 0) { /* MTP modules after the last layer */
+            const struct lp_layer_cost *c = &kc[mtp_kind(m)];
+            fc += m->mtp_layers * (c->fwd_s + sc->edge.mtp_fwd_s);
+            fm += m->mtp_layers * c->comm_fwd_s;
+            bc += m->mtp_layers * (c->bwd_s + c->recompute_s + sc->edge.mtp_bwd_s);
+            bm += m->mtp_layers * (c->comm_bwd_s + c->comm_recompute_s);
+            wg += m->mtp_layers * c->wgrad_s;
+        }
+        fs[vs] = fc + fm;
+        bs[vs] = bc + bm;
+        ws[vs] = wg;
+        const int st = vs % p->pp;
+        for (int i = 0; i < 2; i++) {
+            if (st != (i == 0 ? 0 : p->pp - 1)) continue;
+            f_comp[i] += fc;
+            b_comp[i] += bc;
+            comm[i] += fm + bm;
+        }
+    }
 
     double contention = r->system.gpu.sms > 0 ? NCCL_CHANNEL_SMS / r->system.gpu.sms : 0.0;
     struct lp_dp_cost dpc;
-    double zero3 = 0, z3f = 0, z3b = 0;
+    double zero3 = 0;
     /* PyTorch DDP / FSDP: played out per wrapped unit (sim_dp.c) */
     struct lp_torch_dp tdp;
     const bool torch = lp_torch_dp_applies(r);
-    if (torch) {
+    if (torch) { /* pp = vp = 1, every layer attention + dense MLP */
+        const struct lp_layer_cost *c = &kc[kind_of(m, 0)];
         struct lp_torch_pass ps = {
-            .layer_f = dl->fwd_s + dl->comm_fwd_s,
-            .layer_b = dl->bwd_s + dl->recompute_s + dl->comm_bwd_s + dl->comm_recompute_s,
+            .layer_f = c->fwd_s + c->comm_fwd_s,
+            .layer_b = c->bwd_s + c->recompute_s + c->comm_bwd_s + c->comm_recompute_s,
             .emb_f = sc->edge.emb_fwd_s,
             .emb_b = sc->edge.emb_bwd_s,
             .head_f = sc->edge.head_fwd_s,
             .head_b = sc->edge.head_bwd_s,
-            .micro = micro,
+            .micro = (int)micro,
         };
         lp_torch_dp(&s->cm, r, &pr, &ps, &tdp);
-        z3f = tdp.fwd_extra_s / micro;
-        z3b = tdp.bwd_extra_s / micro;
+        double z3f = tdp.fwd_extra_s / (double)micro, z3b = tdp.bwd_extra_s / (double)micro;
         zero3 = z3f + z3b;
+        fs[0] += z3f;
+        bs[0] += z3b;
     } else if (p->zero >= 3 && p->dp * p->cp > 1) {
         double bw[2] = {0, 0};
         lp_dp_costs(s, r, &pr, bw, 0, &dpc);
-        z3f = dpc.zero3_fwd_s;
-        z3b = dpc.zero3_bwd_s;
+        double z3f = dpc.zero3_fwd_s, z3b = dpc.zero3_bwd_s;
         if (r->fw.param_gather_overlap) {
             /* prefetched behind the pass's compute; what is hidden still
              * takes NCCL's SMs */
-            double ef = fmax(0.0, z3f - f_comp * p->vp), eb = fmax(0.0, z3b - b_comp * p->vp);
+            double ef = fmax(0.0, z3f - f_comp[0]), eb = fmax(0.0, z3b - b_comp[0]);
             z3f = ef + (z3f - ef) * contention;
             z3b = eb + (z3b - eb) * contention;
         }
         zero3 = z3f + z3b;
+        /* each chunk gathers its share (ZeRO-3 runs without pipelining) */
+        for (int vs = 0; vs < pv; vs++) {
+            fs[vs] += z3f / p->vp;
+            bs[vs] += z3b / p->vp;
+        }
     }
 
-    double f = f_comp + f_comm + z3f / p->vp, b = b_comp + b_comm + z3b / p->vp;
-    double fs[1024], bs[1024], ws[1024];
-    int np = p->pp < 1024 ? p->pp : 1024;
-    double wchunk = dense_l * dl->wgrad_s + moe_l * ml->wgrad_s;
-    for (int i = 0; i < np; i++) {
-        fs[i] = f;
-        bs[i] = b;
-        ws[i] = wchunk;
-    }
     struct lp_sched_in in = {
         .p = p->pp,
-        .m = micro,
+        .m = (int)micro,
         .v = p->vp,
         .kind = p->schedule,
         .f = fs,
@@ -592,14 +830,16 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     double end_first, end_last;
     schedule(s, &in, ev, cap, nev, &end_first, &end_last);
     /* busy time of the first / last stage: every chunk of every micro-batch */
-    double busy_first = micro * (p->vp * (f + b) + in.f_first_extra + in.b_first_extra);
-    double busy_last = micro * (p->vp * (f + b) + in.f_last_extra + in.b_last_extra);
-    if (p->pp == 1)
-        busy_first = busy_last = busy_first + micro * (in.f_last_extra + in.b_last_extra);
+    const double mbs = (double)micro;
+    double busy_first =
+        mbs * (f_comp[0] + b_comp[0] + comm[0] + zero3 + in.f_first_extra + in.b_first_extra);
+    double busy_last =
+        mbs * (f_comp[1] + b_comp[1] + comm[1] + zero3 + in.f_last_extra + in.b_last_extra);
+    if (p->pp == 1) busy_first = busy_last = busy_first + mbs * (in.f_last_extra + in.b_last_extra);
 
     /* DP reduction overlaps the last micro-batch's backward on each stage */
-    double bw_win[2] = {b_comp * p->vp, b_comp * p->vp};
-    lp_dp_costs(s, r, &pr, bw_win, f_comp * p->vp, &dpc);
+    double bw_win[2] = {b_comp[0], b_comp[1]};
+    lp_dp_costs(s, r, &pr, bw_win, f_comp[0], &dpc);
     if (torch) {
         dpc.exposed_s[0] = dpc.exposed_s[1] = tdp.tail_s;
         dpc.hidden_s[0] = dpc.hidden_s[1] = tdp.hidden_s;
@@ -612,9 +852,9 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     res->iteration_time_s = end + dpc.opt_s + r->fw.step_overhead_s;
 
     struct lp_breakdown *bd = &res->breakdown;
-    double mv = (double)micro * p->vp;
     double crit_end = crit == 0 ? end_first : end_last;
-    bd->tp_comm_s = mv * (f_comm + b_comm + zero3 / p->vp);
+    const int ci = crit == 0 ? 0 : 1;
+    bd->tp_comm_s = mbs * (comm[ci] + zero3);
     bd->compute_s = (crit == 0 ? busy_first : busy_last) - bd->tp_comm_s;
     double idle = crit_end - (crit == 0 ? busy_first : busy_last);
     bd->pp_comm_s = p->pp > 1 ? fmin(idle, 2.0 * (p->pp - 1) * in.p2p_s) : 0.0;

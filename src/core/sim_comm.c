@@ -1,7 +1,9 @@
 /* Collective and point-to-point costs for a group placed on nodes.
  *
  * Placement: ranks are numbered in Megatron's order (TP innermost, then CP,
- * DP, PP), and node i holds ranks [i*G, (i+1)*G) for G GPUs per node. A
+ * DP, PP), and node i holds ranks [i*G, (i+1)*G) for G GPUs per node (per
+ * scale-up domain: an NVL72 rack's 72 GPUs share one NVLink fabric, so for
+ * communication they are one "node" behind its scale-out network). A
  * group of n ranks spaced `stride` apart therefore has
  *     k = clamp(G / stride, 1, n)
  * members per node and spans n / k nodes.
@@ -32,7 +34,7 @@ double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys,
                     double bytes, int n, int stride)
 {
     if (n <= 1 || bytes <= 0) return 0.0;
-    int G = sys->gpus_per_node > 0 ? sys->gpus_per_node : 1;
+    int G = lp_system_scale_up(sys);
     int k = stride >= G ? 1 : G / stride;
     if (k > n) k = n;
     int nodes = (n + k - 1) / k;
@@ -51,7 +53,18 @@ double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys,
                 2.0 * log2((double)nodes) * sys->inter.latency_s;
         if (op == LP_COLL_ALLGATHER || op == LP_COLL_REDUCESCATTER)
             alpha = (n - 1) * sys->inter.latency_s;
-        if (op == LP_COLL_ALLTOALL) alpha = (n - 1) * sys->inter.latency_s / k;
+        if (op == LP_COLL_ALLTOALL) {
+            /* An all-to-all is no ring: each rank sends (n - k) / n of its
+             * buffer to ranks on other nodes through its own NIC, and
+             * (k - 1) / n to its node's peers over NVLink, both at once; the
+             * slower path sets the time (NCCL's alltoall: one send/recv
+             * pair per peer) */
+            alpha = (n - 1) * sys->inter.latency_s / k;
+            if (cm->ops != &lp_cost_roofline_ops) alpha = 0.0;
+            const double t_inter = bytes * (n - k) / n / (eff * sys->inter.bw_Bps);
+            const double t_intra = bytes * (k - 1) / n / (eff * sys->intra.bw_Bps);
+            return alpha + fmax(t_inter, t_intra);
+        }
     }
     /* a profile's busbw fractions are measured (or modelled) per message
      * size, so they already contain the latency; only the closed-form
@@ -64,7 +77,7 @@ double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, 
                    int stride)
 {
     if (bytes <= 0) return 0.0;
-    int G = sys->gpus_per_node > 0 ? sys->gpus_per_node : 1;
+    int G = lp_system_scale_up(sys);
     bool inter = stride >= G;
     enum lp_tier tier = inter ? LP_TIER_INTER : LP_TIER_INTRA;
     const struct lp_link *l = inter ? &sys->inter : &sys->intra;

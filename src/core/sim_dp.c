@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "llmplan/arch.h"
 #include "sim_internal.h"
 
 /* Fused Adam, mixed precision: read fp32 param, fp32 grad, m, v; write
@@ -44,7 +45,7 @@ void lp_sim_param_bytes(const struct lp_run *r, struct lp_bytes_per_param *b)
         break;
     case LP_BF16:
         b->w = 2;
-        b->g = r->fw.kind == LP_FW_FSDP ? 2 : 4;
+        b->g = r->fw.grad_fp32 ? 4 : 2;
         b->o = 12;
         break;
     default:
@@ -219,8 +220,15 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
 bool lp_torch_dp_applies(const struct lp_run *r)
 {
     const struct lp_parallel *p = &r->par;
-    if (p->pp != 1 || p->vp != 1 || r->model.moe.experts > 0 || r->train.lora_rank > 0)
+    if (p->pp != 1 || p->vp != 1 || r->model.moe.experts > 0 || r->train.lora_rank > 0 ||
+        r->model.mtp_layers > 0)
         return false;
+    for (int i = 0; i < r->model.layers; i++) { /* transformer blocks only */
+        enum lp_mixer mx;
+        enum lp_ffn ff;
+        lp_arch_layer(&r->model, i, &mx, &ff);
+        if (mx != LP_MIX_ATTN || ff != LP_FFN_DENSE) return false;
+    }
     if (p->dp * p->cp < 2 || r->model.layers + 2 > LP_TORCH_MAX_UNITS) return false;
     if (r->fw.kind == LP_FW_DDP) return p->zero == 0;
     if (r->fw.kind == LP_FW_FSDP) return p->zero == 0 || p->zero == 2 || p->zero == 3;

@@ -2,6 +2,7 @@
 #ifndef LLMPLAN_SIM_INTERNAL_H
 #define LLMPLAN_SIM_INTERNAL_H
 
+#include "llmplan/arch.h"
 #include "llmplan/sim.h"
 
 /* Cost of one transformer layer for one micro-batch on one rank, split into
@@ -23,12 +24,15 @@ struct lp_layer_cost {
 struct lp_edge_cost {
     double emb_fwd_s, emb_bwd_s;
     double head_fwd_s, head_bwd_s;
+    double mtp_fwd_s, mtp_bwd_s; /* one MTP module beside its layer (last stage) */
 };
 
 /* Everything the shape-dependent part of a configuration determines. */
 struct lp_shape_cost {
-    struct lp_layer_cost dense; /* dense layer */
-    struct lp_layer_cost moe;   /* MoE layer (if the model has experts) */
+    /* each block a layer may have (arch.h); a layer costs its mixer's plus
+     * its FFN's. Blocks the model does not use are zero. */
+    struct lp_layer_cost mix[LP_MIX_COUNT];
+    struct lp_layer_cost ffn[LP_FFN_COUNT];
     struct lp_edge_cost edge;
     double p2p_bytes; /* activation sent between stages per micro-batch */
 };
@@ -40,7 +44,9 @@ struct lp_shape_key {
     int tp, cp, ep, mb;
     int sp, flash, prec, recompute, fused;
     int lora_rank, lora_bits;
+    int etp, fp8_scaling;
     double host_op_s, host_overlap;
+    double peak; /* the precision's peak (block-scaled GEMMs scale by it) */
 };
 
 #define LP_SIM_MEMO 512
@@ -50,8 +56,11 @@ struct lp_shape_key {
  * plus first/last-stage extras, so these fields determine the solution. */
 struct lp_sched_key {
     int p, m, v, kind, blocking;
-    double f, b, w, ff, bf, fl, bl, c;
+    uint64_t stages; /* hash of the per-virtual-stage f, b and w */
+    double ff, bf, fl, bl, c;
 };
+/* Virtual stages (pp * vp) the schedule solver takes. */
+#define LP_SCHED_MAX_VSTAGES LP_ARCH_MAX_VSTAGES
 struct lp_sched_val {
     double end_first, end_last; /* finish of stage 0 / stage p-1 */
 };
@@ -67,14 +76,15 @@ double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, 
 void lp_shape_cost_compute(const struct lp_cost_model *cm, const struct lp_run *run,
                            struct lp_shape_cost *out);
 
-/* Pipeline schedule. Per-stage forward/backward time of one micro-batch of
- * one chunk (virtual stage); p2p is the per-hop latency+transfer. */
+/* Pipeline schedule. Per-virtual-stage forward/backward time of one
+ * micro-batch (virtual stage vs = chunk * p + stage: uneven pipelines give
+ * each its own); p2p is the per-hop latency+transfer. */
 struct lp_sched_in {
     int p, m, v;
     enum lp_schedule kind;
-    const double *f; /* [p] forward time of a chunk on stage s */
-    const double *b; /* [p] backward time (incl. recompute) of a chunk on stage s */
-    const double *w; /* [p] zb only: the weight-gradient part of b (the W pass) */
+    const double *f; /* [p*v] forward time of virtual stage vs */
+    const double *b; /* [p*v] backward time (incl. recompute) of virtual stage vs */
+    const double *w; /* [p*v] zb only: the weight-gradient part of b (the W pass) */
     double f_first_extra, b_first_extra; /* embedding on stage 0, chunk 0 */
     double f_last_extra, b_last_extra;   /* logits+loss on stage p-1, last chunk */
     double p2p_s;
@@ -97,9 +107,13 @@ int lp_sched_exact(struct lp_sim *s, const struct lp_sched_in *in, struct lp_sch
 int lp_sched_zb(const struct lp_sched_in *in, struct lp_sched_out *out, double *fin_f,
                 double *fin_b, struct lp_event *ev, int cap, int *nev);
 
-/* Closed form for uniform stages (f, b equal on every stage, no extras):
- * 1F1B/GPipe: (m + p - 1)(f + b) + 2(p - 1) p2p;
- * interleaved: m v (f + b) + (p - 1)(f + b) + 2(p - 1) p2p (Narayanan 2021, Sec 2.2.2). */
+/* Closed form, for schedules too large for the exact solver's scratch: the
+ * busiest stage's m micro-batches (its chunks and any embedding / loss
+ * work, once per micro-batch) plus one micro-batch's pass through every
+ * other stage (the fill and drain), and the p2p hops:
+ * 1F1B/GPipe with uniform stages: (m + p - 1)(f + b) + 2(p - 1) p2p;
+ * interleaved: m v (f + b) + (p - 1)(f + b) + 2(p - 1) p2p (Narayanan 2021,
+ * Sec 2.2.2). Extras included. */
 double lp_sched_closed_form(const struct lp_sched_in *in);
 
 struct lp_sim {
@@ -115,6 +129,9 @@ struct lp_sim {
     struct lp_sched_val sval[LP_SCHED_MEMO];
     bool sused[LP_SCHED_MEMO];
     struct lp_sched_out sout; /* solver output scratch (16 KiB) */
+    /* per-virtual-stage times handed to the solver */
+    double vs_f[LP_SCHED_MAX_VSTAGES], vs_b[LP_SCHED_MAX_VSTAGES], vs_w[LP_SCHED_MAX_VSTAGES];
+    int vs_first[LP_SCHED_MAX_VSTAGES + 1]; /* the layer split */
 };
 
 uint64_t lp_hash_bytes(const void *p, size_t n, uint64_t h);
@@ -123,15 +140,15 @@ uint64_t lp_hash_bytes(const void *p, size_t n, uint64_t h);
 
 /* Parameters per rank of a configuration (count_params in sim.c). */
 struct lp_params {
-    double layer;     /* one dense layer, per TP rank */
-    double moe_layer; /* one MoE layer, per rank (local experts) */
+    double layer;     /* mean non-MoE layer of the largest stage, per rank (ZeRO-3 gathers) */
+    double moe_layer; /* mean MoE layer of the largest stage, per rank */
     double emb;       /* embedding (+ learned positions), per TP rank */
     double head;      /* untied output layer, per TP rank (0 if tied and pp == 1) */
     double stage_max; /* the largest stage's parameters on one rank */
     double stage0, stage_last;
     /* trained parameters (all of them, or the LoRA adapters) */
     double train0, train_last, train_max;
-    int moe_layers_per_stage, dense_layers_per_stage;
+    int moe_layers_per_stage, dense_layers_per_stage; /* of the largest stage */
 };
 
 struct lp_bytes_per_param {

@@ -163,7 +163,7 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
                     ready = F[at(vs - 1, m, o.mb)];
                     cross = p > 1;
                 }
-                dur = in->f[s] + (vs == 0 ? in->f_first_extra : 0.0) +
+                dur = in->f[vs] + (vs == 0 ? in->f_first_extra : 0.0) +
                       (vs == pv - 1 ? in->f_last_extra : 0.0);
             } else {
                 if (vs == pv - 1) {
@@ -173,7 +173,7 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
                     ready = B[at(vs + 1, m, o.mb)];
                     cross = p > 1;
                 }
-                dur = in->b[s] + (vs == 0 ? in->b_first_extra : 0.0) +
+                dur = in->b[vs] + (vs == 0 ? in->b_first_extra : 0.0) +
                       (vs == pv - 1 ? in->b_last_extra : 0.0);
             }
             if (ready < 0.0) break;
@@ -210,11 +210,18 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
 
 double lp_sched_closed_form(const struct lp_sched_in *in)
 {
-    double f = in->f[0], b = in->b[0];
-    double p = in->p, m = in->m, v = in->v;
-    double comm = 2.0 * (p - 1.0) * in->p2p_s;
-    if (in->kind == LP_SCHED_INTERLEAVED) return m * v * (f + b) + (p - 1.0) * (f + b) + comm;
-    return (m + p - 1.0) * (f + b) + comm;
+    const int p = in->p, v = in->v;
+    double busiest = 0, pass = 0;
+    for (int s = 0; s < p; s++) {
+        double st = 0; /* one micro-batch on stage s: every chunk */
+        for (int c = 0; c < v; c++)
+            st += in->f[c * p + s] + in->b[c * p + s];
+        if (s == 0) st += in->f_first_extra + in->b_first_extra;
+        if (s == p - 1) st += in->f_last_extra + in->b_last_extra;
+        busiest = fmax(busiest, st);
+        pass += st / v; /* one chunk's share: what a micro-batch's fill costs */
+    }
+    return in->m * busiest + (pass - busiest / v) + 2.0 * (p - 1.0) * in->p2p_s;
 }
 
 /* zb, after Qi et al. 2024 ('Zero Bubble Pipeline Parallelism', Sec 3): the

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "llmplan/arch.h"
 #include "sim_internal.h"
 
 struct wl {
@@ -18,10 +19,15 @@ struct wl {
     enum lp_prec prec;   /* GEMM precision */
     enum lp_prec aprec;  /* attention / activations precision (fp8 runs attention in bf16) */
     double e;            /* bytes per activation element */
+    double q;            /* bytes per quantised element and its share of a block scale (0: none) */
     double T, Tn;        /* tokens; tokens per rank for norms/residuals */
     double h, d, at, gt; /* hidden, head dim, heads and kv heads per rank */
     int t;
     enum lp_mem_kind norm;
+    /* the forward synchronises the host with the GPU in every few layers
+     * (dropless MoE: lockstep, see moe_block), so its host time is not
+     * hidden behind queued GPU work */
+    bool lockstep;
 };
 
 /* Kernel time and kernel count of a sequence of operators. Every kernel
@@ -36,6 +42,7 @@ struct acc {
     double wg; /* the weight-gradient GEMMs among them (zero-bubble W pass) */
     int wn;
     double comm; /* exposed collectives on the same stream: GPU time the host also runs ahead of */
+    bool lockstep; /* host and GPU serial (p = 1): no queue to run ahead in */
 };
 
 static void addk(struct acc *a, enum lp_op_class k, double t)
@@ -64,7 +71,8 @@ static void addw(struct acc *a, double t)
  * (docs/calibration.md). Returns the part beyond the kernel time. */
 static double host_exposed(const struct wl *w, const struct acc *a, int ncoll)
 {
-    const double h = (a->n + ncoll) * w->run->fw.host_op_s, p = w->run->fw.host_overlap;
+    const double h = (a->n + ncoll) * w->run->fw.host_op_s;
+    const double p = a->lockstep ? 1.0 : w->run->fw.host_overlap;
     const double g = a->s + a->comm; /* the GPU's time: kernels and collectives */
     if (!(h > 0)) return 0.0;
     if (!(p > 1.0) || !(g > 0)) return h;
@@ -128,6 +136,7 @@ static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct a
 {
     throttle(w, f, ncoll);
     throttle(w, b, ncoll);
+    f->lockstep = w->lockstep;
     if (may_overlap && w->run->fw.tp_overlap) {
         comm_f = fmax(0.0, comm_f - f->s);
         comm_b = fmax(0.0, comm_b - b->s);
@@ -151,9 +160,13 @@ static double gemm(const struct wl *w, enum lp_gemm_layout l, double m, double n
 /* Forward GEMM (M x K) x (K x N) and its two backward GEMMs. */
 static double mem(const struct wl *w, enum lp_mem_kind k, double bytes);
 
+static void quantize(const struct wl *w, double M, double N, double K, struct acc *fwd,
+                     struct acc *bwd);
+
 static void linear(const struct wl *w, double M, double N, double K, struct acc *fwd,
                    struct acc *bwd)
 {
+    if (w->q > 0) quantize(w, M, N, K, fwd, bwd);
     addk(fwd, LP_OPC_GEMM, gemm(w, LP_GEMM_FWD, M, N, K));
     addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_DGRAD, M, K, N));
     int r = w->run->train.lora_rank;
@@ -175,6 +188,26 @@ static void linear(const struct wl *w, double M, double N, double K, struct acc 
         double bytes = K * N * (bits / 8.0 + 2.0);
         addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, bytes));
         addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, bytes));
+    }
+}
+
+/* Quantisation of a low-precision GEMM's activation inputs (Transformer
+ * Engine): forward casts X (M x K), backward casts dY (M x N), each into the
+ * row-wise copy the GEMM reads and the column-wise (transposed) copy the
+ * other gradient GEMM reads, in one kernel: read e, write 2q bytes per
+ * element. Current scaling (per-tensor amax of this tensor) reads it once
+ * more first; delayed scaling fuses the amax into the cast; block-scaled
+ * formats find their block amax inside the cast. Weights are cast once per
+ * iteration (TE caches them across micro-batches): not counted. */
+static void quantize(const struct wl *w, double M, double N, double K, struct acc *fwd,
+                     struct acc *bwd)
+{
+    const double x[2] = {M * K, M * N};
+    struct acc *a[2] = {fwd, bwd};
+    const bool amax = w->prec == LP_FP8 && w->run->train.fp8_scaling == LP_FP8_CURRENT;
+    for (int i = 0; i < 2; i++) {
+        if (amax) addk(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, x[i] * w->e));
+        addk(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, x[i] * (w->e + 2.0 * w->q)));
     }
 }
 
@@ -221,29 +254,36 @@ static void elementwise(const struct wl *w, struct acc *fwd, struct acc *bwd)
     }
 }
 
-/* Attention block: norm, QKV, rotary, core, output projection, residual. */
-static void attention_block(const struct wl *w, struct lp_layer_cost *c)
+/* Which attention kernel runs, and the one-pass core attention time of bh
+ * heads over s queries (and keys) of head dim d; a sliding window of
+ * `window` keys does the work of its band: FlashAttention-2's local
+ * attention skips the key blocks outside it, so the work falls from the
+ * causal s^2 / 2 to s W' - W'^2 / 2 with W' the window widened by one
+ * 128-key block (the band's partial blocks). */
+static enum lp_attn_impl attn_impl(const struct lp_run *r)
 {
-    const struct lp_run *r = w->run;
-    double T = w->T, h = w->h, d = w->d;
-    struct acc f = {0}, b = {0};
-    elementwise(w, &f, &b);
-    linear(w, T, (w->at + 2.0 * w->gt) * d, h, &f, &b);
-    if (r->model.pos == LP_POS_ROTARY) {
-        double x = T * (w->at + w->gt) * d;
-        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
-        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
-    }
-    /* Core attention. With CP each rank attends its s queries to all cp*s
-     * keys (ring attention): same FLOPs as cp independent s x s blocks. */
     static const enum lp_attn_impl fused_impl[LP_ATTENTION_COUNT] = {
         [LP_ATTENTION_FLASH2] = LP_ATTN_FUSED,
         [LP_ATTENTION_FLASH1] = LP_ATTN_FLASH1,
         [LP_ATTENTION_TRITON] = LP_ATTN_TRITON};
-    enum lp_attn_impl impl = !r->train.flash_attention ? LP_ATTN_UNFUSED
-                             : (unsigned)r->train.attention < LP_ATTENTION_COUNT
-                                 ? fused_impl[r->train.attention]
-                                 : LP_ATTN_FUSED;
+    return !r->train.flash_attention                           ? LP_ATTN_UNFUSED
+           : (unsigned)r->train.attention < LP_ATTENTION_COUNT ? fused_impl[r->train.attention]
+                                                               : LP_ATTN_FUSED;
+}
+
+static double window_frac(double s, double window)
+{
+    const double wb = window + 128.0;
+    if (!(window > 0) || wb >= s) return 1.0;
+    return (2.0 * s * wb - wb * wb) / (s * s);
+}
+
+/* Core attention forward and backward of one micro-batch on this rank. */
+static void attn_core(const struct wl *w, bool local, double d, double *af, double *ab, int *nf,
+                      int *nb)
+{
+    const struct lp_run *r = w->run;
+    const enum lp_attn_impl impl = attn_impl(r);
     double bh = r->par.micro_batch * w->at * r->par.cp;
     double s = (double)r->model.seq_len / r->par.cp;
     /* Unfused attention with fused kernels (Megatron's
@@ -251,24 +291,92 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c)
      * the softmax kernel, so there is no separate masking pass over the
      * scores: it costs what the unmasked (full) unfused attention costs. */
     const bool causal_tab = !(impl == LP_ATTN_UNFUSED && r->fw.fused_kernels);
-    double af = w->cm->ops->attn_s(w->cm, impl, causal_tab, LP_PASS_FWD, w->aprec, bh, s, d);
-    double ab = w->cm->ops->attn_s(w->cm, impl, causal_tab, LP_PASS_BWD, w->aprec, bh, s, d);
+    const double k = local ? window_frac(r->model.seq_len, r->model.attention_window) : 1.0;
+    *af = k * w->cm->ops->attn_s(w->cm, impl, causal_tab, LP_PASS_FWD, w->aprec, bh, s, d);
+    *ab = k * w->cm->ops->attn_s(w->cm, impl, causal_tab, LP_PASS_BWD, w->aprec, bh, s, d);
     /* unfused: QK^T, scale+mask+softmax, dropout, AV forward; their six
      * backward kernels */
-    f.s += af;
-    f.cat[LP_OPC_ATTN] += af;
-    f.n += impl == LP_ATTN_UNFUSED ? 4 : 1;
-    b.s += ab;
-    b.cat[LP_OPC_ATTN] += ab;
-    b.n += impl == LP_ATTN_UNFUSED ? 6 : 1;
-    linear(w, T, h, w->at * d, &f, &b);
+    *nf = impl == LP_ATTN_UNFUSED ? 4 : 1;
+    *nb = impl == LP_ATTN_UNFUSED ? 6 : 1;
+}
+
+static void add_attn(struct acc *a, double t, int n)
+{
+    a->s += t;
+    a->cat[LP_OPC_ATTN] += t;
+    a->n += n;
+}
+
+/* A norm kernel over `width` channels of the T tokens (not split). */
+static void norm_kernels(const struct wl *w, double width, struct acc *f, struct acc *b)
+{
+    addk(f, LP_OPC_MEM, mem(w, w->norm, 2.0 * w->T * width * w->e));
+    addk(b, LP_OPC_MEM, mem(w, w->norm, 3.0 * w->T * width * w->e));
+}
+
+/* Multi-head latent attention's projections (DeepSeek-V2 Sec 2.1;
+ * Megatron-Core MLASelfAttention): the down projections and their norms are
+ * replicated across TP, the up projections column-parallel. */
+static void mla_projections(const struct wl *w, struct acc *f, struct acc *b)
+{
+    const struct lp_mla *q = &w->run->model.mla;
+    const double T = w->T, h = w->h, dqk = q->qk_nope_head_dim + q->qk_rope_head_dim;
+    if (q->q_lora_rank > 0) {
+        linear(w, T, q->q_lora_rank, h, f, b);
+        norm_kernels(w, q->q_lora_rank, f, b);
+        linear(w, T, w->at * dqk, q->q_lora_rank, f, b);
+    } else {
+        linear(w, T, w->at * dqk, h, f, b);
+    }
+    linear(w, T, q->kv_lora_rank + q->qk_rope_head_dim, h, f, b);
+    norm_kernels(w, q->kv_lora_rank, f, b);
+    linear(w, T, w->at * (q->qk_nope_head_dim + q->v_head_dim), q->kv_lora_rank, f, b);
+    /* rotary on the query's and the shared key's rope part */
+    double x = T * (w->at + 1.0) * q->qk_rope_head_dim;
+    addk(f, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
+}
+
+/* Attention block: norm, QKV (or MLA), rotary, core, output projection,
+ * residual. `local`: a sliding-window layer. */
+static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool local)
+{
+    const struct lp_run *r = w->run;
+    const struct lp_mla *q = &r->model.mla;
+    const bool mla = q->kv_lora_rank > 0;
+    double T = w->T, h = w->h, d = w->d;
+    struct acc f = {0}, b = {0};
+    elementwise(w, &f, &b);
+    /* the attention kernel's head dim: MLA's scores use d_nope + d_rope and
+     * its values d_v; FlashAttention's work is s^2 (d_qk + d_v) per head */
+    double dk = d, dv = d;
+    if (mla) {
+        mla_projections(w, &f, &b);
+        dk = q->qk_nope_head_dim + q->qk_rope_head_dim;
+        dv = q->v_head_dim;
+    } else {
+        linear(w, T, (w->at + 2.0 * w->gt) * d, h, &f, &b);
+        if (r->model.pos == LP_POS_ROTARY) {
+            double x = T * (w->at + w->gt) * d;
+            addk(&f, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
+            addk(&b, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
+        }
+    }
+    /* Core attention. With CP each rank attends its s queries to all cp*s
+     * keys (ring attention): same FLOPs as cp independent s x s blocks. */
+    double af, ab;
+    int nf, nb;
+    attn_core(w, local, 0.5 * (dk + dv), &af, &ab, &nf, &nb);
+    add_attn(&f, af, nf);
+    add_attn(&b, ab, nb);
+    linear(w, T, h, w->at * dv, &f, &b);
 
     double comm_f = tp_comm(w), comm_b = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     if (r->par.cp > 1) {
         /* ring exchange of K and V: cp-1 steps of the local K,V block,
          * overlapped with the attention of the previous block */
-        double kv = 2.0 * T * w->gt * d * w->e;
+        double kv = mla ? T * w->at * (dk + dv) * w->e : 2.0 * T * w->gt * d * w->e;
         double ring = (r->par.cp - 1) * lp_p2p_time(w->cm, &r->system, kv, r->par.tp);
         comm_f += fmax(0.0, ring - af);
         comm_b += fmax(0.0, 2.0 * ring - ab);
@@ -277,28 +385,79 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c)
     /* Selective recomputation redoes the attention core in backward
      * (Korthikanti et al. 2022 Sec 5). FlashAttention already recomputes the
      * scores inside its backward kernel, so there is nothing left to redo. */
-    if (r->par.recompute == LP_RECOMPUTE_SELECTIVE && impl == LP_ATTN_UNFUSED) c->recompute_s += af;
+    if (r->par.recompute == LP_RECOMPUTE_SELECTIVE && attn_impl(r) == LP_ATTN_UNFUSED)
+        c->recompute_s += af;
     if (r->par.recompute == LP_RECOMPUTE_FULL) {
         c->recompute_s += fwd;
         c->comm_recompute_s += f.comm;
     }
 }
 
-/* Dense MLP block: norm, fc1, activation, fc2, residual. */
-static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
+/* Mamba mixer block (Megatron-Core MambaMixer; mamba_ssm kernels): norm,
+ * in_proj (column-parallel), depthwise conv1d + SiLU, the selective scan
+ * (Mamba-1) or the SSD chunked scan (Mamba-2), gated norm, out_proj
+ * (row-parallel). Channels, heads and groups are split over TP. */
+static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
 {
     const struct lp_run *r = w->run;
-    double T = w->T, h = w->h, ft = (double)r->model.ffn_hidden / w->t;
-    bool swiglu = r->model.ffn_act == LP_ACT_SWIGLU;
+    const struct lp_model *m = &r->model;
+    const double T = w->T, h = w->h, t = w->t, N = m->mamba.d_state;
+    const double di = lp_arch_mamba_inner(m) / t;
     struct acc f = {0}, b = {0};
     elementwise(w, &f, &b);
-    linear(w, T, ft * (swiglu ? 2.0 : 1.0), h, &f, &b);
-    double x = T * ft;
-    addk(&f, LP_OPC_MEM,
-         mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * x * w->e));
-    addk(&b, LP_OPC_MEM,
-         mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * x * w->e));
-    linear(w, T, h, ft, &f, &b);
+    double conv_ch;
+    if (m->mamba.version == 2) {
+        const double nh = lp_arch_mamba_heads(m) / t,
+                     G = (m->mamba.n_groups > 0 ? m->mamba.n_groups : 1) / t;
+        const double P = m->mamba.head_dim, Q = LP_SSD_CHUNK;
+        conv_ch = di + 2.0 * G * N;
+        linear(w, T, 2.0 * di + 2.0 * G * N + nh, h, &f, &b);
+        /* SSD (Dao and Gu 2024, Sec 6) as batched GEMMs on the tensor cores
+         * in the activations' precision: C B^T per chunk and group, its
+         * product with X per head, the chunk states and their output; the
+         * backward runs each once for each input. Five forward kernels
+         * (cumsum, chunk state, state passing, bmm, chunk scan), ten back. */
+        const struct {
+            double m, n, k;
+        } g[3] = {{T * G, Q, N}, {T * nh, P, Q}, {T * nh, P, 2.0 * N}};
+        for (int i = 0; i < 3; i++) {
+            const double tf =
+                w->cm->ops->gemm_s(w->cm, LP_GEMM_FWD, w->aprec, g[i].m, g[i].n, g[i].k);
+            const double td =
+                w->cm->ops->gemm_s(w->cm, LP_GEMM_DGRAD, w->aprec, g[i].m, g[i].k, g[i].n);
+            const double tw =
+                w->cm->ops->gemm_s(w->cm, LP_GEMM_WGRAD, w->aprec, g[i].k, g[i].n, g[i].m);
+            addk(&f, LP_OPC_ATTN, tf);
+            addk(&b, LP_OPC_ATTN, td + tw);
+        }
+        f.n += 2;
+        b.n += 4;
+        /* gated RMSNorm: y * silu(z), normalised */
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_RMSNORM, 3.0 * T * di * w->e));
+        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_RMSNORM, 5.0 * T * di * w->e));
+    } else {
+        const double R = lp_arch_mamba_dt_rank(m);
+        conv_ch = di;
+        linear(w, T, 2.0 * di, h, &f, &b);
+        linear(w, T, R + 2.0 * N, di, &f, &b); /* x_proj */
+        linear(w, T, di, R, &f, &b);           /* dt_proj */
+        /* the selective scan runs on the CUDA cores in fp32: 9 FLOPs per
+         * state element (arch.c), streaming u, delta, z, B, C in and y out;
+         * the backward recomputes the scan and runs it in reverse (2x) */
+        const double flops = 9.0 * T * di * N, vec = w->cm->gpu.vector_flops;
+        const double io = T * (4.0 * di + 2.0 * N) * w->e;
+        const double sf = fmax(mem(w, LP_MEM_COPY, io), vec > 0 ? flops / vec : 0.0);
+        const double sb = fmax(mem(w, LP_MEM_COPY, 2.0 * io), vec > 0 ? 2.0 * flops / vec : 0.0);
+        addk(&f, LP_OPC_ATTN, sf);
+        addk(&b, LP_OPC_ATTN, sb);
+        /* y * silu(z) */
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_SWIGLU, 3.0 * T * di * w->e));
+        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_SWIGLU, 5.0 * T * di * w->e));
+    }
+    /* depthwise causal conv1d + SiLU over the conv channels */
+    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * T * conv_ch * w->e));
+    addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 3.0 * T * conv_ch * w->e));
+    linear(w, T, h, di, &f, &b);
     double comm = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     double fwd = finish_block(w, c, &f, &b, comm, comm, ncoll, true);
@@ -308,54 +467,139 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
     }
 }
 
-/* MoE block (Switch/GShard style with Megatron expert parallelism): router,
- * all-to-all dispatch, the local experts' GEMMs (grouped), all-to-all
- * combine. Expert weights are sharded over TP like the dense MLP. */
+/* fc1, activation, fc2 of an FFN of size f split over t ranks, on T tokens:
+ * the dense MLP, a shared expert, or one routed expert's share. */
+static void ffn_core(const struct wl *w, double T, double width, double ft, struct acc *f,
+                     struct acc *b)
+{
+    const bool swiglu = w->run->model.ffn_act == LP_ACT_SWIGLU;
+    linear(w, T, ft * (swiglu ? 2.0 : 1.0), width, f, b);
+    double x = T * ft;
+    addk(f, LP_OPC_MEM,
+         mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * x * w->e));
+    addk(b, LP_OPC_MEM,
+         mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * x * w->e));
+    linear(w, T, width, ft, f, b);
+}
+
+/* Dense MLP block: norm, fc1, activation, fc2, residual. */
+static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
+{
+    const struct lp_run *r = w->run;
+    struct acc f = {0}, b = {0};
+    elementwise(w, &f, &b);
+    ffn_core(w, w->T, w->h, (double)r->model.ffn_hidden / w->t, &f, &b);
+    double comm = tp_comm(w);
+    int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
+    double fwd = finish_block(w, c, &f, &b, comm, comm, ncoll, true);
+    if (r->par.recompute == LP_RECOMPUTE_FULL) {
+        c->recompute_s += fwd;
+        c->comm_recompute_s += f.comm;
+    }
+}
+
+/* One dispatch (or combine) of the tokens this rank routes, `bytes` per
+ * copy, over the EP group (ranks `stride` apart). The all-to-all sends
+ * every routed copy (top_k of them per token) to its expert's rank. HybridEP
+ * (DeepEP's hybrid mode in Megatron-Core's flex dispatcher) sends a token
+ * once to each other node holding one of its experts and fans it out over
+ * NVLink: with uniform routing a token reaches (N - 1)(1 - (1 - 1/N)^k)
+ * other nodes of the N its EP group spans. */
+static double dispatch_time(const struct wl *w, double bytes, int stride)
+{
+    const struct lp_run *r = w->run;
+    const int ep = r->par.ep, k = r->model.moe.top_k;
+    if (ep <= 1) return 0.0;
+    const double copies = bytes * k;
+    const int G = lp_system_scale_up(&r->system);
+    const int per = stride >= G ? 1 : (G / stride < ep ? G / stride : ep);
+    const int nodes = (ep + per - 1) / per;
+    if (r->fw.dispatcher != LP_DISPATCH_HYBRIDEP || nodes <= 1)
+        return coll(w, LP_COLL_ALLTOALL, copies, ep, stride);
+    const double N = nodes;
+    const double inter = bytes * (N - 1.0) * (1.0 - pow(1.0 - 1.0 / N, k));
+    const double eff_x = w->cm->ops->coll_eff(w->cm, LP_COLL_ALLTOALL, LP_TIER_INTER, inter, ep);
+    const double eff_i = w->cm->ops->coll_eff(w->cm, LP_COLL_ALLTOALL, LP_TIER_INTRA, copies, per);
+    return fmax(inter / (eff_x * r->system.inter.bw_Bps),
+                copies * (per - 1.0) / per / (eff_i * r->system.intra.bw_Bps));
+}
+
+/* MoE block (Megatron-Core MoELayer with the all-to-all token dispatcher):
+ * router and top-k, permutation, all-to-all dispatch over the EP group, the
+ * local experts as grouped GEMMs, all-to-all combine, unpermutation; shared
+ * experts as a dense MLP beside them. Experts are split over etp ranks
+ * (expert tensor parallelism) and ep ranks (whole experts); the tokens this
+ * rank routes are T etp / tp (with etp < tp the TP group's tokens are
+ * routed separately). Dropless routing gives the busiest expert imbalance x
+ * the mean; capacity routing pads every expert to the capacity factor. */
 static void moe_block(const struct wl *w, struct lp_layer_cost *c)
 {
     const struct lp_run *r = w->run;
     const struct lp_moe *moe = &r->model.moe;
-    double T = w->T, h = w->h, ft = (double)moe->ffn_hidden / w->t;
-    bool swiglu = r->model.ffn_act == LP_ACT_SWIGLU;
-    double E = moe->experts, ep = r->par.ep, local = E / ep;
-    /* tokens arriving per local expert: each rank routes T*top_k tokens,
-     * spread evenly, padded by the capacity factor */
-    double te = T * moe->top_k * moe->capacity_factor / local;
+    const double h = w->h, E = moe->experts, ep = r->par.ep, local = E / ep;
+    const double lw = lp_arch_moe_width(&r->model); /* the routed tokens' width */
+    const double etp = r->par.etp > 0 ? r->par.etp : w->t;
+    const double Tr = w->T * etp / w->t; /* tokens this rank routes */
+    const double load = moe->dropless ? moe->imbalance : moe->capacity_factor;
+    /* tokens arriving at each local expert: ep ranks each route Tr * top_k
+     * tokens spread over the E experts */
+    const double te = Tr * ep * moe->top_k / E * load;
     struct acc f = {0}, b = {0};
     elementwise(w, &f, &b);
-    linear(w, T, E, h, &f, &b); /* router */
-    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 2.0 * T * E * 4.0));
-    addk(&b, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 3.0 * T * E * 4.0));
+    linear(w, w->T, E, h, &f, &b); /* router (replicated) */
+    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 2.0 * w->T * E * 4.0));
+    addk(&b, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 3.0 * w->T * E * 4.0));
+    /* The local experts' GEMMs (Megatron --moe-grouped-gemm: Transformer
+     * Engine's GroupedLinear, grouped_linear.py -> general_grouped_gemm)
+     * run as one cuBLAS GEMM per expert over te rows each, spread over a few
+     * streams (a GEMM this size fills the GPU, so their times add), with the
+     * inputs quantised per expert: each expert's kernels are launched by the
+     * host; the activation is one kernel over all of them. */
     struct acc ef = {0}, eb = {0};
-    linear(w, te, ft * (swiglu ? 2.0 : 1.0), h, &ef, &eb);
-    addk(&ef, LP_OPC_MEM,
-         mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * te * ft * w->e));
-    addk(&eb, LP_OPC_MEM,
-         mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * te * ft * w->e));
-    linear(w, te, h, ft, &ef, &eb);
-    /* the local experts run as grouped GEMMs: their time adds up, their
-     * launches do not */
-    f.s += local * ef.s;
+    ffn_core(w, te, lw, moe->ffn_hidden / etp, &ef, &eb);
+    ef.s *= local;
+    eb.s *= local;
+    for (int k = 0; k < LP_OPC_COUNT; k++) {
+        ef.cat[k] *= local;
+        eb.cat[k] *= local;
+    }
+    eb.wg *= local;
+    eb.wn *= (int)local;
+    ef.n = 1 + (int)local * (ef.n - 1);
+    eb.n = 1 + (int)local * (eb.n - 1);
+    f.s += ef.s;
     f.n += ef.n;
-    b.s += local * eb.s;
+    b.s += eb.s;
     b.n += eb.n;
     for (int k = 0; k < LP_OPC_COUNT; k++) {
-        f.cat[k] += local * ef.cat[k];
-        b.cat[k] += local * eb.cat[k];
+        f.cat[k] += ef.cat[k];
+        b.cat[k] += eb.cat[k];
     }
-    b.wg += local * eb.wg;
+    b.wg += eb.wg;
     b.wn += eb.wn;
-    /* permutation copies of the routed tokens */
-    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * T * moe->top_k * h * w->e));
-    addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * T * moe->top_k * h * w->e));
-    double a2a = 0;
-    if (r->par.ep > 1) {
-        double bytes = T * moe->top_k * moe->capacity_factor * h * w->e;
-        a2a = 2.0 * coll(w, LP_COLL_ALLTOALL, bytes, r->par.ep, r->par.tp * r->par.cp);
+    if (moe->shared_experts > 0)
+        ffn_core(w, w->T, h, (double)moe->shared_experts * moe->shared_ffn_hidden / w->t, &f, &b);
+    /* permutation copies of the routed tokens (permute and unpermute) */
+    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * Tr * moe->top_k * lw * w->e));
+    addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * Tr * moe->top_k * lw * w->e));
+    if (moe->latent > 0) { /* LatentMoE: to the latent width before routing, and back */
+        linear(w, w->T, lw, h, &f, &b);
+        linear(w, w->T, h, lw, &f, &b);
     }
-    double comm = tp_comm(w) + a2a;
-    int ncoll = (w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0) + (r->par.ep > 1 ? 2 : 0);
-    double fwd = finish_block(w, c, &f, &b, comm, comm, ncoll, false);
+    /* dispatch and combine: the same volume each way */
+    const double a2a = 2.0 * dispatch_time(w, Tr * load * lw * w->e, (int)etp);
+    /* the expert-TP group gathers its tokens and reduce-scatters the
+     * result; the shared experts and the rest of the layer use the TP group */
+    double tpc = etp > 1 ? tp_comm(w) : 0.0;
+    if (moe->shared_experts > 0 && etp < w->t) tpc += tp_comm(w);
+    /* Megatron-Core's combined 1F1B (overlap_moe_expert_parallel_comm)
+     * runs one micro-batch's forward beside another's backward: each pass's
+     * all-to-alls hide behind the other pass's compute */
+    double comm_f = tpc + (r->fw.ep_overlap ? fmax(0.0, a2a - b.s) : a2a);
+    double comm_b = tpc + (r->fw.ep_overlap ? fmax(0.0, a2a - f.s) : a2a);
+    double comm = comm_f;
+    int ncoll = (tpc > 0 ? (r->par.sequence_parallel ? 2 : 1) : 0) + (r->par.ep > 1 ? 2 : 0);
+    double fwd = finish_block(w, c, &f, &b, comm_f, comm_b, ncoll, false);
     if (r->par.recompute == LP_RECOMPUTE_FULL) {
         c->recompute_s += fwd;
         c->comm_recompute_s += comm;
@@ -421,10 +665,25 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
     }
     throttle(w, &f, w->t > 1 ? 4 : 0);
     throttle(w, &b, w->t > 1 ? 1 : 0);
+    f.lockstep = w->lockstep;
     f.comm = comm_f;
     b.comm = comm_b;
     e->head_fwd_s = with_overhead(w, &f, w->t > 1 ? 4 : 0) + comm_f;
     e->head_bwd_s = with_overhead(w, &b, w->t > 1 ? 1 : 0) + comm_b;
+    if (r->model.mtp_layers > 0) {
+        /* an MTP module (DeepSeek-V3 Sec 2.2; Megatron-Core
+         * MultiTokenPredictionLayer) beside its transformer layer: the
+         * embedding of the shifted tokens, the two norms, the projection of
+         * [h; emb] to h (column-parallel), and the shared head and loss */
+        struct acc pf = {0}, pb = {0};
+        norm_kernels(w, h, &pf, &pb);
+        norm_kernels(w, h, &pf, &pb);
+        linear(w, T, h / w->t, 2.0 * h, &pf, &pb);
+        throttle(w, &pf, 0);
+        throttle(w, &pb, 0);
+        e->mtp_fwd_s = e->emb_fwd_s + e->head_fwd_s + with_overhead(w, &pf, 0);
+        e->mtp_bwd_s = e->emb_bwd_s + e->head_bwd_s + with_overhead(w, &pb, 0);
+    }
 }
 
 void lp_shape_cost_compute(const struct lp_cost_model *cm, const struct lp_run *run,
@@ -436,21 +695,46 @@ void lp_shape_cost_compute(const struct lp_cost_model *cm, const struct lp_run *
     w.cm = cm;
     w.run = run;
     w.prec = run->train.precision;
-    w.aprec = w.prec == LP_FP8 ? LP_BF16 : w.prec;
+    /* attention, norms and the rest stay in bf16 under fp8-family training */
+    w.aprec = lp_prec_table(w.prec) == LP_FP8 ? LP_BF16 : w.prec;
     w.e = w.prec == LP_FP32 ? 4.0 : 2.0;
+    /* quantised copies: fp8 1 byte; MXFP8 + an E8M0 scale per 32; NVFP4
+     * half a byte + an E4M3 scale per 16 (OCP MX spec; NVIDIA NVFP4) */
+    w.q = w.prec == LP_FP8     ? 1.0
+          : w.prec == LP_MXFP8 ? 1.0 + 1.0 / 32.0
+          : w.prec == LP_NVFP4 ? 0.5 + 1.0 / 16.0
+                               : 0.0;
     w.t = run->par.tp;
     w.T = (double)run->par.micro_batch * m->seq_len / run->par.cp;
     w.Tn = run->par.sequence_parallel ? w.T / w.t : w.T;
     w.h = m->hidden;
-    w.d = (double)m->hidden / m->heads;
+    w.d = lp_arch_head_dim(m);
     w.at = (double)m->heads / w.t;
     w.gt = (double)m->kv_heads / w.t;
     w.norm = m->norm == LP_NORM_RMSNORM ? LP_MEM_RMSNORM : LP_MEM_LAYERNORM;
 
-    attention_block(&w, &out->dense);
-    out->moe = out->dense;
-    mlp_block(&w, &out->dense);
-    if (m->moe.experts > 0) moe_block(&w, &out->moe);
+    /* the blocks this model's layers (and MTP modules) use */
+    bool mix[LP_MIX_COUNT] = {false}, ffn[LP_FFN_COUNT] = {false};
+    for (int i = 0; i < m->layers; i++) {
+        enum lp_mixer mx;
+        enum lp_ffn ff;
+        lp_arch_layer(m, i, &mx, &ff);
+        mix[mx] = ffn[ff] = true;
+    }
+    /* Dropless MoE with Megatron-Core's all-to-all dispatcher: each MoE
+     * layer's forward copies the per-expert token counts to the host and
+     * synchronises (token_dispatcher.py, _maybe_dtoh_and_synchronize at the
+     * cuda_sync_point) before the all-to-all, whose split sizes it needs.
+     * The host then cannot queue work ahead of the GPU: from one MoE layer
+     * to the next, host and GPU take turns (the forward's host time adds,
+     * p = 1). The backward knows its splits already and runs ahead as usual.
+     * Capacity routing has fixed shapes and no synchronisation. */
+    w.lockstep = ffn[LP_FFN_MOE] && m->moe.dropless;
+    if (mix[LP_MIX_ATTN]) attention_block(&w, &out->mix[LP_MIX_ATTN], false);
+    if (mix[LP_MIX_ATTN_LOCAL]) attention_block(&w, &out->mix[LP_MIX_ATTN_LOCAL], true);
+    if (mix[LP_MIX_MAMBA]) mamba_block(&w, &out->mix[LP_MIX_MAMBA]);
+    if (ffn[LP_FFN_DENSE]) mlp_block(&w, &out->ffn[LP_FFN_DENSE]);
+    if (ffn[LP_FFN_MOE]) moe_block(&w, &out->ffn[LP_FFN_MOE]);
     edges(&w, &out->edge);
     /* p2p between stages: the activation of one micro-batch, split over the
      * TP ranks (scatter/gather optimisation, Narayanan et al. 2021 Sec 4.1) */

@@ -12,6 +12,7 @@
  * every configuration that passes them. */
 #include <string.h>
 
+#include "llmplan/arch.h"
 #include "llmplan/search.h"
 
 static const char *const dim_names[LP_DIM_COUNT] = {"model",
@@ -96,6 +97,15 @@ static enum lp_space_verdict skip(const struct lp_space *s, uint64_t index, enum
     return LP_SPACE_SKIP;
 }
 
+/* The layers split into pp * vp virtual stages (the sweep gives no stage
+ * layer counts: the balanced split). */
+static bool splits(const struct lp_model *m, int pp, int vp)
+{
+    struct lp_parallel p = {.pp = pp, .vp = vp};
+    int first[LP_ARCH_SPLIT_CAP];
+    return lp_arch_split(m, &p, first, LP_ARCH_SPLIT_CAP) == 0;
+}
+
 static bool in_list(const int *v, int n, int x)
 {
     for (int i = 0; i < n; i++)
@@ -121,11 +131,14 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
     /* tp: must fit the GPUs and a node, divide the GPU count and the heads */
     if (tp > gpus || gpus % tp != 0)
         return skip(s, index, LP_DIM_TP, LP_REASON_GPU_COUNT, reason, span);
-    if (tp > sys->gpus_per_node) return skip(s, index, LP_DIM_TP, LP_REASON_TP_NODE, reason, span);
+    if (tp > lp_system_scale_up(sys))
+        return skip(s, index, LP_DIM_TP, LP_REASON_TP_NODE, reason, span);
     if (m->heads % tp != 0) return skip(s, index, LP_DIM_TP, LP_REASON_TP_HEADS, reason, span);
-    /* pp: the product must divide the GPUs; pp must divide the layers */
+    /* pp: the product must divide the GPUs; the layers must split into pp
+     * stages (lp_arch_split, the simulator's rule; more chunks split worse,
+     * so a pp that fails fails for every vp) */
     if (gpus % (tp * pp) != 0) return skip(s, index, LP_DIM_PP, LP_REASON_GPU_COUNT, reason, span);
-    if (m->layers % pp != 0) return skip(s, index, LP_DIM_PP, LP_REASON_PP_LAYERS, reason, span);
+    if (!splits(m, pp, 1)) return skip(s, index, LP_DIM_PP, LP_REASON_PP_LAYERS, reason, span);
     /* cp: dp = gpus / (tp*pp*cp) must be an integer (and in the dp filter);
      * the sequence splits into 2*cp chunks (load-balanced causal CP) */
     if (gpus % (tp * pp * cp) != 0)
@@ -139,7 +152,7 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
     if (ep > 1 && (m->moe.experts == 0 || m->moe.experts % ep != 0 || ep > dp * cp))
         return skip(s, index, LP_DIM_EP, LP_REASON_EP, reason, span);
     /* vp: interleaving splits each stage's layers into vp chunks */
-    if (vp > 1 && m->layers % (pp * vp) != 0)
+    if (vp > 1 && !splits(m, pp, vp))
         return skip(s, index, LP_DIM_VP, LP_REASON_PP_LAYERS, reason, span);
     /* the interleaved schedule and vp > 1 go together (vp = 1 with
      * "interleaved" would duplicate 1f1b) */

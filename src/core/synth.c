@@ -254,9 +254,9 @@ static const double sy_ranks_inter[] = {2,   4,   8,    16,   32,   64,   128,
 struct sy_ctx {
     const struct lp_gpu *gpu;
     int sms;
-    double fmax[LP_PREC_COUNT]; /* per-tile efficiency at full waves */
-    double frac[LP_PREC_COUNT]; /* MAMF achieved fraction used */
-    const char *frac_src[LP_PREC_COUNT];
+    double fmax[LP_PREC_TABLES]; /* per-tile efficiency at full waves */
+    double frac[LP_PREC_TABLES]; /* MAMF achieved fraction used */
+    const char *frac_src[LP_PREC_TABLES];
     int attn_class;            /* 0 ampere, 1 hopper */
     double intra_bw, inter_bw; /* reference links */
     int gpus_per_node;
@@ -655,7 +655,7 @@ static int add_provenance(const struct sy_ctx *c, const struct lp_system *ref, s
                      SY_MEM_EFF, SY_SPLITK_MAX, SY_STREAMK_EFF));
     LP_TRY(err, prov(p, err, "gemm_k0", "%.0f (assumption: tile prologue/epilogue)", SY_GEMM_K0));
     LP_TRY(err, prov(p, err, "gemm_sms", "%d", c->sms));
-    for (int q = 0; q < LP_PREC_COUNT; q++) {
+    for (int q = 0; q < LP_PREC_TABLES; q++) {
         if (c->gpu->peak_flops[q] <= 0) continue;
         char key[LP_PROV_KEY];
         snprintf(key, sizeof(key), "gemm_max_frac_%s", lp_prec_name((enum lp_prec)q));
@@ -735,7 +735,7 @@ int lp_profile_synth(const struct lp_gpu *gpu, const struct lp_system *ref_syste
     if (!(gpu->mem_bw_Bps > 0))
         LP_FAIL(err, LP_EINVAL, "profile synth: GPU %s has no memory bandwidth", gpu->name);
     bool any = false;
-    for (int q = 0; q < LP_PREC_COUNT; q++)
+    for (int q = 0; q < LP_PREC_TABLES; q++)
         any |= gpu->peak_flops[q] > 0;
     if (!any) LP_FAIL(err, LP_EINVAL, "profile synth: GPU %s has no tensor peak", gpu->name);
 
@@ -759,9 +759,9 @@ int lp_profile_synth(const struct lp_gpu *gpu, const struct lp_system *ref_syste
         c.nvls |= name_has(gpu->name, nvls_gpus[i]);
     c.nvls = c.nvls && !name_has(gpu->name, "pcie") && c.intra_bw >= 400e9;
 
-    char src[LP_PREC_COUNT][LP_PROV_VALUE];
+    char src[LP_PREC_TABLES][LP_PROV_VALUE];
     memset(src, 0, sizeof(src));
-    for (int q = 0; q < LP_PREC_COUNT; q++)
+    for (int q = 0; q < LP_PREC_TABLES; q++)
         if (gpu->peak_flops[q] > 0) calibrate_gemm(&c, (enum lp_prec)q, src[q], sizeof(src[q]));
 
     struct lp_profile *p = NULL;
@@ -771,7 +771,7 @@ int lp_profile_synth(const struct lp_gpu *gpu, const struct lp_system *ref_syste
     snprintf(p->source, sizeof(p->source), "analytical");
     p->launch_s = SY_LAUNCH_S;
 
-    for (int q = 0; q < LP_PREC_COUNT; q++) {
+    for (int q = 0; q < LP_PREC_TABLES; q++) {
         const enum lp_prec pr = (enum lp_prec)q;
         if (gpu->peak_flops[q] <= 0) continue;
         for (int l = 0; l < LP_GEMM_LAYOUT_COUNT; l++)

@@ -337,8 +337,8 @@ static const char *const attn_axes[] = {"batch_heads", "seq", "head_dim"};
 static const char *const mem_axes[] = {"bytes"};
 static const char *const coll_axes[] = {"msg_bytes", "ranks"};
 
-#define N_GEMM (LP_GEMM_LAYOUT_COUNT * LP_PREC_COUNT)
-#define N_ATTN (LP_ATTN_IMPL_COUNT * 2 * LP_PASS_COUNT * LP_PREC_COUNT)
+#define N_GEMM (LP_GEMM_LAYOUT_COUNT * LP_PREC_TABLES)
+#define N_ATTN (LP_ATTN_IMPL_COUNT * 2 * LP_PASS_COUNT * LP_PREC_TABLES)
 #define N_MEM LP_MEM_KIND_COUNT
 #define N_COLL (LP_COLL_COUNT * LP_TIER_COUNT)
 
@@ -448,7 +448,7 @@ static const struct lp_slot slot_table[LP_PROFILE_SLOTS] = {
 };
 
 _Static_assert(N_GEMM + N_ATTN + N_MEM + N_COLL == LP_PROFILE_SLOTS, "slot count");
-_Static_assert(LP_PREC_COUNT == 4 && LP_GEMM_LAYOUT_COUNT == 3 && LP_MEM_KIND_COUNT == 12 &&
+_Static_assert(LP_PREC_TABLES == 4 && LP_GEMM_LAYOUT_COUNT == 3 && LP_MEM_KIND_COUNT == 12 &&
                    LP_COLL_COUNT == 5 && LP_TIER_COUNT == 2 && LP_ATTN_IMPL_COUNT == 4 &&
                    LP_PASS_COUNT == 2,
                "slot_table must be regenerated when an enum changes");
@@ -464,12 +464,12 @@ const struct lp_slot *lp_profile_slot(int i)
 static struct lp_table *slot_table_of(struct lp_profile *p, int i)
 {
     if (i < 0) return NULL;
-    if (i < N_GEMM) return &p->gemm[i / LP_PREC_COUNT][i % LP_PREC_COUNT];
+    if (i < N_GEMM) return &p->gemm[i / LP_PREC_TABLES][i % LP_PREC_TABLES];
     i -= N_GEMM;
     if (i < N_ATTN) {
-        const int pr = i % LP_PREC_COUNT, ps = (i / LP_PREC_COUNT) % LP_PASS_COUNT;
-        const int c = (i / (LP_PREC_COUNT * LP_PASS_COUNT)) % 2;
-        const int im = i / (LP_PREC_COUNT * LP_PASS_COUNT * 2);
+        const int pr = i % LP_PREC_TABLES, ps = (i / LP_PREC_TABLES) % LP_PASS_COUNT;
+        const int c = (i / (LP_PREC_TABLES * LP_PASS_COUNT)) % 2;
+        const int im = i / (LP_PREC_TABLES * LP_PASS_COUNT * 2);
         return &p->attn[im][c][ps][pr];
     }
     i -= N_ATTN;

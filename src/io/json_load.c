@@ -299,12 +299,38 @@ static int parse_norm(const char *s, int *o)
 }
 static int parse_pos(const char *s, int *o)
 {
-    static const char *const n[] = {"learned", "rotary", "alibi", NULL};
+    static const char *const n[] = {"learned", "rotary", "alibi", "none", NULL};
     return parse_among(s, o, n);
 }
 static int parse_prec(const char *s, int *o)
 {
-    static const char *const n[] = {"fp32", "fp16", "bf16", "fp8", NULL};
+    enum lp_prec p;
+    if (lp_prec_parse(s, &p) != LP_OK) return LP_EINVAL;
+    *o = (int)p;
+    return LP_OK;
+}
+static int parse_fp8_scaling(const char *s, int *o)
+{
+    enum lp_fp8_scaling v;
+    if (lp_fp8_scaling_parse(s, &v) != LP_OK) return LP_EINVAL;
+    *o = (int)v;
+    return LP_OK;
+}
+static int parse_dispatcher(const char *s, int *o)
+{
+    enum lp_dispatcher v;
+    if (lp_dispatcher_parse(s, &v) != LP_OK) return LP_EINVAL;
+    *o = (int)v;
+    return LP_OK;
+}
+static int parse_router(const char *s, int *o)
+{
+    static const char *const n[] = {"softmax", "sigmoid", NULL};
+    return parse_among(s, o, n);
+}
+static int parse_routing(const char *s, int *o)
+{
+    static const char *const n[] = {"capacity", "dropless", NULL};
     return parse_among(s, o, n);
 }
 static int parse_recompute(const char *s, int *o)
@@ -381,14 +407,145 @@ static int load_preset(enum lp_preset_kind kind, const char *name, preset_parse_
     return rc;
 }
 
+/* MoE keys beyond the capacity-factor model (docs/presets.md). */
+static int parse_moe_ext(const struct lp_jctx *c, const cJSON *moe, const char *mp,
+                         struct lp_model *m)
+{
+    struct lp_err *err = c->err;
+    struct lp_moe *e = &m->moe;
+    LP_TRY(err, lp_json_int32(c, moe, mp, "shared_experts", false, 0, 1 << 10, &e->shared_experts));
+    e->shared_ffn_hidden = e->ffn_hidden;
+    LP_TRY(err, lp_json_int32(c, moe, mp, "shared_ffn_hidden", false, 1, 1 << 26,
+                              &e->shared_ffn_hidden));
+    LP_TRY(err, lp_json_int32(c, moe, mp, "first_dense_layers", false, 0, m->layers,
+                              &e->first_dense_layers));
+    /* dropless unless a capacity factor is given */
+    int routing = cJSON_GetObjectItemCaseSensitive(moe, "capacity_factor") ? 0 : 1;
+    LP_TRY(err, lp_json_enum(c, moe, mp, "routing", false, parse_routing,
+                             "\"capacity\" or \"dropless\"", &routing));
+    e->dropless = routing == 1;
+    e->imbalance = 1.0;
+    LP_TRY(err, lp_json_num(c, moe, mp, "imbalance", false, 0, true, &e->imbalance));
+    char kp[300];
+    if (e->imbalance < 1.0)
+        LP_FAIL(err, LP_EINVAL,
+                "%s: key '%s': expected the busiest expert's tokens over the mean (>= 1), got %g",
+                c->file, lp_jpath(kp, sizeof(kp), mp, "imbalance"), e->imbalance);
+    LP_TRY(err, lp_json_int32(c, moe, mp, "latent_size", false, 1, 1 << 24, &e->latent));
+    int r = 0; /* the score function costs the same either way: checked, not kept */
+    return lp_json_enum(c, moe, mp, "router", false, parse_router, "\"softmax\" or \"sigmoid\"",
+                        &r);
+}
+
+/* head_dim, MLA, sliding windows, Mamba, layer pattern, MTP. */
+static int parse_model_ext(const struct lp_jctx *c, const cJSON *o, const char *path,
+                           struct lp_model *m)
+{
+    static const char *const mla_keys[] = {"q_lora_rank",      "kv_lora_rank", "qk_nope_head_dim",
+                                           "qk_rope_head_dim", "v_head_dim",   NULL};
+    static const char *const mamba_keys[] = {"version", "d_state",   "d_conv",
+                                             "expand",  "head_dim",  "n_groups",
+                                             "dt_rank", "num_heads", NULL};
+    struct lp_err *err = c->err;
+    char kp[256], sp[128];
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "mla");
+    if (v) {
+        struct lp_mla *q = &m->mla;
+        lp_jpath(sp, sizeof(sp), path, "mla");
+        LP_TRY(err, lp_json_check_keys(c, v, sp, mla_keys));
+        LP_TRY(err, lp_json_int32(c, v, sp, "q_lora_rank", false, 0, 1 << 20, &q->q_lora_rank));
+        LP_TRY(err, lp_json_int32(c, v, sp, "kv_lora_rank", true, 1, 1 << 20, &q->kv_lora_rank));
+        LP_TRY(err,
+               lp_json_int32(c, v, sp, "qk_nope_head_dim", true, 1, 1 << 16, &q->qk_nope_head_dim));
+        LP_TRY(err,
+               lp_json_int32(c, v, sp, "qk_rope_head_dim", true, 0, 1 << 16, &q->qk_rope_head_dim));
+        LP_TRY(err, lp_json_int32(c, v, sp, "v_head_dim", true, 1, 1 << 16, &q->v_head_dim));
+        if (m->kv_heads != m->heads)
+            LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected kv_heads = heads (%d) with mla, got %d",
+                    c->file, lp_jpath(kp, sizeof(kp), path, "kv_heads"), m->heads, m->kv_heads);
+    }
+    LP_TRY(err,
+           lp_json_int32(c, o, path, "attention_window", false, 1, 1 << 26, &m->attention_window));
+    LP_TRY(err, lp_json_int32(c, o, path, "global_every", false, 1, 1 << 20, &m->global_every));
+    if (m->global_every > 0 && m->attention_window == 0)
+        LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected an attention_window to go with it", c->file,
+                lp_jpath(kp, sizeof(kp), path, "global_every"));
+    v = cJSON_GetObjectItemCaseSensitive(o, "mamba");
+    if (v) {
+        struct lp_mamba *s = &m->mamba;
+        lp_jpath(sp, sizeof(sp), path, "mamba");
+        LP_TRY(err, lp_json_check_keys(c, v, sp, mamba_keys));
+        LP_TRY(err, lp_json_int32(c, v, sp, "version", true, 1, 2, &s->version));
+        LP_TRY(err, lp_json_int32(c, v, sp, "d_state", true, 1, 1 << 16, &s->d_state));
+        s->d_conv = 4;
+        LP_TRY(err, lp_json_int32(c, v, sp, "d_conv", false, 1, 1 << 10, &s->d_conv));
+        s->expand = 2;
+        LP_TRY(err, lp_json_int32(c, v, sp, "expand", false, 1, 64, &s->expand));
+        LP_TRY(err, lp_json_int32(c, v, sp, "head_dim", s->version == 2, 1, 1 << 16, &s->head_dim));
+        s->n_groups = 1;
+        LP_TRY(err, lp_json_int32(c, v, sp, "n_groups", false, 1, 1 << 16, &s->n_groups));
+        LP_TRY(err, lp_json_int32(c, v, sp, "dt_rank", false, 1, 1 << 20, &s->dt_rank));
+        LP_TRY(err, lp_json_int32(c, v, sp, "num_heads", false, 1, 1 << 20, &s->heads));
+        if (s->version == 2 && s->heads == 0 && (int64_t)s->expand * m->hidden % s->head_dim != 0)
+            LP_FAIL(err, LP_EINVAL,
+                    "%s: key '%s.head_dim': expected a divisor of expand * hidden "
+                    "(%lld), got %d",
+                    c->file, sp, (long long)s->expand * m->hidden, s->head_dim);
+    }
+    LP_TRY(err, lp_json_str(c, o, path, "layer_pattern", false, m->layer_pattern,
+                            sizeof(m->layer_pattern)));
+    LP_TRY(err, lp_json_int32(c, o, path, "mtp_layers", false, 0, 64, &m->mtp_layers));
+    return LP_OK;
+}
+
+/* A layer pattern names every layer with a known symbol, and a Mamba or MoE
+ * layer needs its description. */
+static int check_pattern(const struct lp_jctx *c, const char *path, struct lp_model *m)
+{
+    char kp[256];
+    const char *pat = m->layer_pattern;
+    if (!pat[0]) return LP_OK;
+    lp_jpath(kp, sizeof(kp), path, "layer_pattern");
+    if ((int)strlen(pat) != m->layers)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected one symbol per layer (%d), got %zu",
+                c->file, kp, m->layers, strlen(pat));
+    for (const char *q = pat; *q; q++) {
+        if (!strchr("M*-E", *q))
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key '%s': expected the symbols M (Mamba), * (attention), - (MLP) and E "
+                    "(MoE), got '%c' at %d",
+                    c->file, kp, *q, (int)(q - pat));
+        if (*q == 'M' && m->mamba.version == 0)
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key '%s': has Mamba layers but the model has no 'mamba'", c->file, kp);
+        if (*q == 'E' && m->moe.experts == 0)
+            LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': has MoE layers but the model has no 'moe'",
+                    c->file, kp);
+    }
+    return LP_OK;
+}
+
 static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *path, void *vout)
 {
     static const char *const keys[] = {
-        "name",    "layers",  "hidden",  "heads",  "kv_heads", "ffn_hidden",
-        "ffn_act", "vocab",   "seq_len", "norm",   "position", "tied_embeddings",
-        "bias",    "dropout", "moe",     "source", "notes",    NULL};
-    static const char *const moe_keys[] = {"experts",    "top_k",           "ffn_hidden",
-                                           "layer_freq", "capacity_factor", NULL};
+        "name",         "layers",          "hidden",        "heads",      "kv_heads",
+        "ffn_hidden",   "ffn_act",         "vocab",         "seq_len",    "norm",
+        "position",     "tied_embeddings", "bias",          "dropout",    "moe",
+        "source",       "notes",           "head_dim",      "mla",        "attention_window",
+        "global_every", "mamba",           "layer_pattern", "mtp_layers", NULL};
+    static const char *const moe_keys[] = {"experts",
+                                           "top_k",
+                                           "ffn_hidden",
+                                           "layer_freq",
+                                           "capacity_factor",
+                                           "shared_experts",
+                                           "shared_ffn_hidden",
+                                           "first_dense_layers",
+                                           "routing",
+                                           "imbalance",
+                                           "router",
+                                           "latent_size",
+                                           NULL};
     struct lp_model *m = vout;
     struct lp_err *err = c->err;
     memset(m, 0, sizeof(*m));
@@ -413,7 +570,7 @@ static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *
     m->norm = (enum lp_norm)e;
     e = LP_POS_LEARNED;
     LP_TRY(err, lp_json_enum(c, o, path, "position", false, parse_pos,
-                             "\"learned\", \"rotary\" or \"alibi\"", &e));
+                             "\"learned\", \"rotary\", \"alibi\" or \"none\"", &e));
     m->pos = (enum lp_pos)e;
     m->tied_embeddings = true;
     LP_TRY(err, lp_json_bool(c, o, path, "tied_embeddings", false, &m->tied_embeddings));
@@ -423,9 +580,12 @@ static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *
     LP_TRY(err, lp_json_bool(c, o, path, "dropout", false, &m->dropout));
     LP_TRY(err, lp_json_str(c, o, path, "source", false, m->source, sizeof(m->source)));
     char kp[256];
-    if (m->hidden % m->heads != 0)
-        LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected heads to divide hidden (%d), got %d",
+    LP_TRY(err, lp_json_int32(c, o, path, "head_dim", false, 1, 1 << 16, &m->head_dim));
+    if (m->head_dim == 0 && m->hidden % m->heads != 0)
+        LP_FAIL(err, LP_EINVAL,
+                "%s: key '%s': expected heads to divide hidden (%d), or a head_dim, got %d",
                 c->file, lp_jpath(kp, sizeof(kp), path, "heads"), m->hidden, m->heads);
+    LP_TRY(err, parse_model_ext(c, o, path, m));
     if (m->heads % m->kv_heads != 0)
         LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected a divisor of heads (%d), got %d", c->file,
                 lp_jpath(kp, sizeof(kp), path, "kv_heads"), m->heads, m->kv_heads);
@@ -445,8 +605,9 @@ static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *
         m->moe.capacity_factor = 1.0;
         LP_TRY(err,
                lp_json_num(c, moe, mp, "capacity_factor", false, 0, true, &m->moe.capacity_factor));
+        LP_TRY(err, parse_moe_ext(c, moe, mp, m));
     }
-    return LP_OK;
+    return check_pattern(c, path, m);
 }
 
 static int parse_gpu_obj(const struct lp_jctx *c, const cJSON *o, const char *path, void *vout)
@@ -454,7 +615,7 @@ static int parse_gpu_obj(const struct lp_jctx *c, const cJSON *o, const char *pa
     static const char *const keys[] = {
         "name",  "memory_GiB", "memory_bw_GBps", "peak_tflops",    "sms", "l2_MiB",
         "tdp_w", "source",     "notes",          "sustained_frac", NULL};
-    static const char *const pk[] = {"fp32", "tf32", "fp16", "bf16", "fp8", NULL};
+    static const char *const pk[] = {"fp32", "tf32", "fp16", "bf16", "fp8", "mxfp8", "nvfp4", NULL};
     struct lp_gpu *g = vout;
     struct lp_err *err = c->err;
     memset(g, 0, sizeof(*g));
@@ -468,20 +629,25 @@ static int parse_gpu_obj(const struct lp_jctx *c, const cJSON *o, const char *pa
     char pp[256];
     lp_jpath(pp, sizeof(pp), path, "peak_tflops");
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(o, "peak_tflops");
-    if (!p) return missing(c, pp, "an object {fp32, tf32, fp16, bf16, fp8} of TFLOP/s");
+    if (!p)
+        return missing(c, pp, "an object {fp32, tf32, fp16, bf16, fp8, mxfp8, nvfp4} of TFLOP/s");
     LP_TRY(err, lp_json_check_keys(c, p, pp, pk));
-    double fp32 = 0, tf32 = 0, fp16 = 0, bf16 = 0, fp8 = 0;
+    double fp32 = 0, tf32 = 0, fp16 = 0, bf16 = 0, fp8 = 0, mxfp8 = 0, nvfp4 = 0;
     LP_TRY(err, lp_json_num(c, p, pp, "fp32", true, 0, true, &fp32));
     LP_TRY(err, lp_json_num(c, p, pp, "tf32", false, 0, false, &tf32));
     LP_TRY(err, lp_json_num(c, p, pp, "fp16", false, 0, false, &fp16));
     LP_TRY(err, lp_json_num(c, p, pp, "bf16", false, 0, false, &bf16));
     LP_TRY(err, lp_json_num(c, p, pp, "fp8", false, 0, false, &fp8));
+    LP_TRY(err, lp_json_num(c, p, pp, "mxfp8", false, 0, false, &mxfp8));
+    LP_TRY(err, lp_json_num(c, p, pp, "nvfp4", false, 0, false, &nvfp4));
     g->vector_flops = fp32 * 1e12;
     /* fp32 training runs matmuls on TF32 tensor cores where they exist */
     g->peak_flops[LP_FP32] = (tf32 > 0 ? tf32 : fp32) * 1e12;
     g->peak_flops[LP_FP16] = fp16 * 1e12;
     g->peak_flops[LP_BF16] = bf16 * 1e12;
     g->peak_flops[LP_FP8] = fp8 * 1e12;
+    g->peak_flops[LP_MXFP8] = mxfp8 * 1e12;
+    g->peak_flops[LP_NVFP4] = nvfp4 * 1e12;
     g->sms = 0;
     LP_TRY(err, lp_json_int32(c, o, path, "sms", false, 1, 1 << 16, &g->sms));
     v = 0;
@@ -521,6 +687,7 @@ static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char 
     static const char *const keys[] = {"name",
                                        "gpu",
                                        "gpus_per_node",
+                                       "scale_up_gpus",
                                        "intra_node",
                                        "inter_node",
                                        "price_per_gpu_hour_usd",
@@ -539,6 +706,12 @@ static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char 
     if (!g) return missing(c, lp_jpath(kp, sizeof(kp), path, "gpu"), "a GPU preset name or object");
     LP_TRY(err, lp_json_gpu(c, g, lp_jpath(kp, sizeof(kp), path, "gpu"), &s->gpu));
     LP_TRY(err, lp_json_int32(c, o, path, "gpus_per_node", true, 1, 1 << 16, &s->gpus_per_node));
+    s->scale_up_gpus = s->gpus_per_node;
+    LP_TRY(err, lp_json_int32(c, o, path, "scale_up_gpus", false, 1, 1 << 20, &s->scale_up_gpus));
+    if (s->scale_up_gpus % s->gpus_per_node != 0)
+        LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected a multiple of gpus_per_node (%d), got %d",
+                c->file, lp_jpath(kp, sizeof(kp), path, "scale_up_gpus"), s->gpus_per_node,
+                s->scale_up_gpus);
     LP_TRY(err, parse_link(c, o, path, "intra_node", "bw_GBps", &s->intra));
     LP_TRY(err, parse_link(c, o, path, "inter_node", "bw_GBps_per_gpu", &s->inter));
     LP_TRY(err, lp_json_num(c, o, path, "price_per_gpu_hour_usd", true, 0, false,
@@ -607,9 +780,21 @@ int lp_json_system(const struct lp_jctx *c, const cJSON *item, const char *path,
 int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
                      struct lp_parallel *p)
 {
-    static const char *const keys[] = {"tp",        "pp",   "dp",          "cp",
-                                       "ep",        "vp",   "micro_batch", "sequence_parallel",
-                                       "recompute", "zero", "schedule",    NULL};
+    static const char *const keys[] = {"tp",
+                                       "pp",
+                                       "dp",
+                                       "cp",
+                                       "ep",
+                                       "vp",
+                                       "micro_batch",
+                                       "sequence_parallel",
+                                       "recompute",
+                                       "zero",
+                                       "schedule",
+                                       "etp",
+                                       "first_stage_layers",
+                                       "last_stage_layers",
+                                       NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, o, path, keys));
     LP_TRY(err, lp_json_int32(c, o, path, "tp", false, 1, 1 << 20, &p->tp));
@@ -618,6 +803,11 @@ int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
     LP_TRY(err, lp_json_int32(c, o, path, "cp", false, 1, 1 << 20, &p->cp));
     LP_TRY(err, lp_json_int32(c, o, path, "ep", false, 1, 1 << 20, &p->ep));
     LP_TRY(err, lp_json_int32(c, o, path, "vp", false, 1, 1 << 10, &p->vp));
+    LP_TRY(err, lp_json_int32(c, o, path, "etp", false, 1, 1 << 20, &p->etp));
+    LP_TRY(err, lp_json_int32(c, o, path, "first_stage_layers", false, 1, 1 << 20,
+                              &p->first_stage_layers));
+    LP_TRY(err, lp_json_int32(c, o, path, "last_stage_layers", false, 1, 1 << 20,
+                              &p->last_stage_layers));
     LP_TRY(err, lp_json_int32(c, o, path, "micro_batch", false, 1, 1 << 20, &p->micro_batch));
     LP_TRY(err, lp_json_bool(c, o, path, "sequence_parallel", false, &p->sequence_parallel));
     int e = (int)p->recompute;
@@ -636,17 +826,21 @@ int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
 int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
                      struct lp_training *t)
 {
-    static const char *const keys[] = {"global_batch", "precision", "flash_attention",
-                                       "attention",    "tokens",    "tokens_per_param",
-                                       "finetune",     NULL};
+    static const char *const keys[] = {"global_batch", "precision",   "flash_attention",
+                                       "attention",    "tokens",      "tokens_per_param",
+                                       "finetune",     "fp8_scaling", NULL};
     static const char *const ft_keys[] = {"method", "rank", "base_bits", NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, o, path, keys));
     LP_TRY(err, lp_json_int(c, o, path, "global_batch", true, 1, INT64_MAX, &t->global_batch));
     int e = (int)t->precision;
     LP_TRY(err, lp_json_enum(c, o, path, "precision", false, parse_prec,
-                             "\"fp32\", \"fp16\", \"bf16\" or \"fp8\"", &e));
+                             "\"fp32\", \"fp16\", \"bf16\", \"fp8\", \"mxfp8\" or \"nvfp4\"", &e));
     t->precision = (enum lp_prec)e;
+    e = (int)t->fp8_scaling;
+    LP_TRY(err, lp_json_enum(c, o, path, "fp8_scaling", false, parse_fp8_scaling,
+                             "\"delayed\" or \"current\"", &e));
+    t->fp8_scaling = (enum lp_fp8_scaling)e;
     LP_TRY(err, lp_json_bool(c, o, path, "flash_attention", false, &t->flash_attention));
     if (cJSON_GetObjectItemCaseSensitive(o, "attention")) {
         const bool flash_given = cJSON_GetObjectItemCaseSensitive(o, "flash_attention") != NULL;
@@ -690,7 +884,6 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *f)
 {
-    // clang-format off
     static const char *const keys[] = {"name",
                                        "dp_overlap",
                                        "tp_overlap",
@@ -703,9 +896,11 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
                                        "zero3_per_tensor",
                                        "cross_entropy",
                                        "host_overlap",
+                                       "grad_fp32",
+                                       "ep_overlap",
+                                       "moe_dispatcher",
                                        "hybrid_shard",
                                        NULL};
-    // clang-format on
     struct lp_err *err = c->err;
     const char *expected =
         "\"megatron\", \"megatron-2021\", \"megatron-deepspeed\", \"fsdp\" or \"ddp\"";
@@ -730,6 +925,12 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
            lp_json_bool(c, item, path, "param_gather_overlap", false, &f->param_gather_overlap));
     LP_TRY(err, lp_json_bool(c, item, path, "fused_kernels", false, &f->fused_kernels));
     LP_TRY(err, lp_json_bool(c, item, path, "zero3_per_tensor", false, &f->zero3_per_tensor));
+    LP_TRY(err, lp_json_bool(c, item, path, "grad_fp32", false, &f->grad_fp32));
+    LP_TRY(err, lp_json_bool(c, item, path, "ep_overlap", false, &f->ep_overlap));
+    int dsp = (int)f->dispatcher;
+    LP_TRY(err, lp_json_enum(c, item, path, "moe_dispatcher", false, parse_dispatcher,
+                             "\"alltoall\" or \"hybridep\"", &dsp));
+    f->dispatcher = (enum lp_dispatcher)dsp;
     LP_TRY(err, lp_json_bool(c, item, path, "hybrid_shard", false, &f->hybrid_shard));
     int x = (int)f->xent;
     LP_TRY(err, lp_json_enum(c, item, path, "cross_entropy", false, parse_xent,

@@ -685,7 +685,7 @@ static void print_axis(FILE *f, const struct lp_table *t, int d)
 static void print_samples(FILE *f, const struct lp_profile *p)
 {
     fprintf(f, "samples:\n");
-    for (int q = 0; q < LP_PREC_COUNT; q++) {
+    for (int q = 0; q < LP_PREC_TABLES; q++) {
         const struct lp_table *t = &p->gemm[LP_GEMM_FWD][q];
         if (!lp_table_present(t)) continue;
         const double x[3] = {8192, 8192, 8192};

@@ -28,7 +28,8 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
         f->fused_kernels == d.fused_kernels && f->bucket_bytes == d.bucket_bytes &&
         f->step_overhead_s == d.step_overhead_s && f->host_op_s == d.host_op_s &&
         f->host_overlap == d.host_overlap && f->zero3_per_tensor == d.zero3_per_tensor &&
-        f->xent == d.xent && f->hybrid_shard == d.hybrid_shard;
+        f->xent == d.xent && f->grad_fp32 == d.grad_fp32 && f->ep_overlap == d.ep_overlap &&
+        f->dispatcher == d.dispatcher && f->hybrid_shard == d.hybrid_shard;
     if (same) return !cJSON_AddStringToObject(c, "framework", lp_framework_name(f->kind));
     cJSON *o = cJSON_AddObjectToObject(c, "framework");
     if (!o) return 1;
@@ -44,6 +45,9 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
     bad |= add_num(o, "host_overlap", f->host_overlap);
     bad |= !cJSON_AddBoolToObject(o, "zero3_per_tensor", f->zero3_per_tensor);
     bad |= !cJSON_AddStringToObject(o, "cross_entropy", lp_xent_name(f->xent));
+    bad |= !cJSON_AddBoolToObject(o, "grad_fp32", f->grad_fp32);
+    bad |= !cJSON_AddBoolToObject(o, "ep_overlap", f->ep_overlap);
+    bad |= !cJSON_AddStringToObject(o, "moe_dispatcher", lp_dispatcher_name(f->dispatcher));
     bad |= !cJSON_AddBoolToObject(o, "hybrid_shard", f->hybrid_shard);
     return bad;
 }

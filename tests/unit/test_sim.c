@@ -136,8 +136,8 @@ static double run_sched(int p, int m, int v, enum lp_schedule k, double f, doubl
 {
     struct lp_sim *sim = schedule_sim();
     if (!sim) return -1;
-    double fs[64], bs[64];
-    for (int i = 0; i < p; i++) {
+    double fs[256], bs[256]; /* one per virtual stage */
+    for (int i = 0; i < p * v && i < 256; i++) {
         fs[i] = f;
         bs[i] = b;
     }
@@ -176,8 +176,8 @@ TEST(exact_equals_closed_form)
                  {8, 64, 3, LP_SCHED_INTERLEAVED}, {2, 2, 2, LP_SCHED_INTERLEAVED}};
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         double f = 0.7, b = 1.5, c = 0.0;
-        double fs[64], bs[64];
-        for (int s = 0; s < cases[i].p; s++) {
+        double fs[64], bs[64]; /* one per virtual stage */
+        for (int s = 0; s < cases[i].p * cases[i].v; s++) {
             fs[s] = f;
             bs[s] = b;
         }
@@ -251,7 +251,7 @@ TEST(infeasible_reasons)
     ASSERT_TRUE(!res.feasible);
     ASSERT_EQ_INT(res.reason, LP_REASON_TP_HEADS);
     gpt3_run(&r);
-    r.par.pp = 7;
+    r.par.pp = 99; /* 96 layers + embedding + loss: fewer units than stages */
     lp_sim_run(sim, &r, &res);
     ASSERT_EQ_INT(res.reason, LP_REASON_PP_LAYERS);
     gpt3_run(&r);
@@ -382,8 +382,12 @@ TEST(fused_masked_softmax)
     double bh = r.par.micro_batch * 96.0 / 8.0, d = 128.0;
     double full = cm.ops->attn_s(&cm, LP_ATTN_UNFUSED, false, LP_PASS_FWD, LP_BF16, bh, 2048, d);
     double causal = cm.ops->attn_s(&cm, LP_ATTN_UNFUSED, true, LP_PASS_FWD, LP_BF16, bh, 2048, d);
-    ASSERT_NEAR(fused.dense.op_fwd[LP_OPC_ATTN], full, 1e-15);
-    ASSERT_NEAR(unfused.dense.op_fwd[LP_OPC_ATTN], causal, 1e-15);
+    ASSERT_NEAR(
+        (fused.mix[LP_MIX_ATTN].op_fwd[LP_OPC_ATTN] + fused.ffn[LP_FFN_DENSE].op_fwd[LP_OPC_ATTN]),
+        full, 1e-15);
+    ASSERT_NEAR((unfused.mix[LP_MIX_ATTN].op_fwd[LP_OPC_ATTN] +
+                 unfused.ffn[LP_FFN_DENSE].op_fwd[LP_OPC_ATTN]),
+                causal, 1e-15);
 }
 
 /* Power-limited clocks scale the compute kernels by 1/f with
@@ -400,12 +404,25 @@ TEST(sustained_clock)
     lp_shape_cost_compute(&cm, &r, &burst);
     r.system.gpu.sustained_frac = 0.8;
     lp_shape_cost_compute(&cm, &r, &busy);
-    ASSERT_NEAR(busy.dense.op_fwd[LP_OPC_GEMM], burst.dense.op_fwd[LP_OPC_GEMM] / 0.8, 1e-12);
-    ASSERT_NEAR(busy.dense.op_bwd[LP_OPC_ATTN], burst.dense.op_bwd[LP_OPC_ATTN] / 0.8, 1e-12);
-    ASSERT_NEAR(busy.dense.op_fwd[LP_OPC_MEM], burst.dense.op_fwd[LP_OPC_MEM], 1e-15);
+    ASSERT_NEAR(
+        (busy.mix[LP_MIX_ATTN].op_fwd[LP_OPC_GEMM] + busy.ffn[LP_FFN_DENSE].op_fwd[LP_OPC_GEMM]),
+        (burst.mix[LP_MIX_ATTN].op_fwd[LP_OPC_GEMM] + burst.ffn[LP_FFN_DENSE].op_fwd[LP_OPC_GEMM]) /
+            0.8,
+        1e-12);
+    ASSERT_NEAR(
+        (busy.mix[LP_MIX_ATTN].op_bwd[LP_OPC_ATTN] + busy.ffn[LP_FFN_DENSE].op_bwd[LP_OPC_ATTN]),
+        (burst.mix[LP_MIX_ATTN].op_bwd[LP_OPC_ATTN] + burst.ffn[LP_FFN_DENSE].op_bwd[LP_OPC_ATTN]) /
+            0.8,
+        1e-12);
+    ASSERT_NEAR(
+        (busy.mix[LP_MIX_ATTN].op_fwd[LP_OPC_MEM] + busy.ffn[LP_FFN_DENSE].op_fwd[LP_OPC_MEM]),
+        (burst.mix[LP_MIX_ATTN].op_fwd[LP_OPC_MEM] + burst.ffn[LP_FFN_DENSE].op_fwd[LP_OPC_MEM]),
+        1e-15);
     r.fw.host_op_s = 1e-3; /* a GPU mostly waiting for its host */
     lp_shape_cost_compute(&cm, &r, &idle);
-    double g = idle.dense.op_fwd[LP_OPC_GEMM] / burst.dense.op_fwd[LP_OPC_GEMM];
+    double g =
+        (idle.mix[LP_MIX_ATTN].op_fwd[LP_OPC_GEMM] + idle.ffn[LP_FFN_DENSE].op_fwd[LP_OPC_GEMM]) /
+        (burst.mix[LP_MIX_ATTN].op_fwd[LP_OPC_GEMM] + burst.ffn[LP_FFN_DENSE].op_fwd[LP_OPC_GEMM]);
     ASSERT_TRUE(g > 1.0 && g < 1.05);
     ASSERT_NEAR(lp_gpu_sustained(&(struct lp_gpu){0}), LP_SUSTAINED_FRAC, 1e-15);
 }
@@ -573,8 +590,14 @@ TEST(layer_ops_sum)
         b += res.layer_bwd_s[k];
         ASSERT_TRUE(res.layer_fwd_s[k] >= 0 && res.layer_bwd_s[k] >= 0);
     }
-    ASSERT_NEAR(f, sc.dense.fwd_s + sc.dense.comm_fwd_s, 1e-12);
-    ASSERT_NEAR(b, sc.dense.bwd_s + sc.dense.comm_bwd_s, 1e-12);
+    ASSERT_NEAR(f,
+                (sc.mix[LP_MIX_ATTN].fwd_s + sc.ffn[LP_FFN_DENSE].fwd_s) +
+                    (sc.mix[LP_MIX_ATTN].comm_fwd_s + sc.ffn[LP_FFN_DENSE].comm_fwd_s),
+                1e-12);
+    ASSERT_NEAR(b,
+                (sc.mix[LP_MIX_ATTN].bwd_s + sc.ffn[LP_FFN_DENSE].bwd_s) +
+                    (sc.mix[LP_MIX_ATTN].comm_bwd_s + sc.ffn[LP_FFN_DENSE].comm_bwd_s),
+                1e-12);
     ASSERT_TRUE(res.layer_fwd_s[LP_OPC_GEMM] > 0 && res.layer_fwd_s[LP_OPC_ATTN] > 0 &&
                 res.layer_fwd_s[LP_OPC_MEM] > 0 && res.layer_fwd_s[LP_OPC_OVERHEAD] > 0 &&
                 res.layer_fwd_s[LP_OPC_COMM] > 0);

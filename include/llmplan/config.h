@@ -68,6 +68,18 @@ enum lp_dispatcher {
     LP_DISPATCH_COUNT
 };
 
+/* Parts of a layer replayed from CUDA graphs (framework option "cuda_graphs",
+ * Megatron-Core cuda_graph_scope): their kernels cost the host one graph
+ * launch instead of one dispatch each. */
+enum lp_graph_scope {
+    LP_GRAPH_ATTN = 1 << 0,      /* the attention block */
+    LP_GRAPH_MAMBA = 1 << 1,     /* the Mamba block */
+    LP_GRAPH_MOE_ROUTER = 1 << 2 /* the MoE router and the dispatch preprocessing */
+};
+#define LP_GRAPH_SCOPES 3
+/* "attn", "mamba", "moe_router" for scope bit i */
+const char *lp_graph_scope_name(int i);
+
 /* How the loss over the vocabulary is computed (framework option
  * "cross_entropy"; docs/frameworks.md). */
 enum lp_xent {
@@ -215,23 +227,24 @@ struct lp_parallel {
  * overridden in the run description (see docs/frameworks.md). */
 struct lp_framework_opts {
     enum lp_framework kind;
-    bool dp_overlap;           /* gradient reduction overlapped with backward */
-    bool tp_overlap;           /* TP collectives overlapped with GEMMs */
-    bool pp_overlap;           /* p2p overlapped with compute */
-    bool param_gather_overlap; /* ZeRO-3 / FSDP / distopt all-gathers prefetched */
-    bool fused_kernels;        /* fused bias+GeLU, bias+dropout+add, fused LN, fused Adam */
-    double bucket_bytes;       /* DP gradient bucket size */
-    double step_overhead_s;    /* per-iteration host/launch overhead */
-    double host_op_s;          /* host dispatch time per kernel launch (eager PyTorch) */
-    double host_overlap;       /* p of the smooth max (kernels^p + host^p)^(1/p): 1 = serial */
-    bool zero3_per_tensor;     /* ZeRO-3 gathers/reduce-scatters one collective per parameter
-                                  tensor (DeepSpeed 2021) instead of one per layer */
-    enum lp_xent xent;         /* the loss kernels */
-    bool ep_overlap; /* EP all-to-alls hidden behind another micro-batch's compute
-                        (Megatron-Core overlap_moe_expert_parallel_comm, combined 1F1B) */
+    bool dp_overlap;               /* gradient reduction overlapped with backward */
+    bool tp_overlap;               /* TP collectives overlapped with GEMMs */
+    bool pp_overlap;               /* p2p overlapped with compute */
+    bool param_gather_overlap;     /* ZeRO-3 / FSDP / distopt all-gathers prefetched */
+    bool fused_kernels;            /* fused bias+GeLU, bias+dropout+add, fused LN, fused Adam */
+    double bucket_bytes;           /* DP gradient bucket size */
+    double step_overhead_s;        /* per-iteration host/launch overhead */
+    double host_op_s;              /* host dispatch time per kernel launch (eager PyTorch) */
+    double host_overlap;           /* p of the smooth max (kernels^p + host^p)^(1/p): 1 = serial */
+    bool zero3_per_tensor;         /* ZeRO-3 gathers/reduce-scatters one collective per parameter
+                                      tensor (DeepSpeed 2021) instead of one per layer */
+    enum lp_xent xent;             /* the loss kernels */
+    bool ep_overlap;               /* EP all-to-alls hidden behind another micro-batch's compute
+                                      (Megatron-Core overlap_moe_expert_parallel_comm, combined 1F1B) */
     enum lp_dispatcher dispatcher; /* how MoE tokens travel between EP ranks */
-    bool grad_fp32;            /* bf16/fp8 gradients accumulated and reduced in fp32 (Megatron's
-                                  main_grad with grad_reduce_in_fp32) rather than in bf16 */
+    unsigned cuda_graphs;          /* LP_GRAPH_* scopes captured in CUDA graphs */
+    bool grad_fp32;                /* bf16/fp8 gradients accumulated and reduced in fp32 (Megatron's
+                                      main_grad with grad_reduce_in_fp32) rather than in bf16 */
 };
 
 /* Which fused attention kernel runs when flash_attention is set (the

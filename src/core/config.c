@@ -8,6 +8,12 @@ static const char *const prec_names[LP_PREC_COUNT] = {"fp32", "fp16",  "bf16",
                                                       "fp8",  "mxfp8", "nvfp4"};
 static const char *const fp8_scaling_names[LP_FP8_SCALING_COUNT] = {"delayed", "current"};
 static const char *const dispatcher_names[LP_DISPATCH_COUNT] = {"alltoall", "hybridep"};
+static const char *const graph_scope_names[LP_GRAPH_SCOPES] = {"attn", "mamba", "moe_router"};
+
+const char *lp_graph_scope_name(int i)
+{
+    return i >= 0 && i < LP_GRAPH_SCOPES ? graph_scope_names[i] : NULL;
+}
 static const char *const recompute_names[LP_RECOMPUTE_COUNT] = {"none", "selective", "full"};
 static const char *const schedule_names[LP_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved", "zb"};
 static const char *const framework_names[LP_FW_COUNT] = {"megatron", "megatron-2021",
@@ -148,6 +154,11 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
     o->step_overhead_s = 0.0;
     switch (kind) {
     case LP_FW_MEGATRON:
+        /* fitted by scripts/calibrate on the calib half of the
+         * Megatron-Bridge rows (32): 20 us, docs/calibration.md. It shows
+         * where the host cannot run ahead (dropless MoE's synchronisations,
+         * TE's per-expert GEMM launches); dense layers hide it */
+        o->host_op_s = 20e-6;
         o->dp_overlap = true;
         o->tp_overlap = false;
         o->pp_overlap = true;

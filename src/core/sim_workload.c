@@ -43,7 +43,15 @@ struct acc {
     int wn;
     double comm; /* exposed collectives on the same stream: GPU time the host also runs ahead of */
     bool lockstep; /* host and GPU serial (p = 1): no queue to run ahead in */
+    int graphed;   /* kernels among n replayed from a CUDA graph (one launch for all) */
 };
+
+/* Kernels (and collectives) the host dispatches one by one: a CUDA graph's
+ * kernels cost it one launch together. */
+static int host_launches(const struct acc *a, int ncoll)
+{
+    return a->n - a->graphed + (a->graphed > 0 ? 1 : 0) + ncoll;
+}
 
 static void addk(struct acc *a, enum lp_op_class k, double t)
 {
@@ -71,7 +79,7 @@ static void addw(struct acc *a, double t)
  * (docs/calibration.md). Returns the part beyond the kernel time. */
 static double host_exposed(const struct wl *w, const struct acc *a, int ncoll)
 {
-    const double h = (a->n + ncoll) * w->run->fw.host_op_s;
+    const double h = host_launches(a, ncoll) * w->run->fw.host_op_s;
     const double p = a->lockstep ? 1.0 : w->run->fw.host_overlap;
     const double g = a->s + a->comm; /* the GPU's time: kernels and collectives */
     if (!(h > 0)) return 0.0;
@@ -118,7 +126,7 @@ static void throttle(const struct wl *w, struct acc *a, int ncoll)
 {
     const double comp = a->cat[LP_OPC_GEMM] + a->cat[LP_OPC_ATTN];
     if (!(comp > 0) || !(a->s > 0)) return;
-    const double host = (a->n + ncoll) * w->run->fw.host_op_s;
+    const double host = host_launches(a, ncoll) * w->run->fw.host_op_s;
     const double duty = a->s / (a->s + host);
     const double k = 1.0 / (1.0 - (1.0 - lp_gpu_sustained(&w->run->system.gpu)) * duty);
     a->s += comp * (k - 1.0);
@@ -373,6 +381,11 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
 
     double comm_f = tp_comm(w), comm_b = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
+    if (r->fw.cuda_graphs & LP_GRAPH_ATTN) { /* the whole block, its collectives too */
+        f.graphed = f.n;
+        b.graphed = b.n;
+        ncoll = 0;
+    }
     if (r->par.cp > 1) {
         /* ring exchange of K and V: cp-1 steps of the local K,V block,
          * overlapped with the attention of the previous block */
@@ -460,6 +473,11 @@ static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
     linear(w, T, h, di, &f, &b);
     double comm = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
+    if (r->fw.cuda_graphs & LP_GRAPH_MAMBA) {
+        f.graphed = f.n;
+        b.graphed = b.n;
+        ncoll = 0;
+    }
     double fwd = finish_block(w, c, &f, &b, comm, comm, ncoll, true);
     if (r->par.recompute == LP_RECOMPUTE_FULL) {
         c->recompute_s += fwd;
@@ -518,7 +536,9 @@ static double dispatch_time(const struct wl *w, double bytes, int stride)
         return coll(w, LP_COLL_ALLTOALL, copies, ep, stride);
     const double N = nodes;
     const double inter = bytes * (N - 1.0) * (1.0 - pow(1.0 - 1.0 / N, k));
-    const double eff_x = w->cm->ops->coll_eff(w->cm, LP_COLL_ALLTOALL, LP_TIER_INTER, inter, ep);
+    /* the network part runs at a point-to-point transfer's efficiency
+     * through this GPU's NIC (the send/recv table's nominal is one link) */
+    const double eff_x = w->cm->ops->coll_eff(w->cm, LP_COLL_SENDRECV, LP_TIER_INTER, inter, 2);
     const double eff_i = w->cm->ops->coll_eff(w->cm, LP_COLL_ALLTOALL, LP_TIER_INTRA, copies, per);
     return fmax(inter / (eff_x * r->system.inter.bw_Bps),
                 copies * (per - 1.0) / per / (eff_i * r->system.intra.bw_Bps));
@@ -549,6 +569,13 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     linear(w, w->T, E, h, &f, &b); /* router (replicated) */
     addk(&f, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 2.0 * w->T * E * 4.0));
     addk(&b, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 3.0 * w->T * E * 4.0));
+    /* the router and the dispatch preprocessing (with the permutation
+     * below) replayed from a graph */
+    const bool graph_router = (r->fw.cuda_graphs & LP_GRAPH_MOE_ROUTER) != 0;
+    if (graph_router) {
+        f.graphed = f.n + 1;
+        b.graphed = b.n + 1;
+    }
     /* The local experts' GEMMs (Megatron --moe-grouped-gemm: Transformer
      * Engine's GroupedLinear, grouped_linear.py -> general_grouped_gemm)
      * run as one cuBLAS GEMM per expert over te rows each, spread over a few

@@ -316,6 +316,36 @@ static int parse_fp8_scaling(const char *s, int *o)
     *o = (int)v;
     return LP_OK;
 }
+/* "cuda_graphs": a list of scope names (enum lp_graph_scope). */
+static int parse_graph_scopes(const struct lp_jctx *c, const cJSON *o, const char *path,
+                              unsigned *out)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "cuda_graphs");
+    char kp[300];
+    if (!a) return LP_OK;
+    lp_jpath(kp, sizeof(kp), path, "cuda_graphs");
+    if (!cJSON_IsArray(a))
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key '%s': expected a list of \"attn\", \"mamba\", \"moe_router\"", c->file,
+                kp);
+    unsigned m = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, a)
+    {
+        int i = 0;
+        while (cJSON_IsString(x) && lp_graph_scope_name(i) &&
+               strcmp(x->valuestring, lp_graph_scope_name(i)) != 0)
+            i++;
+        if (!cJSON_IsString(x) || !lp_graph_scope_name(i))
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key '%s': expected \"attn\", \"mamba\" or \"moe_router\", got %s", c->file,
+                    kp, cJSON_IsString(x) ? x->valuestring : "a non-string");
+        m |= 1u << i;
+    }
+    *out = m;
+    return LP_OK;
+}
+
 static int parse_dispatcher(const char *s, int *o)
 {
     enum lp_dispatcher v;
@@ -883,10 +913,23 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *f)
 {
-    static const char *const keys[] = {
-        "name",          "dp_overlap",   "tp_overlap",       "pp_overlap", "param_gather_overlap",
-        "fused_kernels", "bucket_MB",    "step_overhead_ms", "host_op_us", "zero3_per_tensor",
-        "cross_entropy", "host_overlap", "grad_fp32", "ep_overlap", "moe_dispatcher", NULL};
+    static const char *const keys[] = {"name",
+                                       "dp_overlap",
+                                       "tp_overlap",
+                                       "pp_overlap",
+                                       "param_gather_overlap",
+                                       "fused_kernels",
+                                       "bucket_MB",
+                                       "step_overhead_ms",
+                                       "host_op_us",
+                                       "zero3_per_tensor",
+                                       "cross_entropy",
+                                       "host_overlap",
+                                       "grad_fp32",
+                                       "ep_overlap",
+                                       "moe_dispatcher",
+                                       "cuda_graphs",
+                                       NULL};
     struct lp_err *err = c->err;
     const char *expected = "\"megatron\", \"megatron-2021\", \"megatron-deepspeed\" or \"fsdp\"";
     int e = LP_FW_MEGATRON;
@@ -916,6 +959,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     LP_TRY(err, lp_json_enum(c, item, path, "moe_dispatcher", false, parse_dispatcher,
                              "\"alltoall\" or \"hybridep\"", &dsp));
     f->dispatcher = (enum lp_dispatcher)dsp;
+    LP_TRY(err, parse_graph_scopes(c, item, path, &f->cuda_graphs));
     int x = (int)f->xent;
     LP_TRY(err, lp_json_enum(c, item, path, "cross_entropy", false, parse_xent,
                              "\"fp32\", \"fused\" or \"native\"", &x));

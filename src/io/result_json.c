@@ -29,7 +29,7 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
         f->step_overhead_s == d.step_overhead_s && f->host_op_s == d.host_op_s &&
         f->host_overlap == d.host_overlap && f->zero3_per_tensor == d.zero3_per_tensor &&
         f->xent == d.xent && f->grad_fp32 == d.grad_fp32 && f->ep_overlap == d.ep_overlap &&
-        f->dispatcher == d.dispatcher;
+        f->dispatcher == d.dispatcher && f->cuda_graphs == d.cuda_graphs;
     if (same) return !cJSON_AddStringToObject(c, "framework", lp_framework_name(f->kind));
     cJSON *o = cJSON_AddObjectToObject(c, "framework");
     if (!o) return 1;
@@ -48,6 +48,11 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
     bad |= !cJSON_AddBoolToObject(o, "grad_fp32", f->grad_fp32);
     bad |= !cJSON_AddBoolToObject(o, "ep_overlap", f->ep_overlap);
     bad |= !cJSON_AddStringToObject(o, "moe_dispatcher", lp_dispatcher_name(f->dispatcher));
+    cJSON *g = cJSON_AddArrayToObject(o, "cuda_graphs");
+    bad |= !g;
+    for (int i = 0; g && i < LP_GRAPH_SCOPES; i++)
+        if (f->cuda_graphs & (1u << i))
+            bad |= !cJSON_AddItemToArray(g, cJSON_CreateString(lp_graph_scope_name(i)));
     return bad;
 }
 
@@ -70,6 +75,12 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
         bad |= !cJSON_AddStringToObject(p, "recompute", lp_recompute_name(r->par.recompute));
         bad |= add_num(p, "zero", r->par.zero);
         bad |= !cJSON_AddStringToObject(p, "schedule", lp_schedule_name(r->par.schedule));
+        /* the extensions, where set (a plan re-simulates identically) */
+        if (r->par.etp > 0) bad |= add_num(p, "etp", r->par.etp);
+        if (r->par.first_stage_layers > 0)
+            bad |= add_num(p, "first_stage_layers", r->par.first_stage_layers);
+        if (r->par.last_stage_layers > 0)
+            bad |= add_num(p, "last_stage_layers", r->par.last_stage_layers);
     }
     /* the run's training settings; "training" itself is the cost projection
      * of the simulate output (DESIGN.md) */
@@ -84,6 +95,9 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
         bad |= add_num(t, "tokens", r->train.tokens);
         if (r->train.tokens_per_param > 0)
             bad |= add_num(t, "tokens_per_param", r->train.tokens_per_param);
+        if (r->train.precision == LP_FP8)
+            bad |= !cJSON_AddStringToObject(t, "fp8_scaling",
+                                            lp_fp8_scaling_name(r->train.fp8_scaling));
         if (r->train.lora_rank > 0) {
             cJSON *ft = cJSON_AddObjectToObject(t, "finetune");
             bad |= !ft || !cJSON_AddStringToObject(ft, "method", "lora") ||

@@ -400,6 +400,7 @@ TEST(sustained_clock)
     struct lp_cost_model cm;
     lp_cost_model_roofline(&cm, &r.system.gpu);
     struct lp_shape_cost burst, busy, idle;
+    r.fw.host_op_s = 0.0; /* full duty: no host time between kernels */
     r.system.gpu.sustained_frac = 1.0;
     lp_shape_cost_compute(&cm, &r, &burst);
     r.system.gpu.sustained_frac = 0.8;

@@ -226,8 +226,10 @@ static void count_params(const struct lp_run *r, struct params *pr)
                 ? (double)m->moe.experts / r->par.ep * rk *
                       ((nmat - 1.0) * (h + m->moe.ffn_hidden) + (m->moe.ffn_hidden + h)) / t
                 : 0.0;
+        if (r->train.lora_targets == LP_LORA_MOE) a_lora = m_lora = 0; /* experts only */
+        const double router_lora = m->moe.experts > 0 ? rk * (h + m->moe.experts) : 0.0;
         double lora_body = pr->dense_layers_per_stage * (a_lora + m_lora) +
-                           pr->moe_layers_per_stage * (a_lora + e_lora);
+                           pr->moe_layers_per_stage * (a_lora + e_lora + router_lora);
         pr->train0 = pr->train_last = lora_body;
     }
     pr->train_max = fmax(pr->train0, pr->train_last);
@@ -414,12 +416,59 @@ static int micro_batches(const struct lp_run *r)
     return (int)(r->train.global_batch / ((int64_t)r->par.micro_batch * r->par.dp));
 }
 
+/* The run as one batch of its dataset sees it (training.dataset): the
+ * sequence is the batch's padded length, expected (worst = false: time) or
+ * of its longest queries (worst = true: the batch that must fit). */
+static const struct lp_run *dataset_view(const struct lp_run *r, struct lp_run *tmp, bool worst)
+{
+    if (r->train.dataset.nbins <= 0) return r;
+    *tmp = *r;
+    tmp->model.seq_len =
+        (int)ceil(lp_dataset_batch_len(&r->train.dataset, r->par.micro_batch, worst));
+    return tmp;
+}
+
 void lp_sim_memory(const struct lp_run *run, struct lp_memory *mem)
 {
     struct params pr;
+    struct lp_run tmp;
+    run = dataset_view(run, &tmp, true);
     memset(mem, 0, sizeof(*mem));
     count_params(run, &pr);
     memory(run, &pr, micro_batches(run), mem);
+}
+
+static bool batch_fits(struct lp_run *r, int mb, int64_t micro)
+{
+    struct lp_memory m;
+    r->par.micro_batch = mb;
+    r->train.global_batch = (int64_t)mb * r->par.dp * micro;
+    if (validate(r, &(double){0}, &(double){0}) != LP_REASON_NONE) return false;
+    lp_sim_memory(r, &m);
+    return m.total_bytes <= r->system.gpu.mem_bytes;
+}
+
+int lp_sim_max_batch(const struct lp_run *run)
+{
+    struct lp_run r = *run;
+    const int64_t micro =
+        run->par.micro_batch > 0 && run->par.dp > 0
+            ? run->train.global_batch / ((int64_t)run->par.micro_batch * run->par.dp)
+            : 1;
+    const int64_t m = micro > 0 ? micro : 1;
+    int lo = 0, hi = 1;
+    while (hi <= (1 << 20) && batch_fits(&r, hi, m)) {
+        lo = hi;
+        hi *= 2;
+    }
+    while (hi - lo > 1) { /* lo fits, hi does not */
+        int mid = lo + (hi - lo) / 2;
+        if (batch_fits(&r, mid, m))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 /* ---- evaluator ---- */
@@ -505,6 +554,10 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.lora_bits = r->train.lora_base_bits;
     k.host_op_s = r->fw.host_op_s;
     k.host_overlap = r->fw.host_overlap;
+    k.moe_impl = (int)r->fw.moe_impl;
+    k.lora_targets = (int)r->train.lora_targets;
+    k.lora_dropout = r->train.lora_dropout;
+    k.imbalance = r->model.moe.imbalance;
     uint64_t h = lp_hash_bytes(&k, sizeof(k), FNV_OFFSET);
     size_t slot = (size_t)(h % LP_SIM_MEMO);
     if (s->used[slot] && memcmp(&s->key[slot], &k, sizeof(k)) == 0) {
@@ -659,9 +712,12 @@ static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_e
     s->sused[slot] = true;
 }
 
-static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *res,
+static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result *res,
                     struct lp_event *ev, int cap, int *nev)
 {
+    struct lp_run tmp_mem, tmp_time;
+    const struct lp_run *rm = dataset_view(run, &tmp_mem, true);
+    const struct lp_run *r = dataset_view(run, &tmp_time, false);
     const struct lp_parallel *p = &r->par;
     const struct lp_model *m = &r->model;
     memset(res, 0, sizeof(*res));
@@ -672,8 +728,9 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     res->microbatches = micro;
 
     struct params pr;
+    count_params(rm, &pr);
+    memory(rm, &pr, micro, &res->memory);
     count_params(r, &pr);
-    memory(r, &pr, micro, &res->memory);
     res->memory_per_gpu_bytes = res->memory.total_bytes;
     if (res->memory.total_bytes > r->system.gpu.mem_bytes) {
         res->reason = LP_REASON_OOM;
@@ -769,9 +826,28 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     bd->dp_comm_exposed_s = end - crit_end;
     bd->optimizer_s = dpc.opt_s + r->fw.step_overhead_s;
 
+    /* stage breakdown: per micro-batch and chunk, then the iteration */
+    {
+        const double mvp = (double)micro * p->vp;
+        const struct lp_layer_cost *al = &sc->attn;
+        const double at = al->fwd_s + al->bwd_s + al->recompute_s;
+        res->kind_attn_s = mvp * (dense_l + moe_l) * at;
+        res->kind_moe_s = mvp * moe_l * (ml->fwd_s + ml->bwd_s + ml->recompute_s - at);
+        res->kind_mlp_s = mvp * dense_l * (dl->fwd_s + dl->bwd_s + dl->recompute_s - at);
+        const bool first = p->pp == 1 || crit == 0, lastst = p->pp == 1 || crit == last;
+        res->kind_edge_s = micro * ((first ? in.f_first_extra + in.b_first_extra : 0.0) +
+                                    (lastst ? in.f_last_extra + in.b_last_extra : 0.0));
+        res->stage_fwd_s = mvp * f_comp + micro * ((first ? in.f_first_extra : 0.0) +
+                                                   (lastst ? in.f_last_extra : 0.0));
+        res->stage_bwd_s = mvp * b_comp + micro * ((first ? in.b_first_extra : 0.0) +
+                                                   (lastst ? in.b_last_extra : 0.0));
+    }
+
     double tokens = (double)r->train.global_batch * m->seq_len;
     res->feasible = true;
     res->tokens_per_s = tokens / res->iteration_time_s;
+    res->queries_per_s = (double)r->train.global_batch / res->iteration_time_s;
+    res->seq_len = m->seq_len;
     res->model_flops = model_flops(r);
     res->model_tflops_per_gpu = res->model_flops / (res->iteration_time_s * res->gpus) / 1e12;
     res->mfu = res->model_tflops_per_gpu * 1e12 / r->system.gpu.peak_flops[r->train.precision];
@@ -780,7 +856,13 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     double budget = r->train.tokens_per_param > 0
                         ? r->train.tokens_per_param * lp_model_params(&r->model)
                         : r->train.tokens;
-    if (budget > 0) {
+    const struct lp_dataset *ds = &r->train.dataset;
+    if (ds->nbins > 0 && ds->queries > 0) { /* the dataset's queries x epochs */
+        double secs = ds->queries * (ds->epochs > 0 ? ds->epochs : 1.0) / res->queries_per_s;
+        res->time_days = secs / 86400.0;
+        res->gpu_hours = secs / 3600.0 * res->gpus;
+        res->cost_usd = res->gpu_hours * price;
+    } else if (budget > 0) {
         double secs = budget / res->tokens_per_s;
         res->time_days = secs / 86400.0;
         res->gpu_hours = secs / 3600.0 * res->gpus;

@@ -30,7 +30,8 @@ struct lp_shape_cost {
     struct lp_layer_cost dense; /* dense layer */
     struct lp_layer_cost moe;   /* MoE layer (if the model has experts) */
     struct lp_edge_cost edge;
-    double p2p_bytes; /* activation sent between stages per micro-batch */
+    double p2p_bytes;          /* activation sent between stages per micro-batch */
+    struct lp_layer_cost attn; /* the attention block alone (per layer-kind breakdown) */
 };
 
 /* Key of the memo: the fields that change per-layer shapes or costs. */
@@ -41,6 +42,8 @@ struct lp_shape_key {
     int sp, flash, prec, recompute, fused;
     int lora_rank, lora_bits;
     double host_op_s, host_overlap;
+    int moe_impl, lora_targets;
+    double lora_dropout, imbalance;
 };
 
 #define LP_SIM_MEMO 512

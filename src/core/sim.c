@@ -301,6 +301,39 @@ static void param_bytes(const struct lp_run *r, struct bytes_per_param *b)
     b->g_comm = b->g;
 }
 
+/* Activation bytes of one layer for one micro-batch as eager PyTorch
+ * keeps them under the Transformers model code (framework "hf"): the
+ * tensors autograd saves for backward, per token, e bytes per element.
+ *  - each eager RMSNorm (MixtralRMSNorm.forward): the fp32 input that pow
+ *    and the multiply save (4h) and the cast-back output the weight
+ *    multiply saves (e h);
+ *  - attention: the q/k/v projections' input (MatMul4Bit / F.linear save
+ *    it, e h), FlashAttention-2's q, k, v and output (e (2h + 2 g d)), the
+ *    o_proj input (e h);
+ *  - MoE, per routed token (top_k of them): the gathered
+ *    hidden_states[top_x] that w1 and w3 save (e h), w1's output that
+ *    SiLU saves, SiLU's and w3's outputs that the multiply saves, the
+ *    product that w2 saves (4 e f), w2's output that the routing-weight
+ *    multiply saves (e h); and the router's input (e h);
+ *  - dense MLP: fc1's input (e h), its outputs and product (4 e f).
+ * The LoRA adapters save their input (the same tensor) and an r-wide
+ * intermediate (neglected). */
+static double hf_layer_activation_bytes(const struct lp_run *r, bool moe_layer)
+{
+    const struct lp_model *m = &r->model;
+    const double e = r->train.precision == LP_FP32 ? 4.0 : 2.0, h = m->hidden;
+    const double gd = (double)m->kv_heads * m->hidden / m->heads;
+    const double T = r->par.micro_batch * (double)m->seq_len / r->par.cp;
+    const double norms = 2.0 * (4.0 + e) * h;
+    const double attn = e * h + e * (2.0 * h + 2.0 * gd) + e * h;
+    double ffn;
+    if (moe_layer)
+        ffn = e * h + m->moe.top_k * (e * h + 4.0 * e * m->moe.ffn_hidden + e * h);
+    else
+        ffn = e * h + 4.0 * e * m->ffn_hidden;
+    return T * (norms + attn + ffn) / r->par.tp;
+}
+
 /* Activation bytes of one layer for one micro-batch (Korthikanti et al. 2022,
  * Sec 4, generalised to GQA and SwiGLU; see docs/simulator.md). */
 static double layer_activation_bytes(const struct lp_run *r, bool moe_layer)
@@ -316,6 +349,7 @@ static double layer_activation_bytes(const struct lp_run *r, bool moe_layer)
     if (moe_layer) act *= m->moe.top_k * m->moe.capacity_factor;
     if (p->recompute == LP_RECOMPUTE_FULL) /* only the layer input is kept */
         return T * h * e / (p->sequence_parallel ? t : 1.0);
+    if (r->fw.kind == LP_FW_HF) return hf_layer_activation_bytes(r, moe_layer);
     /* replicated across TP unless SP: 2 norm inputs, QKV input, fc1 input (e
      * bytes each) and 2 dropout masks (1 byte each) = 10h for e = 2 */
     double repl = e * 4.0 * h + (m->dropout ? 2.0 * h : 0.0);
@@ -391,13 +425,30 @@ static void memory(const struct lp_run *r, const struct params *pr, int micro,
         double temp = RUNTIME_RESERVE_BYTES + 2.0 * T * m->hidden * e; /* comm buffers */
         if (s == p->pp - 1) /* logits (e) and their fp32 softmax/grad of one micro-batch */
             temp += T * vocab_padded(r) / t * (e + 4.0);
+        if (s == p->pp - 1 && r->fw.xent == LP_XENT_UPCAST)
+            /* Transformers: the fp32 logits the output keeps, log_softmax's
+             * output, and in backward its gradient and the fp32 gradient of
+             * the shifted copy: three more fp32 tensors of the logits */
+            temp += T * vocab_padded(r) / t * 12.0;
         if (p->zero >= 3) /* two layers' gathered parameters (prefetch) */
             temp += 2.0 * pr->layer * b.w;
         /* fine-tuning: frozen base weights in their storage precision, the
          * adapters' weights, gradients and optimizer states as in training */
-        double wbytes = r->train.lora_rank > 0
-                            ? params * r->train.lora_base_bits / 8.0 + trained * w
-                            : params * w;
+        double wbytes = params * w;
+        if (r->train.lora_rank > 0) {
+            /* bitsandbytes quantises the linear layers of the blocks only:
+             * the embedding (nn.Embedding) and the output layer (Transformers
+             * get_keys_to_not_convert keeps lm_head) stay in 16 bits; 4-bit
+             * weights carry an 8-bit absmax per 64 and, with double
+             * quantisation, an fp32 constant per 256 absmax (Dettmers et al.
+             * 2023 Sec 3: 0.127 bits per parameter) */
+            const double ends =
+                (s == 0 ? pr->emb : 0.0) + (s == p->pp - 1 ? pr->head + m->hidden : 0.0);
+            const double qbits =
+                r->train.lora_base_bits +
+                (r->train.lora_base_bits == 4 ? 8.0 / 64.0 + 32.0 / (64.0 * 256.0) : 0.0);
+            wbytes = (params - ends) * qbits / 8.0 + ends * w + trained * w;
+        }
         double tot = wbytes + trained * (g + o) + act + temp;
         if (tot > best) {
             best = tot;

@@ -425,6 +425,12 @@ static void memory(const struct lp_run *r, const struct params *pr, int micro,
         double temp = RUNTIME_RESERVE_BYTES + 2.0 * T * m->hidden * e; /* comm buffers */
         if (s == p->pp - 1) /* logits (e) and their fp32 softmax/grad of one micro-batch */
             temp += T * vocab_padded(r) / t * (e + 4.0);
+        if (r->train.lora_rank > 0 && r->train.lora_base_bits < 16)
+            /* bitsandbytes dequantises a frozen weight into a 16-bit
+             * temporary before each use (MatMul4Bit): the largest, an
+             * expert's or the MLP's h x f, is alive with the activations */
+            temp += (double)m->hidden / t *
+                    fmax(m->ffn_hidden, m->moe.experts > 0 ? m->moe.ffn_hidden : 0) * e;
         if (s == p->pp - 1 && r->fw.xent == LP_XENT_UPCAST)
             /* Transformers: the fp32 logits the output keeps, log_softmax's
              * output, and in backward its gradient and the fp32 gradient of

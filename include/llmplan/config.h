@@ -156,6 +156,7 @@ struct lp_system {
         char date[16]; /* e.g. "2024-06" */
         double usd_per_gpu_hour;
     } prices[LP_MAX_PRICES];
+    int price_pick; /* 1 + the index of the picked price; 0: price_per_gpu_hour_usd as loaded */
 };
 
 struct lp_parallel {

@@ -56,6 +56,7 @@ int lp_system_pick_price(struct lp_system *s, const char *sel)
     for (int i = 0; sel && i < s->nprices; i++)
         if (strcmp(s->prices[i].name, sel) == 0 || strcmp(s->prices[i].date, sel) == 0) {
             s->price_per_gpu_hour_usd = s->prices[i].usd_per_gpu_hour;
+            s->price_pick = i + 1;
             return LP_OK;
         }
     return LP_ENOTFOUND;

@@ -70,6 +70,7 @@ want = 15000 * 10 / c["queries_per_s"] / 3600 * 0.79
 check("dataset cost at CUDO 2024 ($0.79/h)", abs(c["training"]["cost_usd"] - want) < 1e-6 * want,
       f"${c['training']['cost_usd']:.2f}")
 check("price picked by date", cd["training"]["cost_usd"] == c["training"]["cost_usd"], "2024")
+check("the picked price is recorded", c.get("prices") == "cudo-2024", str(c.get("prices")))
 def refused(r, key):
     p = subprocess.run([bin_, "simulate", "--batch", "-"], capture_output=True, text=True,
                        input=json.dumps(r) + "\n")

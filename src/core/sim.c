@@ -171,6 +171,7 @@ struct params {
     double stage0, stage_last;
     /* trained parameters (all of them, or the LoRA adapters) */
     double train0, train_last, train_max;
+    double fnorm; /* the final norm (last stage) */
     int moe_layers_per_stage, dense_layers_per_stage;
 };
 
@@ -206,6 +207,7 @@ static void count_params(const struct lp_run *r, struct params *pr)
     pr->dense_layers_per_stage = per_stage - pr->moe_layers_per_stage;
     double body = pr->dense_layers_per_stage * pr->layer + pr->moe_layers_per_stage * pr->moe_layer;
     double fnorm = (m->norm == LP_NORM_LAYERNORM ? 2.0 : 1.0) * h;
+    pr->fnorm = fnorm;
     if (r->par.pp == 1) {
         pr->stage0 = pr->stage_last = body + pr->emb + pr->head + fnorm;
     } else {
@@ -449,7 +451,7 @@ static void memory(const struct lp_run *r, const struct params *pr, int micro,
              * quantisation, an fp32 constant per 256 absmax (Dettmers et al.
              * 2023 Sec 3: 0.127 bits per parameter) */
             const double ends =
-                (s == 0 ? pr->emb : 0.0) + (s == p->pp - 1 ? pr->head + m->hidden : 0.0);
+                (s == 0 ? pr->emb : 0.0) + (s == p->pp - 1 ? pr->head + pr->fnorm : 0.0);
             const double qbits =
                 r->train.lora_base_bits +
                 (r->train.lora_base_bits == 4 ? 8.0 / 64.0 + 32.0 / (64.0 * 256.0) : 0.0);

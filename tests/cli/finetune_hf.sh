@@ -83,5 +83,13 @@ bad = run(1); bad["framework"] = {"name": "hf", "moe_impl": "loop"}
 refused(bad, "moe_impl")
 bad = run(1); bad["training"]["finetune"]["targets"] = "attention"
 refused(bad, "targets")
+bad = run(1); bad["model"]["moe"]["imbalance"] = 0.5
+refused(bad, "moe.imbalance")
+# imbalance: the busiest expert gets imbalance x the mean tokens, the rest
+# share what is left; the eager loop runs them one after another
+i1, i3 = sim([run(8), dict(run(8), model=dict(run(8)["model"], moe=dict(
+    run(8)["model"]["moe"], imbalance=3.0)))])
+check("imbalance changes the eager MoE time", i1["iteration_time_s"] != i3["iteration_time_s"],
+      f"{i1['iteration_time_s']:.4f} vs {i3['iteration_time_s']:.4f} s")
 sys.exit(1 if fails else 0)
 PY

@@ -99,6 +99,7 @@ struct lp_result {
      * dense MLP blocks, embedding and logits/loss */
     double stage_fwd_s, stage_bwd_s;
     double kind_attn_s, kind_moe_s, kind_mlp_s, kind_edge_s;
+    double kind_norm_s; /* the norms' kernels, a part of the attention and MoE / MLP blocks */
 };
 
 /* Human-readable reason: "out of memory: 93.1 GiB > 80.0 GiB". */

@@ -891,6 +891,10 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         const struct lp_layer_cost *al = &sc->attn;
         const double at = al->fwd_s + al->bwd_s + al->recompute_s;
         res->kind_attn_s = mvp * (dense_l + moe_l) * at;
+        /* two norms per layer (a third forward when recomputed) */
+        res->kind_norm_s =
+            mvp * (dense_l + moe_l) * 2.0 *
+            (sc->norm_fwd_s * (p->recompute == LP_RECOMPUTE_FULL ? 2.0 : 1.0) + sc->norm_bwd_s);
         res->kind_moe_s = mvp * moe_l * (ml->fwd_s + ml->bwd_s + ml->recompute_s - at);
         res->kind_mlp_s = mvp * dense_l * (dl->fwd_s + dl->bwd_s + dl->recompute_s - at);
         const bool first = p->pp == 1 || crit == 0, lastst = p->pp == 1 || crit == last;

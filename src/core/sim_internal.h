@@ -30,8 +30,9 @@ struct lp_shape_cost {
     struct lp_layer_cost dense; /* dense layer */
     struct lp_layer_cost moe;   /* MoE layer (if the model has experts) */
     struct lp_edge_cost edge;
-    double p2p_bytes;          /* activation sent between stages per micro-batch */
-    struct lp_layer_cost attn; /* the attention block alone (per layer-kind breakdown) */
+    double p2p_bytes;              /* activation sent between stages per micro-batch */
+    struct lp_layer_cost attn;     /* the attention block alone (per layer-kind breakdown) */
+    double norm_fwd_s, norm_bwd_s; /* one norm's kernels (without host time) */
 };
 
 /* Key of the memo: the fields that change per-layer shapes or costs. */

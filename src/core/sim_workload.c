@@ -261,16 +261,23 @@ static void eager_rmsnorm(const struct wl *w, double x, struct acc *fwd, struct 
 }
 
 /* Norm + residual/dropout kernels around a sub-block. */
-static void elementwise(const struct wl *w, struct acc *fwd, struct acc *bwd)
+/* The norm before a sub-block: one kernel each way, or eager RMSNorm. */
+static void norm_kernels(const struct wl *w, struct acc *fwd, struct acc *bwd)
 {
     double x = w->Tn * w->h;
-    bool fused = w->run->fw.fused_kernels;
-    if (!fused && w->norm == LP_MEM_RMSNORM) {
+    if (!w->run->fw.fused_kernels && w->norm == LP_MEM_RMSNORM) {
         eager_rmsnorm(w, x, fwd, bwd);
     } else {
         addk(fwd, LP_OPC_MEM, mem(w, w->norm, 2.0 * x * w->e));
         addk(bwd, LP_OPC_MEM, mem(w, w->norm, 3.0 * x * w->e));
     }
+}
+
+static void elementwise(const struct wl *w, struct acc *fwd, struct acc *bwd)
+{
+    double x = w->Tn * w->h;
+    bool fused = w->run->fw.fused_kernels;
+    norm_kernels(w, fwd, bwd);
     if (!w->run->model.dropout) { /* residual add only; its gradient passes through */
         addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e));
     } else if (fused) { /* bias + dropout + residual add in one kernel: read 2, write 1, mask 1B */
@@ -628,6 +635,12 @@ void lp_shape_cost_compute(const struct lp_cost_model *cm, const struct lp_run *
 
     attention_block(&w, &out->dense);
     out->attn = out->dense;
+    {
+        struct acc nf = {0}, nb = {0};
+        norm_kernels(&w, &nf, &nb);
+        out->norm_fwd_s = nf.s;
+        out->norm_bwd_s = nb.s;
+    }
     out->moe = out->dense;
     mlp_block(&w, &out->dense);
     if (m->moe.experts > 0) moe_block(&w, &out->moe);

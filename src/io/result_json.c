@@ -180,6 +180,7 @@ static int result_json(const struct lp_run *run, const struct lp_result *res, bo
         bad |= add_num(st, "moe", res->kind_moe_s);
         bad |= add_num(st, "mlp", res->kind_mlp_s);
         bad |= add_num(st, "embedding_and_loss", res->kind_edge_s);
+        bad |= add_num(st, "norms_within_blocks", res->kind_norm_s);
     }
     cJSON *lo = cJSON_AddObjectToObject(o, "layer_ops_s");
     bad |= !lo;

@@ -25,6 +25,8 @@ static void usage(FILE *f)
             "  --batch FILE       one run description per line ('-' = stdin); prints one JSON\n"
             "                     result per line, with the configuration (scripts/validate)\n"
             "  --trace FILE       write the simulated timeline as Chrome trace JSON (Perfetto)\n"
+            "  --max-batch        also report the largest micro-batch that fits one GPU\n"
+            "                     (\"max_batch\" in JSON; works with --batch)\n"
             "  --profile FILE     kernel profile to use (default: data/profiles/<gpu>.h5;\n"
             "                     'roofline' = the closed-form test backend)\n"
             "  --sustained-frac F override every GPU's sustained fraction of its profile's\n"
@@ -71,7 +73,21 @@ int lp_cli_cost_model(const char *profile_arg, const struct lp_gpu *gpu, struct 
 #define BATCH_PROFILES 32
 
 /* --batch: JSON lines in, JSON lines out; one profile loaded per GPU. */
-static int run_batch(const char *file, const char *profile, double sustained, struct lp_err *err)
+/* Print a JSON result, with "max_batch" added when asked (--max-batch). */
+static void print_json(const char *text, const struct lp_run *run, bool max_batch)
+{
+    size_t n = strlen(text);
+    while (n > 0 && text[n - 1] != '}')
+        n--;
+    if (!max_batch || n == 0) {
+        printf("%s\n", text);
+        return;
+    }
+    printf("%.*s,\"max_batch\":%d}\n", (int)(n - 1), text, lp_sim_max_batch(run));
+}
+
+static int run_batch(const char *file, const char *profile, double sustained, bool max_batch,
+                     struct lp_err *err)
 {
     FILE *in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
     if (!in) LP_FAIL(err, LP_EIO, "%s: cannot open", file);
@@ -121,7 +137,7 @@ static int run_batch(const char *file, const char *profile, double sustained, st
         lp_sim_run(cache[k].sim, &run, &res);
         char *text = NULL;
         rc = lp_result_to_json_line(&run, &res, true, &text, err);
-        if (rc >= 0) printf("%s\n", text);
+        if (rc >= 0) print_json(text, &run, max_batch);
         free(text);
     }
     free(line);
@@ -179,12 +195,22 @@ static void print_summary(const struct lp_run *r, const struct lp_result *res, c
     printf("  weights %.1f, gradients %.1f, optimizer %.1f, activations %.1f, temporary %.1f GiB\n",
            m->weights_bytes / GIB, m->grads_bytes / GIB, m->optimizer_bytes / GIB,
            m->activations_bytes / GIB, m->temp_bytes / GIB);
+    printf("\nstages     forward %.4f s, backward %.4f s, optimizer %.4f s\n", res->stage_fwd_s,
+           res->stage_bwd_s, res->breakdown.optimizer_s);
+    printf("           attention %.4f s, MoE %.4f s, MLP %.4f s, embedding + loss %.4f s\n",
+           res->kind_attn_s, res->kind_moe_s, res->kind_mlp_s, res->kind_edge_s);
+    printf("           (norms %.4f s of kernel time within the blocks)\n", res->kind_norm_s);
+    printf("queries    %.3f per second (sequence %.0f tokens)\n", res->queries_per_s, res->seq_len);
     printf("\ncost  $%.2f per iteration at $%.2f per GPU-hour\n", res->cost_per_iteration_usd,
            r->system.price_per_gpu_hour_usd);
+    const struct lp_dataset *ds = &r->train.dataset;
+    if (ds->nbins > 0)
+        printf("      dataset %.0f queries x %g epochs: %.2f hours, %.1f GPU-hours, $%.2f\n",
+               ds->queries, ds->epochs, res->time_days * 24.0, res->gpu_hours, res->cost_usd);
     double budget = r->train.tokens_per_param > 0
                         ? r->train.tokens_per_param * lp_model_params(&r->model)
                         : r->train.tokens;
-    if (budget > 0)
+    if (budget > 0 && ds->nbins <= 0)
         printf("      %.3g tokens: %.1f days, %.0f GPU-hours, $%.0f\n", budget, res->time_days,
                res->gpu_hours, res->cost_usd);
 }
@@ -193,6 +219,7 @@ int lp_cmd_simulate(int argc, char **argv)
 {
     const char *file = NULL, *trace = NULL, *profile = NULL, *batch = NULL;
     int json = 0;
+    bool max_batch = false;
     double sustained = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -200,6 +227,8 @@ int lp_cmd_simulate(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[i], "--json")) {
             json = 1;
+        } else if (!strcmp(argv[i], "--max-batch")) {
+            max_batch = true;
         } else if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
             trace = argv[++i];
         } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
@@ -231,7 +260,7 @@ int lp_cmd_simulate(int argc, char **argv)
     struct lp_err err;
     lp_err_clear(&err);
     if (batch) {
-        if (run_batch(batch, profile, sustained, &err) < 0) {
+        if (run_batch(batch, profile, sustained, max_batch, &err) < 0) {
             lp_cli_error(&err);
             return 1;
         }
@@ -266,9 +295,12 @@ int lp_cmd_simulate(int argc, char **argv)
     if (rc >= 0) {
         if (json) {
             rc = lp_result_to_json(&run, &res, false, &text, &err);
-            if (rc >= 0) printf("%s\n", text);
+            if (rc >= 0) print_json(text, &run, max_batch);
         } else {
             print_summary(&run, &res, used);
+            if (max_batch)
+                printf("\nmax batch  %d sequences per GPU fit %.1f GiB\n", lp_sim_max_batch(&run),
+                       run.system.gpu.mem_bytes / GIB);
             if (trace) printf("\ntrace written to %s (open in https://ui.perfetto.dev)\n", trace);
         }
     }

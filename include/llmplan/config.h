@@ -57,6 +57,7 @@ enum lp_framework {
     LP_FW_MEGATRON_2021, /* Megatron-LM as in Narayanan et al. 2021: DP all-reduce not overlapped */
     LP_FW_MEGATRON_DEEPSPEED, /* ZeRO-1, DP reduction after backward, no overlap */
     LP_FW_FSDP,               /* PyTorch FSDP / Composer: sharded params, prefetch, overlap */
+    LP_FW_HF, /* Hugging Face Transformers + PEFT + bitsandbytes in eager PyTorch (LLaMA-Factory) */
     LP_FW_DDP, /* PyTorch DistributedDataParallel: bucketed all-reduce during backward, AMP */
     LP_FW_COUNT
 };
@@ -69,12 +70,26 @@ enum lp_dispatcher {
     LP_DISPATCH_COUNT
 };
 
+/* Parts of a layer replayed from CUDA graphs (framework option "cuda_graphs",
+ * Megatron-Core cuda_graph_scope): their kernels cost the host one graph
+ * launch instead of one dispatch each. */
+enum lp_graph_scope {
+    LP_GRAPH_ATTN = 1 << 0,      /* the attention block */
+    LP_GRAPH_MAMBA = 1 << 1,     /* the Mamba block */
+    LP_GRAPH_MOE_ROUTER = 1 << 2 /* the MoE router and the dispatch preprocessing */
+};
+#define LP_GRAPH_SCOPES 3
+/* "attn", "mamba", "moe_router" for scope bit i */
+const char *lp_graph_scope_name(int i);
+
 /* How the loss over the vocabulary is computed (framework option
  * "cross_entropy"; docs/frameworks.md). */
 enum lp_xent {
     LP_XENT_FP32 = 0, /* logits cast to fp32, then max/sub/exp/sum/div kernels (Megatron) */
     LP_XENT_FUSED,    /* one fused kernel each way (Apex xentropy, FA repo, TE) */
     LP_XENT_NATIVE,   /* PyTorch F.cross_entropy on the logits' dtype */
+    LP_XENT_UPCAST,   /* Transformers: logits.float(), a shifted contiguous copy, then
+                         F.cross_entropy on fp32 */
     LP_XENT_COUNT
 };
 
@@ -92,6 +107,21 @@ struct lp_moe {
     /* LatentMoE (Nemotron 3 Super): routed experts work at this width,
      * with projections from and back to hidden around them; 0 = hidden */
     int latent;
+};
+
+/* How the experts of an MoE layer run (framework option "moe_impl"). */
+enum lp_moe_impl {
+    LP_MOE_GROUPED = 0, /* permute, grouped GEMMs, unpermute (Megatron-Core, MegaBlocks) */
+    LP_MOE_EAGER,       /* one small set of kernels per expert in a Python loop, with a
+                           host synchronisation per expert (Transformers' MixtralSparseMoeBlock) */
+    LP_MOE_IMPL_COUNT
+};
+
+/* Which linear layers carry LoRA adapters (training.finetune.targets). */
+enum lp_lora_targets {
+    LP_LORA_ALL = 0, /* every linear layer of the blocks */
+    LP_LORA_MOE,     /* the experts and the routers only (Xia et al. 2024) */
+    LP_LORA_TARGETS_COUNT
 };
 
 /* Multi-head latent attention (DeepSeek-V2, Sec 2.1): queries through a
@@ -176,8 +206,14 @@ struct lp_gpu {
 /* Overlap of host and GPU time (framework option host_overlap), fitted
  * with LP_SUSTAINED_FRAC and host_op_us (docs/calibration.md). */
 #define LP_HOST_OVERLAP 1.25
+/* Host time per kernel of eager PyTorch under the Transformers Trainer
+ * (framework "hf"): fitted on the calibration half of the Xia et al. 2024
+ * rows (docs/calibration.md); applies to the hf framework only. */
+#define LP_HF_HOST_OP_S 100e-6
 /* g->sustained_frac, or LP_SUSTAINED_FRAC when unset */
 double lp_gpu_sustained(const struct lp_gpu *g);
+
+#define LP_MAX_PRICES 8
 
 struct lp_link {
     double bw_Bps; /* per-GPU unidirectional bandwidth of the tier */
@@ -195,6 +231,15 @@ struct lp_system {
     struct lp_link inter; /* network across nodes, per GPU */
     double price_per_gpu_hour_usd;
     char source[LP_SOURCE_LEN];
+    /* dated prices of the preset ("prices"); a run or sweep picks one by
+     * name or date (lp_system_pick_price), else price_per_gpu_hour_usd */
+    int nprices;
+    struct lp_price {
+        char name[32]; /* e.g. "cudo-2024" */
+        char date[16]; /* e.g. "2024-06" */
+        double usd_per_gpu_hour;
+    } prices[LP_MAX_PRICES];
+    int price_pick; /* 1 + the index of the picked price; 0: price_per_gpu_hour_usd as loaded */
 };
 /* The scale-up domain of a system (scale_up_gpus, or the node). */
 int lp_system_scale_up(const struct lp_system *s);
@@ -231,8 +276,10 @@ struct lp_framework_opts {
     bool ep_overlap;               /* EP all-to-alls hidden behind another micro-batch's compute
                                       (Megatron-Core overlap_moe_expert_parallel_comm, combined 1F1B) */
     enum lp_dispatcher dispatcher; /* how MoE tokens travel between EP ranks */
+    unsigned cuda_graphs;          /* LP_GRAPH_* scopes captured in CUDA graphs */
     bool grad_fp32;                /* bf16/fp8 gradients accumulated and reduced in fp32 (Megatron's
                                       main_grad with grad_reduce_in_fp32) rather than in bf16 */
+    enum lp_moe_impl moe_impl;     /* how the experts run */
     /* FSDP HYBRID_SHARD (zero 3) / _HYBRID_SHARD_ZERO2 (zero 2): shard
      * within a node, replicate across nodes (docs/frameworks.md) */
     bool hybrid_shard;
@@ -246,6 +293,8 @@ enum lp_attention {
     LP_ATTENTION_TRITON,     /* Triton FlashAttention (MPT attn_impl "triton") */
     LP_ATTENTION_COUNT
 };
+
+#define LP_DATASET_BINS 32
 
 struct lp_training {
     int64_t global_batch; /* sequences per iteration */
@@ -262,6 +311,19 @@ struct lp_training {
     int lora_rank;
     int lora_base_bits;
     enum lp_fp8_scaling fp8_scaling; /* precision fp8 only */
+    enum lp_lora_targets lora_targets;
+    double lora_dropout; /* PEFT lora_dropout: > 0 adds a dropout kernel per adapter */
+    /* Dataset-shaped fine-tuning (training.dataset): queries of a length
+     * distribution (bins of lengths and their fractions), epochs. A batch
+     * is padded to its longest query (dynamic padding); the cost projection
+     * is for queries x epochs. nbins = 0: none (model.seq_len is used). */
+    struct lp_dataset {
+        double queries, epochs;
+        int nbins;
+        int pad_multiple;             /* padded lengths round up to this (1 = none) */
+        int len[LP_DATASET_BINS];     /* tokens, ascending */
+        double frac[LP_DATASET_BINS]; /* fractions of the queries, summing to 1 */
+    } dataset;
 };
 
 struct lp_run {
@@ -297,6 +359,18 @@ double lp_prec_bytes(enum lp_prec p);
 
 /* Documented defaults of a framework (docs/frameworks.md). */
 void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *out);
+
+/* Select a dated price of the system by name or date: sets
+ * price_per_gpu_hour_usd. LP_ENOTFOUND when the system has none such. */
+int lp_system_pick_price(struct lp_system *s, const char *name_or_date);
+
+/* Sequence length of a batch of b queries of the dataset, padded to its
+ * longest query: the expected value (worst = false) or the longest
+ * (worst = true: the batch that sets the memory). 0 without a dataset. */
+double lp_dataset_batch_len(const struct lp_dataset *d, int b, bool worst);
+
+const char *lp_moe_impl_name(enum lp_moe_impl m);
+const char *lp_lora_targets_name(enum lp_lora_targets t);
 
 /* Parameter count of the whole model (embedding included once if tied). */
 double lp_model_params(const struct lp_model *m);

@@ -88,6 +88,18 @@ struct lp_result {
      * (recomputation excluded) */
     double layer_fwd_s[LP_OPC_COUNT];
     double layer_bwd_s[LP_OPC_COUNT];
+    /* sequences (fine-tuning queries) per second; the sequence length a
+     * batch ran with (with training.dataset: the expected padded length) */
+    double queries_per_s;
+    double seq_len;
+    /* stage breakdown of one iteration on the critical pipeline stage
+     * (Xia et al. 2024's forward / backward / optimizer): forward and
+     * backward compute (backward with its recomputation); per layer kind,
+     * forward + backward + recomputation: attention blocks, MoE blocks,
+     * dense MLP blocks, embedding and logits/loss */
+    double stage_fwd_s, stage_bwd_s;
+    double kind_attn_s, kind_moe_s, kind_mlp_s, kind_edge_s;
+    double kind_norm_s; /* the norms' kernels, a part of the attention and MoE / MLP blocks */
 };
 
 /* Human-readable reason: "out of memory: 93.1 GiB > 80.0 GiB". */
@@ -107,6 +119,11 @@ void lp_sim_memory(const struct lp_run *run, struct lp_memory *mem);
 /* Activation bytes one layer keeps for one micro-batch on one rank
  * (Korthikanti et al. 2022 Sec 4, generalised; docs/simulator.md). */
 double lp_sim_layer_activation_bytes(const struct lp_run *run);
+
+/* The largest micro-batch (sequences per GPU) whose memory fits the GPU,
+ * the run's other settings kept (with training.dataset, for its longest
+ * queries); 0 when not even one fits or the configuration is invalid. */
+int lp_sim_max_batch(const struct lp_run *run);
 
 /* Evaluate one configuration. Never fails for an infeasible configuration
  * (that is a result); never allocates. */

@@ -1,4 +1,5 @@
 /* Name tables for enums, framework defaults (parameter counts: arch.c). */
+#include <math.h>
 #include <string.h>
 
 #include "llmplan/config.h"
@@ -8,10 +9,16 @@ static const char *const prec_names[LP_PREC_COUNT] = {"fp32", "fp16",  "bf16",
                                                       "fp8",  "mxfp8", "nvfp4"};
 static const char *const fp8_scaling_names[LP_FP8_SCALING_COUNT] = {"delayed", "current"};
 static const char *const dispatcher_names[LP_DISPATCH_COUNT] = {"alltoall", "hybridep"};
+static const char *const graph_scope_names[LP_GRAPH_SCOPES] = {"attn", "mamba", "moe_router"};
+
+const char *lp_graph_scope_name(int i)
+{
+    return i >= 0 && i < LP_GRAPH_SCOPES ? graph_scope_names[i] : NULL;
+}
 static const char *const recompute_names[LP_RECOMPUTE_COUNT] = {"none", "selective", "full"};
 static const char *const schedule_names[LP_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved", "zb"};
-static const char *const framework_names[LP_FW_COUNT] = {"megatron", "megatron-2021",
-                                                         "megatron-deepspeed", "fsdp", "ddp"};
+static const char *const framework_names[LP_FW_COUNT] = {
+    "megatron", "megatron-2021", "megatron-deepspeed", "fsdp", "hf", "ddp"};
 
 const char *lp_prec_name(enum lp_prec p)
 {
@@ -37,8 +44,51 @@ double lp_gpu_sustained(const struct lp_gpu *g)
 
 const char *lp_xent_name(enum lp_xent x)
 {
-    static const char *const names[LP_XENT_COUNT] = {"fp32", "fused", "native"};
+    static const char *const names[LP_XENT_COUNT] = {"fp32", "fused", "native", "upcast"};
     return (unsigned)x < LP_XENT_COUNT ? names[x] : "?";
+}
+
+const char *lp_moe_impl_name(enum lp_moe_impl m)
+{
+    static const char *const names[LP_MOE_IMPL_COUNT] = {"grouped", "eager"};
+    return (unsigned)m < LP_MOE_IMPL_COUNT ? names[m] : "?";
+}
+
+const char *lp_lora_targets_name(enum lp_lora_targets t)
+{
+    static const char *const names[LP_LORA_TARGETS_COUNT] = {"all", "moe"};
+    return (unsigned)t < LP_LORA_TARGETS_COUNT ? names[t] : "?";
+}
+
+int lp_system_pick_price(struct lp_system *s, const char *sel)
+{
+    for (int i = 0; sel && i < s->nprices; i++)
+        if (strcmp(s->prices[i].name, sel) == 0 || strcmp(s->prices[i].date, sel) == 0) {
+            s->price_per_gpu_hour_usd = s->prices[i].usd_per_gpu_hour;
+            s->price_pick = i + 1;
+            return LP_OK;
+        }
+    return LP_ENOTFOUND;
+}
+
+/* Dynamic padding (LLaMA-Factory's DataCollatorForSeq2Seq pads a batch to
+ * its longest query, rounded up to pad_multiple): the longest of b queries
+ * drawn from the length distribution falls in bin i with probability
+ * F_i^b - F_{i-1}^b (F: the cumulative fraction), so the expected padded
+ * length is the sum of ceil(len_i) times that probability. */
+double lp_dataset_batch_len(const struct lp_dataset *d, int b, bool worst)
+{
+    if (d->nbins <= 0) return 0.0;
+    const double q = d->pad_multiple > 1 ? d->pad_multiple : 1;
+    if (worst) return ceil(d->len[d->nbins - 1] / q) * q;
+    double F = 0, prev = 0, e = 0;
+    for (int i = 0; i < d->nbins; i++) {
+        F += d->frac[i];
+        const double Fb = i == d->nbins - 1 ? 1.0 : pow(fmin(F, 1.0), b);
+        e += ceil(d->len[i] / q) * q * (Fb - prev);
+        prev = Fb;
+    }
+    return e;
 }
 
 const char *lp_attention_name(bool flash, enum lp_attention a)
@@ -148,6 +198,11 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
     o->step_overhead_s = 0.0;
     switch (kind) {
     case LP_FW_MEGATRON:
+        /* fitted by scripts/calibrate on the calib half of the
+         * Megatron-Bridge rows (32): 20 us, docs/calibration.md. It shows
+         * where the host cannot run ahead (dropless MoE's synchronisations,
+         * TE's per-expert GEMM launches); dense layers hide it */
+        o->host_op_s = 20e-6;
         o->dp_overlap = true;
         o->tp_overlap = false;
         o->pp_overlap = true;
@@ -185,6 +240,19 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
         /* fitted by scripts/calibrate on the calib half of the FSDP/DDP rows
          * (MosaicML, FlashAttention repo): docs/calibration.md */
         o->host_op_s = 0.0;
+        break;
+    case LP_FW_HF:
+        /* Transformers' Trainer with PEFT and bitsandbytes, eager PyTorch
+         * (LLaMA-Factory); evidence per default in docs/frameworks.md */
+        o->dp_overlap = true; /* DDP: bucketed all-reduce hooked on backward */
+        o->tp_overlap = false;
+        o->pp_overlap = false;
+        o->param_gather_overlap = false;
+        o->bucket_bytes = 25e6;     /* DDP bucket_cap_mb = 25 */
+        o->fused_kernels = false;   /* eager RMSNorm, SiLU * up, rotary: one kernel per op */
+        o->xent = LP_XENT_UPCAST;   /* modeling_mixtral.py: logits.float(), shift, CE */
+        o->moe_impl = LP_MOE_EAGER; /* MixtralSparseMoeBlock: loop over experts */
+        o->host_op_s = LP_HF_HOST_OP_S;
         break;
     case LP_FW_DDP:
         /* torch.nn.parallel.DistributedDataParallel: gradient buckets of

@@ -236,7 +236,9 @@ static double kind_lora(const struct lp_run *r, int k)
     const struct lp_model *m = &r->model;
     const double rk = r->train.lora_rank, t = r->par.tp, h = m->hidden;
     const double d = lp_arch_head_dim(m), nmat = m->ffn_act == LP_ACT_SWIGLU ? 3.0 : 2.0;
-    const enum lp_mixer mx = (enum lp_mixer)(k / LP_FFN_COUNT);
+    /* targets "moe" (Xia et al. 2024): the experts and routers only */
+    const bool all = r->train.lora_targets == LP_LORA_ALL;
+    const enum lp_mixer mx = all ? (enum lp_mixer)(k / LP_FFN_COUNT) : LP_MIX_NONE;
     const enum lp_ffn ff = (enum lp_ffn)(k % LP_FFN_COUNT);
     double p = 0;
     if (mx == LP_MIX_ATTN || mx == LP_MIX_ATTN_LOCAL)
@@ -244,11 +246,12 @@ static double kind_lora(const struct lp_run *r, int k)
     else if (mx == LP_MIX_MAMBA)
         p += rk * (2.0 * h + 2.0 * lp_arch_mamba_inner(m)) / t;
     const double mlp = rk * ((nmat - 1.0) * h + (nmat - 1.0) * m->ffn_hidden + m->ffn_hidden + h);
-    if (ff == LP_FFN_DENSE) p += mlp / t;
+    if (ff == LP_FFN_DENSE && all) p += mlp / t;
     if (ff == LP_FFN_MOE) {
         const double f = m->moe.ffn_hidden;
         p += (double)m->moe.experts / r->par.ep * rk * ((nmat - 1.0) * (h + f) + (f + h)) /
-             etp_of(r);
+                 etp_of(r) +
+             rk * (h + m->moe.experts); /* the router's adapter */
     }
     return p;
 }
@@ -267,6 +270,7 @@ static void count_params(const struct lp_run *r, const int *first, struct lp_par
     pr->emb = V * h / t + (m->pos == LP_POS_LEARNED ? (double)m->seq_len * h : 0.0);
     pr->head = (!m->tied_embeddings || p->pp > 1) ? V * h / t : 0.0;
     double fnorm = (m->norm == LP_NORM_LAYERNORM ? 2.0 : 1.0) * h;
+    pr->fnorm = fnorm;
     /* MTP modules on the last stage: their own weights, their layer, and a
      * copy of the shared embedding when it lives on another stage */
     int mk = mtp_kind(m);
@@ -321,6 +325,39 @@ static void count_params(const struct lp_run *r, const int *first, struct lp_par
     pr->train_max = fmax(pr->train0, pr->train_last);
 }
 
+/* Activation bytes of one layer for one micro-batch as eager PyTorch
+ * keeps them under the Transformers model code (framework "hf"): the
+ * tensors autograd saves for backward, per token, e bytes per element.
+ *  - each eager RMSNorm (MixtralRMSNorm.forward): the fp32 input that pow
+ *    and the multiply save (4h) and the cast-back output the weight
+ *    multiply saves (e h);
+ *  - attention: the q/k/v projections' input (MatMul4Bit / F.linear save
+ *    it, e h), FlashAttention-2's q, k, v and output (e (2h + 2 g d)), the
+ *    o_proj input (e h);
+ *  - MoE, per routed token (top_k of them): the gathered
+ *    hidden_states[top_x] that w1 and w3 save (e h), w1's output that
+ *    SiLU saves, SiLU's and w3's outputs that the multiply saves, the
+ *    product that w2 saves (4 e f), w2's output that the routing-weight
+ *    multiply saves (e h); and the router's input (e h);
+ *  - dense MLP: fc1's input (e h), its outputs and product (4 e f).
+ * The LoRA adapters save their input (the same tensor) and an r-wide
+ * intermediate (neglected). */
+static double hf_layer_activation_bytes(const struct lp_run *r, bool moe_layer)
+{
+    const struct lp_model *m = &r->model;
+    const double e = r->train.precision == LP_FP32 ? 4.0 : 2.0, h = m->hidden;
+    const double gd = (double)m->kv_heads * m->hidden / m->heads;
+    const double T = r->par.micro_batch * (double)m->seq_len / r->par.cp;
+    const double norms = 2.0 * (4.0 + e) * h;
+    const double attn = e * h + e * (2.0 * h + 2.0 * gd) + e * h;
+    double ffn;
+    if (moe_layer)
+        ffn = e * h + m->moe.top_k * (e * h + 4.0 * e * m->moe.ffn_hidden + e * h);
+    else
+        ffn = e * h + 4.0 * e * m->ffn_hidden;
+    return T * (norms + attn + ffn) / r->par.tp;
+}
+
 /* Activation bytes kept for the backward by one layer of kind k for one
  * micro-batch (Korthikanti et al. 2022, Sec 4, generalised to GQA, SwiGLU,
  * MLA, Mamba and MoE; docs/simulator.md). Per token, each block keeps its
@@ -338,6 +375,8 @@ static double kind_activation_bytes(const struct lp_run *r, int k)
     double s = (double)m->seq_len / p->cp, T = p->micro_batch * s;
     if (p->recompute == LP_RECOMPUTE_FULL) /* only the layer input is kept */
         return T * h * e / (p->sequence_parallel ? t : 1.0);
+    if (r->fw.kind == LP_FW_HF && mx != LP_MIX_NONE) /* eager PyTorch's saved tensors */
+        return hf_layer_activation_bytes(r, ff == LP_FFN_MOE);
     const double mask = m->dropout ? h : 0.0;
     double repl = 0, split = 0;
     if (mx == LP_MIX_ATTN || mx == LP_MIX_ATTN_LOCAL) {
@@ -472,13 +511,36 @@ static void memory(const struct lp_run *r, const struct lp_params *pr, const int
         double temp = RUNTIME_RESERVE_BYTES + 2.0 * T * m->hidden * e; /* comm buffers */
         if (s == p->pp - 1) /* logits (e) and their fp32 softmax/grad of one micro-batch */
             temp += T * lp_sim_vocab_padded(r) / t * (e + 4.0);
+        if (r->train.lora_rank > 0 && r->train.lora_base_bits < 16)
+            /* bitsandbytes dequantises a frozen weight into a 16-bit
+             * temporary before each use (MatMul4Bit): the largest, an
+             * expert's or the MLP's h x f, is alive with the activations */
+            temp += (double)m->hidden / t *
+                    fmax(m->ffn_hidden, m->moe.experts > 0 ? m->moe.ffn_hidden : 0) * e;
+        if (s == p->pp - 1 && r->fw.xent == LP_XENT_UPCAST)
+            /* Transformers: the fp32 logits the output keeps, log_softmax's
+             * output, and in backward its gradient and the fp32 gradient of
+             * the shifted copy: three more fp32 tensors of the logits */
+            temp += T * lp_sim_vocab_padded(r) / t * 12.0;
         if (p->zero >= 3) /* two layers' gathered parameters (prefetch) */
             temp += 2.0 * pr->layer * b.w;
         /* fine-tuning: frozen base weights in their storage precision, the
          * adapters' weights, gradients and optimizer states as in training */
-        double wbytes = r->train.lora_rank > 0
-                            ? params * r->train.lora_base_bits / 8.0 + trained * w
-                            : params * w;
+        double wbytes = params * w;
+        if (r->train.lora_rank > 0) {
+            /* bitsandbytes quantises the linear layers of the blocks only:
+             * the embedding (nn.Embedding) and the output layer (Transformers
+             * get_keys_to_not_convert keeps lm_head) stay in 16 bits; 4-bit
+             * weights carry an 8-bit absmax per 64 and, with double
+             * quantisation, an fp32 constant per 256 absmax (Dettmers et al.
+             * 2023 Sec 3: 0.127 bits per parameter) */
+            const double ends =
+                (s == 0 ? pr->emb : 0.0) + (s == p->pp - 1 ? pr->head + pr->fnorm : 0.0);
+            const double qbits =
+                r->train.lora_base_bits +
+                (r->train.lora_base_bits == 4 ? 8.0 / 64.0 + 32.0 / (64.0 * 256.0) : 0.0);
+            wbytes = (params - ends) * qbits / 8.0 + ends * w + trained * w;
+        }
         double tot = wbytes + trained * (g + o) + a + temp;
         if (tot > best) {
             best = tot;
@@ -497,14 +559,61 @@ static int64_t micro_batches(const struct lp_run *r)
     return r->train.global_batch / ((int64_t)r->par.micro_batch * r->par.dp);
 }
 
+/* The run as one batch of its dataset sees it (training.dataset): the
+ * sequence is the batch's padded length, expected (worst = false: time) or
+ * of its longest queries (worst = true: the batch that must fit). */
+static const struct lp_run *dataset_view(const struct lp_run *r, struct lp_run *tmp, bool worst)
+{
+    if (r->train.dataset.nbins <= 0) return r;
+    *tmp = *r;
+    tmp->model.seq_len =
+        (int)ceil(lp_dataset_batch_len(&r->train.dataset, r->par.micro_batch, worst));
+    return tmp;
+}
+
 void lp_sim_memory(const struct lp_run *run, struct lp_memory *mem)
 {
     struct lp_params pr;
     int first[MAX_VSTAGES + 1];
+    struct lp_run tmp;
+    run = dataset_view(run, &tmp, true);
     memset(mem, 0, sizeof(*mem));
     if (lp_arch_split(&run->model, &run->par, first, MAX_VSTAGES + 1) != 0) return;
     count_params(run, first, &pr);
     memory(run, &pr, first, micro_batches(run), mem);
+}
+
+static bool batch_fits(struct lp_run *r, int mb, int64_t micro)
+{
+    struct lp_memory m;
+    r->par.micro_batch = mb;
+    r->train.global_batch = (int64_t)mb * r->par.dp * micro;
+    if (validate(r, &(double){0}, &(double){0}) != LP_REASON_NONE) return false;
+    lp_sim_memory(r, &m);
+    return m.total_bytes <= r->system.gpu.mem_bytes;
+}
+
+int lp_sim_max_batch(const struct lp_run *run)
+{
+    struct lp_run r = *run;
+    const int64_t micro =
+        run->par.micro_batch > 0 && run->par.dp > 0
+            ? run->train.global_batch / ((int64_t)run->par.micro_batch * run->par.dp)
+            : 1;
+    const int64_t m = micro > 0 ? micro : 1;
+    int lo = 0, hi = 1;
+    while (hi <= (1 << 20) && batch_fits(&r, hi, m)) {
+        lo = hi;
+        hi *= 2;
+    }
+    while (hi - lo > 1) { /* lo fits, hi does not */
+        int mid = lo + (hi - lo) / 2;
+        if (batch_fits(&r, mid, m))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 /* ---- evaluator ---- */
@@ -612,7 +721,8 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.prec = (int)r->train.precision;
     k.recompute = (int)r->par.recompute;
     k.fused = r->fw.fused_kernels | (r->fw.tp_overlap << 1) | ((int)r->fw.xent << 2) |
-              (r->fw.ep_overlap << 4) | ((int)r->fw.dispatcher << 5);
+              (r->fw.ep_overlap << 4) | ((int)r->fw.dispatcher << 5) |
+              (int)(r->fw.cuda_graphs << 7);
     k.lora_rank = r->train.lora_rank;
     k.lora_bits = r->train.lora_base_bits;
     k.etp = r->par.etp;
@@ -620,6 +730,10 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.peak = r->system.gpu.peak_flops[r->train.precision];
     k.host_op_s = r->fw.host_op_s;
     k.host_overlap = r->fw.host_overlap;
+    k.moe_impl = (int)r->fw.moe_impl;
+    k.lora_targets = (int)r->train.lora_targets;
+    k.lora_dropout = r->train.lora_dropout;
+    k.imbalance = r->model.moe.imbalance;
     uint64_t h = lp_hash_bytes(&k, sizeof(k), FNV_OFFSET);
     size_t slot = (size_t)(h % LP_SIM_MEMO);
     if (s->used[slot] && memcmp(&s->key[slot], &k, sizeof(k)) == 0) {
@@ -685,9 +799,12 @@ static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_e
     s->sused[slot] = true;
 }
 
-static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *res,
+static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result *res,
                     struct lp_event *ev, int cap, int *nev)
 {
+    struct lp_run tmp_mem, tmp_time;
+    const struct lp_run *rm = dataset_view(run, &tmp_mem, true);
+    const struct lp_run *r = dataset_view(run, &tmp_time, false);
     const struct lp_parallel *p = &r->par;
     const struct lp_model *m = &r->model;
     memset(res, 0, sizeof(*res));
@@ -700,8 +817,9 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     int *first = s->vs_first;
     lp_arch_split(m, p, first, LP_SCHED_MAX_VSTAGES + 1); /* validate() checked it */
     struct lp_params pr;
+    count_params(rm, first, &pr);
+    memory(rm, &pr, first, micro, &res->memory);
     count_params(r, first, &pr);
-    memory(r, &pr, first, micro, &res->memory);
     res->memory_per_gpu_bytes = res->memory.total_bytes;
     if (res->memory.total_bytes > r->system.gpu.mem_bytes) {
         res->reason = LP_REASON_OOM;
@@ -862,9 +980,46 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     bd->dp_comm_exposed_s = end - crit_end;
     bd->optimizer_s = dpc.opt_s + r->fw.step_overhead_s;
 
+    /* stage breakdown of the critical stage: per layer kind (mixers:
+     * attention or Mamba; MoE; dense MLP; one norm per block), the ends, and
+     * forward / backward, over every micro-batch */
+    {
+        double mixs = 0, moes = 0, mlps = 0, blocks = 0;
+        for (int c = 0; c < p->vp; c++) {
+            int n[NKIND];
+            chunk_kinds(m, first, c * p->pp + (ci == 0 ? 0 : last), n);
+            for (int k = 0; k < NKIND; k++) {
+                if (!n[k]) continue;
+                const struct lp_layer_cost *x = &sc->mix[k / LP_FFN_COUNT];
+                const struct lp_layer_cost *y = &sc->ffn[k % LP_FFN_COUNT];
+                const int ff = k % LP_FFN_COUNT;
+                mixs += n[k] * (x->fwd_s + x->bwd_s + x->recompute_s);
+                if (ff == LP_FFN_MOE) moes += n[k] * (y->fwd_s + y->bwd_s + y->recompute_s);
+                if (ff == LP_FFN_DENSE) mlps += n[k] * (y->fwd_s + y->bwd_s + y->recompute_s);
+                blocks += n[k] * ((k / LP_FFN_COUNT != LP_MIX_NONE) + (ff != LP_FFN_NONE));
+            }
+        }
+        res->kind_attn_s = mbs * mixs;
+        res->kind_moe_s = mbs * moes;
+        res->kind_mlp_s = mbs * mlps;
+        /* a third norm forward when recomputed */
+        res->kind_norm_s =
+            mbs * blocks *
+            (sc->norm_fwd_s * (p->recompute == LP_RECOMPUTE_FULL ? 2.0 : 1.0) + sc->norm_bwd_s);
+        const bool firstst = p->pp == 1 || crit == 0, lastst = p->pp == 1 || crit == last;
+        res->kind_edge_s = mbs * ((firstst ? in.f_first_extra + in.b_first_extra : 0.0) +
+                                  (lastst ? in.f_last_extra + in.b_last_extra : 0.0));
+        res->stage_fwd_s = mbs * (f_comp[ci] + (firstst ? in.f_first_extra : 0.0) +
+                                  (lastst ? in.f_last_extra : 0.0));
+        res->stage_bwd_s = mbs * (b_comp[ci] + (firstst ? in.b_first_extra : 0.0) +
+                                  (lastst ? in.b_last_extra : 0.0));
+    }
+
     double tokens = (double)r->train.global_batch * m->seq_len;
     res->feasible = true;
     res->tokens_per_s = tokens / res->iteration_time_s;
+    res->queries_per_s = (double)r->train.global_batch / res->iteration_time_s;
+    res->seq_len = m->seq_len;
     res->model_flops = model_flops(r);
     res->model_tflops_per_gpu = res->model_flops / (res->iteration_time_s * res->gpus) / 1e12;
     res->mfu = res->model_tflops_per_gpu * 1e12 / r->system.gpu.peak_flops[r->train.precision];
@@ -873,7 +1028,13 @@ static int simulate(struct lp_sim *s, const struct lp_run *r, struct lp_result *
     double budget = r->train.tokens_per_param > 0
                         ? r->train.tokens_per_param * lp_model_params(&r->model)
                         : r->train.tokens;
-    if (budget > 0) {
+    const struct lp_dataset *ds = &r->train.dataset;
+    if (ds->nbins > 0 && ds->queries > 0) { /* the dataset's queries x epochs */
+        double secs = ds->queries * (ds->epochs > 0 ? ds->epochs : 1.0) / res->queries_per_s;
+        res->time_days = secs / 86400.0;
+        res->gpu_hours = secs / 3600.0 * res->gpus;
+        res->cost_usd = res->gpu_hours * price;
+    } else if (budget > 0) {
         double secs = budget / res->tokens_per_s;
         res->time_days = secs / 86400.0;
         res->gpu_hours = secs / 3600.0 * res->gpus;

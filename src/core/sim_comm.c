@@ -53,18 +53,7 @@ double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys,
                 2.0 * log2((double)nodes) * sys->inter.latency_s;
         if (op == LP_COLL_ALLGATHER || op == LP_COLL_REDUCESCATTER)
             alpha = (n - 1) * sys->inter.latency_s;
-        if (op == LP_COLL_ALLTOALL) {
-            /* An all-to-all is no ring: each rank sends (n - k) / n of its
-             * buffer to ranks on other nodes through its own NIC, and
-             * (k - 1) / n to its node's peers over NVLink, both at once; the
-             * slower path sets the time (NCCL's alltoall: one send/recv
-             * pair per peer) */
-            alpha = (n - 1) * sys->inter.latency_s / k;
-            if (cm->ops != &lp_cost_roofline_ops) alpha = 0.0;
-            const double t_inter = bytes * (n - k) / n / (eff * sys->inter.bw_Bps);
-            const double t_intra = bytes * (k - 1) / n / (eff * sys->intra.bw_Bps);
-            return alpha + fmax(t_inter, t_intra);
-        }
+        if (op == LP_COLL_ALLTOALL) alpha = (n - 1) * sys->inter.latency_s / k;
     }
     /* a profile's busbw fractions are measured (or modelled) per message
      * size, so they already contain the latency; only the closed-form

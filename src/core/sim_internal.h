@@ -34,7 +34,9 @@ struct lp_shape_cost {
     struct lp_layer_cost mix[LP_MIX_COUNT];
     struct lp_layer_cost ffn[LP_FFN_COUNT];
     struct lp_edge_cost edge;
-    double p2p_bytes; /* activation sent between stages per micro-batch */
+    double p2p_bytes;              /* activation sent between stages per micro-batch */
+    struct lp_layer_cost attn;     /* the attention block alone (per layer-kind breakdown) */
+    double norm_fwd_s, norm_bwd_s; /* one norm's kernels (without host time) */
 };
 
 /* Key of the memo: the fields that change per-layer shapes or costs. */
@@ -47,6 +49,8 @@ struct lp_shape_key {
     int etp, fp8_scaling;
     double host_op_s, host_overlap;
     double peak; /* the precision's peak (block-scaled GEMMs scale by it) */
+    int moe_impl, lora_targets;
+    double lora_dropout, imbalance;
 };
 
 #define LP_SIM_MEMO 512
@@ -148,6 +152,7 @@ struct lp_params {
     double stage0, stage_last;
     /* trained parameters (all of them, or the LoRA adapters) */
     double train0, train_last, train_max;
+    double fnorm;                                     /* the final norm (last stage) */
     int moe_layers_per_stage, dense_layers_per_stage; /* of the largest stage */
 };
 

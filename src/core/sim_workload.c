@@ -43,7 +43,15 @@ struct acc {
     int wn;
     double comm; /* exposed collectives on the same stream: GPU time the host also runs ahead of */
     bool lockstep; /* host and GPU serial (p = 1): no queue to run ahead in */
+    int graphed;   /* kernels among n replayed from a CUDA graph (one launch for all) */
 };
+
+/* Kernels (and collectives) the host dispatches one by one: a CUDA graph's
+ * kernels cost it one launch together. */
+static int host_launches(const struct acc *a, int ncoll)
+{
+    return a->n - a->graphed + (a->graphed > 0 ? 1 : 0) + ncoll;
+}
 
 static void addk(struct acc *a, enum lp_op_class k, double t)
 {
@@ -71,7 +79,7 @@ static void addw(struct acc *a, double t)
  * (docs/calibration.md). Returns the part beyond the kernel time. */
 static double host_exposed(const struct wl *w, const struct acc *a, int ncoll)
 {
-    const double h = (a->n + ncoll) * w->run->fw.host_op_s;
+    const double h = host_launches(a, ncoll) * w->run->fw.host_op_s;
     const double p = a->lockstep ? 1.0 : w->run->fw.host_overlap;
     const double g = a->s + a->comm; /* the GPU's time: kernels and collectives */
     if (!(h > 0)) return 0.0;
@@ -118,7 +126,7 @@ static void throttle(const struct wl *w, struct acc *a, int ncoll)
 {
     const double comp = a->cat[LP_OPC_GEMM] + a->cat[LP_OPC_ATTN];
     if (!(comp > 0) || !(a->s > 0)) return;
-    const double host = (a->n + ncoll) * w->run->fw.host_op_s;
+    const double host = host_launches(a, ncoll) * w->run->fw.host_op_s;
     const double duty = a->s / (a->s + host);
     const double k = 1.0 / (1.0 - (1.0 - lp_gpu_sustained(&w->run->system.gpu)) * duty);
     a->s += comp * (k - 1.0);
@@ -157,14 +165,15 @@ static double gemm(const struct wl *w, enum lp_gemm_layout l, double m, double n
     return w->cm->ops->gemm_s(w->cm, l, w->prec, m, n, k);
 }
 
-/* Forward GEMM (M x K) x (K x N) and its two backward GEMMs. */
 static double mem(const struct wl *w, enum lp_mem_kind k, double bytes);
 
 static void quantize(const struct wl *w, double M, double N, double K, struct acc *fwd,
                      struct acc *bwd);
 
-static void linear(const struct wl *w, double M, double N, double K, struct acc *fwd,
-                   struct acc *bwd)
+/* A linear layer that may carry a LoRA adapter (`adapter`; without
+ * fine-tuning every weight trains). */
+static void linear_lora(const struct wl *w, double M, double N, double K, struct acc *fwd,
+                        struct acc *bwd, bool adapter)
 {
     if (w->q > 0) quantize(w, M, N, K, fwd, bwd);
     addk(fwd, LP_OPC_GEMM, gemm(w, LP_GEMM_FWD, M, N, K));
@@ -174,6 +183,21 @@ static void linear(const struct wl *w, double M, double N, double K, struct acc 
         addw(bwd, gemm(w, LP_GEMM_WGRAD, K, N, M));
         return;
     }
+    int bits = w->run->train.lora_base_bits;
+    if (bits < 16) { /* dequantise the base weight before each use (QLoRA) */
+        double bytes = K * N * (bits / 8.0 + 2.0);
+        addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, bytes));
+        addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, bytes));
+        if (bits == 4) {
+            /* bitsandbytes dequantize_4bit with double quantisation (QLoRA's
+             * and LLaMA-Factory's default): the 8-bit absmax of every
+             * 64-weight block is dequantised first (dequantize_blockwise),
+             * forward and again in MatMul4Bit.backward */
+            addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, K * N / 64.0 * 5.0));
+            addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, K * N / 64.0 * 5.0));
+        }
+    }
+    if (!adapter) return;
     /* LoRA: the frozen weight needs no weight gradient; the adapter
      * y += (x A) B (A: K x r, B: r x N) adds two thin GEMMs forward and their
      * data and weight gradients backward */
@@ -183,11 +207,19 @@ static void linear(const struct wl *w, double M, double N, double K, struct acc 
     addw(bwd, gemm(w, LP_GEMM_WGRAD, r, N, M));
     addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_DGRAD, M, K, r));
     addw(bwd, gemm(w, LP_GEMM_WGRAD, K, r, M));
-    int bits = w->run->train.lora_base_bits;
-    if (bits < 16) { /* dequantise the base weight before each use (QLoRA) */
-        double bytes = K * N * (bits / 8.0 + 2.0);
-        addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, bytes));
-        addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, bytes));
+    /* PEFT lora/layer.py (and bnb.py) Linear.forward: result + lora_B(lora_A(
+     * dropout(x))) * scaling: a scaling multiply and an add forward, the
+     * multiply's gradient backward; the 4-bit layer clones the base result
+     * first (bnb.py Linear4bit.forward, "defensively clone") */
+    const double y = M * N * w->e;
+    addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 2.0 * y));
+    addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * y));
+    addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 2.0 * y));
+    if (bits == 4) addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * y));
+    if (w->run->train.lora_dropout > 0) { /* nn.Dropout on x: mask kept (1 B) */
+        const double x = M * K;
+        addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_DROPOUT, x * (2.0 * w->e + 1.0)));
+        addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_DROPOUT, x * (2.0 * w->e + 1.0)));
     }
 }
 
@@ -209,6 +241,14 @@ static void quantize(const struct wl *w, double M, double N, double K, struct ac
         if (amax) addk(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, x[i] * w->e));
         addk(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, x[i] * (w->e + 2.0 * w->q)));
     }
+}
+
+/* Forward GEMM (M x K) x (K x N) and its two backward GEMMs; with LoRA an
+ * adapter when every linear layer carries one. */
+static void linear(const struct wl *w, double M, double N, double K, struct acc *fwd,
+                   struct acc *bwd)
+{
+    linear_lora(w, M, N, K, fwd, bwd, w->run->train.lora_targets == LP_LORA_ALL);
 }
 
 static double mem(const struct wl *w, enum lp_mem_kind k, double bytes)
@@ -234,13 +274,51 @@ static double tp_comm(const struct wl *w)
     return coll(w, LP_COLL_ALLREDUCE, bytes, w->t, 1);
 }
 
+/* RMSNorm in eager PyTorch over x elements (Transformers MixtralRMSNorm /
+ * LlamaRMSNorm.forward): x.to(float32), pow(2), mean(-1), + eps and rsqrt
+ * (per row), x * rsqrt, .to(input dtype), weight * x: five kernels over
+ * the elements (and two per row); autograd runs the gradient of each,
+ * eight over the elements (the weight's gradient: a multiply and a sum). */
+static void eager_rmsnorm(const struct wl *w, double x, struct acc *fwd, struct acc *bwd)
+{
+    const double e = w->e, rows = x / w->h;
+    addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, x * (e + 4.0)));
+    addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RMSNORM, x * 8.0));
+    addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RMSNORM, x * 4.0));
+    addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, rows * 8.0));
+    addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, rows * 8.0));
+    addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, x * 8.0));
+    addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, x * (4.0 + e)));
+    addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, x * 2.0 * e));
+    addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, x * 3.0 * e)); /* grad * weight */
+    addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, x * 3.0 * e)); /* grad * x (weight grad) */
+    addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_RMSNORM, x * e));        /* its sum over rows */
+    addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, x * (e + 4.0)));   /* .to backward */
+    addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, x * 12.0));    /* mul backward: d x */
+    addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_RMSNORM, x * 12.0));     /* d rsqrt (sum) */
+    addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, x * 12.0));    /* mean and pow backward */
+    addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, x * 12.0));    /* add the two paths */
+    addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, x * (4.0 + e)));   /* .to(float32) backward */
+}
+
 /* Norm + residual/dropout kernels around a sub-block. */
+/* The norm before a sub-block: one kernel each way, or eager RMSNorm. */
+static void block_norm(const struct wl *w, struct acc *fwd, struct acc *bwd)
+{
+    double x = w->Tn * w->h;
+    if (!w->run->fw.fused_kernels && w->norm == LP_MEM_RMSNORM) {
+        eager_rmsnorm(w, x, fwd, bwd);
+    } else {
+        addk(fwd, LP_OPC_MEM, mem(w, w->norm, 2.0 * x * w->e));
+        addk(bwd, LP_OPC_MEM, mem(w, w->norm, 3.0 * x * w->e));
+    }
+}
+
 static void elementwise(const struct wl *w, struct acc *fwd, struct acc *bwd)
 {
     double x = w->Tn * w->h;
     bool fused = w->run->fw.fused_kernels;
-    addk(fwd, LP_OPC_MEM, mem(w, w->norm, 2.0 * x * w->e));
-    addk(bwd, LP_OPC_MEM, mem(w, w->norm, 3.0 * x * w->e));
+    block_norm(w, fwd, bwd);
     if (!w->run->model.dropout) { /* residual add only; its gradient passes through */
         addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e));
     } else if (fused) { /* bias + dropout + residual add in one kernel: read 2, write 1, mask 1B */
@@ -373,6 +451,11 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
 
     double comm_f = tp_comm(w), comm_b = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
+    if (r->fw.cuda_graphs & LP_GRAPH_ATTN) { /* the whole block, its collectives too */
+        f.graphed = f.n;
+        b.graphed = b.n;
+        ncoll = 0;
+    }
     if (r->par.cp > 1) {
         /* ring exchange of K and V: cp-1 steps of the local K,V block,
          * overlapped with the attention of the previous block */
@@ -460,6 +543,11 @@ static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
     linear(w, T, h, di, &f, &b);
     double comm = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
+    if (r->fw.cuda_graphs & LP_GRAPH_MAMBA) {
+        f.graphed = f.n;
+        b.graphed = b.n;
+        ncoll = 0;
+    }
     double fwd = finish_block(w, c, &f, &b, comm, comm, ncoll, true);
     if (r->par.recompute == LP_RECOMPUTE_FULL) {
         c->recompute_s += fwd;
@@ -469,17 +557,17 @@ static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
 
 /* fc1, activation, fc2 of an FFN of size f split over t ranks, on T tokens:
  * the dense MLP, a shared expert, or one routed expert's share. */
-static void ffn_core(const struct wl *w, double T, double width, double ft, struct acc *f,
-                     struct acc *b)
+static void ffn_core(const struct wl *w, double T, double width, double ft, bool adapt,
+                     struct acc *f, struct acc *b)
 {
     const bool swiglu = w->run->model.ffn_act == LP_ACT_SWIGLU;
-    linear(w, T, ft * (swiglu ? 2.0 : 1.0), width, f, b);
+    linear_lora(w, T, ft * (swiglu ? 2.0 : 1.0), width, f, b, adapt);
     double x = T * ft;
     addk(f, LP_OPC_MEM,
          mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * x * w->e));
     addk(b, LP_OPC_MEM,
          mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * x * w->e));
-    linear(w, T, width, ft, f, b);
+    linear_lora(w, T, width, ft, f, b, adapt);
 }
 
 /* Dense MLP block: norm, fc1, activation, fc2, residual. */
@@ -488,7 +576,8 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
     const struct lp_run *r = w->run;
     struct acc f = {0}, b = {0};
     elementwise(w, &f, &b);
-    ffn_core(w, w->T, w->h, (double)r->model.ffn_hidden / w->t, &f, &b);
+    ffn_core(w, w->T, w->h, (double)r->model.ffn_hidden / w->t,
+             r->train.lora_targets == LP_LORA_ALL, &f, &b);
     double comm = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     double fwd = finish_block(w, c, &f, &b, comm, comm, ncoll, true);
@@ -518,7 +607,9 @@ static double dispatch_time(const struct wl *w, double bytes, int stride)
         return coll(w, LP_COLL_ALLTOALL, copies, ep, stride);
     const double N = nodes;
     const double inter = bytes * (N - 1.0) * (1.0 - pow(1.0 - 1.0 / N, k));
-    const double eff_x = w->cm->ops->coll_eff(w->cm, LP_COLL_ALLTOALL, LP_TIER_INTER, inter, ep);
+    /* the network part runs at a point-to-point transfer's efficiency
+     * through this GPU's NIC (the send/recv table's nominal is one link) */
+    const double eff_x = w->cm->ops->coll_eff(w->cm, LP_COLL_SENDRECV, LP_TIER_INTER, inter, 2);
     const double eff_i = w->cm->ops->coll_eff(w->cm, LP_COLL_ALLTOALL, LP_TIER_INTRA, copies, per);
     return fmax(inter / (eff_x * r->system.inter.bw_Bps),
                 copies * (per - 1.0) / per / (eff_i * r->system.intra.bw_Bps));
@@ -532,9 +623,15 @@ static double dispatch_time(const struct wl *w, double bytes, int stride)
  * rank routes are T etp / tp (with etp < tp the TP group's tokens are
  * routed separately). Dropless routing gives the busiest expert imbalance x
  * the mean; capacity routing pads every expert to the capacity factor. */
+static void moe_block_eager(const struct wl *w, struct lp_layer_cost *c);
+
 static void moe_block(const struct wl *w, struct lp_layer_cost *c)
 {
     const struct lp_run *r = w->run;
+    if (r->fw.moe_impl == LP_MOE_EAGER) {
+        moe_block_eager(w, c);
+        return;
+    }
     const struct lp_moe *moe = &r->model.moe;
     const double h = w->h, E = moe->experts, ep = r->par.ep, local = E / ep;
     const double lw = lp_arch_moe_width(&r->model); /* the routed tokens' width */
@@ -546,9 +643,16 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     const double te = Tr * ep * moe->top_k / E * load;
     struct acc f = {0}, b = {0};
     elementwise(w, &f, &b);
-    linear(w, w->T, E, h, &f, &b); /* router (replicated) */
+    linear_lora(w, w->T, E, h, &f, &b, true); /* router (replicated; LoRA targets "all" or "moe") */
     addk(&f, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 2.0 * w->T * E * 4.0));
     addk(&b, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 3.0 * w->T * E * 4.0));
+    /* the router and the dispatch preprocessing (with the permutation
+     * below) replayed from a graph */
+    const bool graph_router = (r->fw.cuda_graphs & LP_GRAPH_MOE_ROUTER) != 0;
+    if (graph_router) {
+        f.graphed = f.n + 1;
+        b.graphed = b.n + 1;
+    }
     /* The local experts' GEMMs (Megatron --moe-grouped-gemm: Transformer
      * Engine's GroupedLinear, grouped_linear.py -> general_grouped_gemm)
      * run as one cuBLAS GEMM per expert over te rows each, spread over a few
@@ -556,7 +660,7 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
      * inputs quantised per expert: each expert's kernels are launched by the
      * host; the activation is one kernel over all of them. */
     struct acc ef = {0}, eb = {0};
-    ffn_core(w, te, lw, moe->ffn_hidden / etp, &ef, &eb);
+    ffn_core(w, te, lw, moe->ffn_hidden / etp, true, &ef, &eb);
     ef.s *= local;
     eb.s *= local;
     for (int k = 0; k < LP_OPC_COUNT; k++) {
@@ -578,7 +682,8 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     b.wg += eb.wg;
     b.wn += eb.wn;
     if (moe->shared_experts > 0)
-        ffn_core(w, w->T, h, (double)moe->shared_experts * moe->shared_ffn_hidden / w->t, &f, &b);
+        ffn_core(w, w->T, h, (double)moe->shared_experts * moe->shared_ffn_hidden / w->t, true, &f,
+                 &b);
     /* permutation copies of the routed tokens (permute and unpermute) */
     addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * Tr * moe->top_k * lw * w->e));
     addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * Tr * moe->top_k * lw * w->e));
@@ -600,6 +705,103 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     double comm = comm_f;
     int ncoll = (tpc > 0 ? (r->par.sequence_parallel ? 2 : 1) : 0) + (r->par.ep > 1 ? 2 : 0);
     double fwd = finish_block(w, c, &f, &b, comm_f, comm_b, ncoll, false);
+    if (r->par.recompute == LP_RECOMPUTE_FULL) {
+        c->recompute_s += fwd;
+        c->comm_recompute_s += comm;
+    }
+}
+
+/* One expert of the eager loop on n tokens (Transformers
+ * modeling_mixtral.py, MixtralSparseMoeBlock.forward and
+ * MixtralBlockSparseTop2MLP): gather the expert's tokens, w1 and w3 with
+ * SiLU(w1 x) * w3 x, w2, scale by the routing weight, index_add_ into the
+ * output; backward the reverse (index_add_'s gradient is an index_select,
+ * the gather's an index_put into zeros). */
+static void expert_eager(const struct wl *w, double n, double ft, struct acc *f, struct acc *b)
+{
+    const double h = w->h, e = w->e;
+    const bool adapt = true; /* LoRA targets "all" and "moe" both adapt the experts */
+    addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * n * h * e));      /* hidden_states[top_x] */
+    linear_lora(w, n, ft, h, f, b, adapt);                          /* w1 */
+    linear_lora(w, n, ft, h, f, b, adapt);                          /* w3 */
+    addk(f, LP_OPC_MEM, mem(w, LP_MEM_SWIGLU, 2.0 * n * ft * e));   /* act_fn(w1 x) */
+    addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * n * ft * e)); /* * w3 x */
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 4.0 * n * ft * e)); /* mul backward (2) */
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 4.0 * n * ft * e));
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_SWIGLU, 3.0 * n * ft * e));  /* silu backward */
+    linear_lora(w, n, h, ft, f, b, adapt);                         /* w2 */
+    addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, n * 16.0));            /* routing_weights[top_x, idx] */
+    addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 2.0 * n * h * e)); /* * routing weight */
+    addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * n * h * e)); /* index_add_ */
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * n * h * e));     /* index_select of the grad */
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * n * h * e)); /* mul backward: grad x w */
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 2.0 * n * h * e)); /* and the weight's grad */
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * n * h * e)); /* gather backward */
+}
+
+/* Host synchronisations per expert of the eager loop: torch.where on the
+ * expert mask (nonzero: the host waits for the output size) and the two
+ * .tolist() copies of its indices (Transformers 4.36-4.40,
+ * MixtralSparseMoeBlock.forward: "in torch it is faster to index using
+ * lists than torch tensors"). */
+#define EAGER_SYNCS_PER_EXPERT 3
+
+/* The MoE block as Transformers runs it in eager PyTorch (framework
+ * option moe_impl "eager"): router (softmax in fp32, top-k, renormalise),
+ * then a Python loop over the experts, each with its own small kernels on
+ * its tokens only. Every expert's loop iteration synchronises the host
+ * with the GPU: the host cannot run ahead across it, so each
+ * synchronisation's host time adds to the block (it is not hidden behind
+ * the GPU's work), and the kernels of every expert pay their own host time
+ * (no grouped GEMM). Routing imbalance (moe.imbalance) gives the busiest
+ * expert imbalance x the mean tokens and the others the rest. Dense MoE
+ * (top_k = experts) runs every expert on every token. */
+static void moe_block_eager(const struct wl *w, struct lp_layer_cost *c)
+{
+    const struct lp_run *r = w->run;
+    const struct lp_moe *moe = &r->model.moe;
+    const double T = w->T, h = w->h, ft = (double)moe->ffn_hidden / w->t, E = moe->experts;
+    const double routed = T * moe->top_k, mean = routed / E;
+    const double imb = moe->imbalance > 1.0 ? moe->imbalance : 1.0;
+    const double busiest = fmin(T, mean * imb);
+    const double rest = E > 1 ? (routed - busiest) / (E - 1) : 0.0;
+    struct acc f = {0}, b = {0};
+    elementwise(w, &f, &b);
+    linear_lora(w, T, E, h, &f, &b, true); /* router (gate); adapted with LoRA targets "moe" */
+    const double le = T * E;
+    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, le * (w->e + 4.0))); /* softmax(float) */
+    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, le * 4.0));             /* topk */
+    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, routed * 8.0));     /* sum, divide */
+    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, routed * 12.0));
+    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, routed * (4.0 + w->e))); /* .to(dtype) */
+    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, T * h * w->e));          /* zeros output */
+    addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, le * 8.0 * moe->top_k)); /* one_hot mask */
+    addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, le * 4.0));              /* topk backward */
+    addk(&b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, routed * 12.0));     /* divide backward */
+    addk(&b, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, le * 12.0));          /* softmax backward */
+    struct acc e1f = {0}, e1b = {0}, erf = {0}, erb = {0};
+    expert_eager(w, busiest, ft, &e1f, &e1b);
+    if (E > 1) expert_eager(w, rest, ft, &erf, &erb);
+    /* every expert's kernels in sequence, each launched on its own */
+    const double others = E - 1;
+    f.s += e1f.s + others * erf.s;
+    f.n += e1f.n + (int)others * erf.n;
+    b.s += e1b.s + others * erb.s;
+    b.n += e1b.n + (int)others * erb.n;
+    for (int k = 0; k < LP_OPC_COUNT; k++) {
+        f.cat[k] += e1f.cat[k] + others * erf.cat[k];
+        b.cat[k] += e1b.cat[k] + others * erb.cat[k];
+    }
+    b.wg += e1b.wg + others * erb.wg;
+    b.wn += e1b.wn + (int)others * erb.wn;
+    double comm = tp_comm(w);
+    int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
+    double fwd = finish_block(w, c, &f, &b, comm, comm, ncoll, false);
+    /* the synchronisations: serial host time (their kernels counted above) */
+    const double sync = E * EAGER_SYNCS_PER_EXPERT * r->fw.host_op_s;
+    c->fwd_s += sync;
+    c->op_fwd[LP_OPC_OVERHEAD] += sync;
+    fwd += sync;
     if (r->par.recompute == LP_RECOMPUTE_FULL) {
         c->recompute_s += fwd;
         c->comm_recompute_s += comm;
@@ -639,6 +841,19 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
         addk(&f, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 2.0 * eb));
         addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * eb));
         addk(&b, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 3.0 * eb));
+        break;
+    case LP_XENT_UPCAST: /* Transformers (modeling_mixtral.py MixtralForCausalLM.forward):
+                          * logits.float(), logits[..., :-1, :].contiguous(), then
+                          * CrossEntropyLoss (log_softmax + nll) on fp32; backward:
+                          * nll's zero-filled gradient, log_softmax backward, the
+                          * slice's and the cast's gradients */
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * (eb + 4.0)));
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * 8.0));
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 8.0));
+        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * 4.0));
+        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 12.0));
+        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * 12.0));
+        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * (4.0 + eb)));
         break;
     default: /* Megatron: logits.float(), then max, subtract, exp, sum and
               * divide over fp32 (the softmax kept for backward); backward
@@ -735,6 +950,12 @@ void lp_shape_cost_compute(const struct lp_cost_model *cm, const struct lp_run *
     if (mix[LP_MIX_MAMBA]) mamba_block(&w, &out->mix[LP_MIX_MAMBA]);
     if (ffn[LP_FFN_DENSE]) mlp_block(&w, &out->ffn[LP_FFN_DENSE]);
     if (ffn[LP_FFN_MOE]) moe_block(&w, &out->ffn[LP_FFN_MOE]);
+    {
+        struct acc nf = {0}, nb = {0};
+        block_norm(&w, &nf, &nb);
+        out->norm_fwd_s = nf.s;
+        out->norm_bwd_s = nb.s;
+    }
     edges(&w, &out->edge);
     /* p2p between stages: the activation of one micro-batch, split over the
      * TP ranks (scatter/gather optimisation, Narayanan et al. 2021 Sec 4.1) */

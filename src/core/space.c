@@ -179,6 +179,10 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
     run->par.recompute = (enum lp_recompute)VAL(LP_DIM_RECOMPUTE);
     run->par.zero = VAL(LP_DIM_ZERO);
     run->par.schedule = (enum lp_schedule)sched;
+    /* a sweep splits experts like Megatron-Core's default (etp = tp) and
+     * layers with the balanced split */
+    run->par.etp = 0;
+    run->par.first_stage_layers = run->par.last_stage_layers = 0;
 #undef VAL
     enum lp_reason why = lp_sim_validate(run);
     if (why != LP_REASON_NONE) {

@@ -464,6 +464,17 @@ static double coll_eff(const struct sy_ctx *c, enum lp_coll op, enum lp_tier tie
         (intra ? SY_COLL_INTRA_SHALF : SY_COLL_INTER_SHALF) * (bw / bw_cal) *
         (lp_coll_bus_factor(LP_COLL_ALLREDUCE, (int)n_cal) / lp_coll_bus_factor(op, (int)n)) * lat;
     const double p = intra ? SY_COLL_INTRA_P : SY_COLL_INTER_P;
+    if (!intra && op == LP_COLL_ALLTOALL) {
+        /* An all-to-all across nodes is no ring: each GPU sends the
+         * (n - k) / n of its buffer bound for other nodes through its own
+         * NIC (NCCL alltoall: a send/recv pair per peer), so its bus
+         * bandwidth is one NIC's times (n - 1) / (n - k), a fraction
+         * (n - 1) / ((n - k) k) of the k-NIC nominal, and its latency
+         * half-point scales with one NIC's bandwidth */
+        const double k = per_node > 1 ? per_node : 1;
+        const double share = n > k ? (n - 1.0) / ((n - k) * k) : 1.0;
+        return fmin(e_inf, e_inf * share) / (1.0 + pow(shalf / k / bytes, p));
+    }
     return e_inf / (1.0 + pow(shalf / bytes, p));
 }
 

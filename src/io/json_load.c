@@ -316,6 +316,36 @@ static int parse_fp8_scaling(const char *s, int *o)
     *o = (int)v;
     return LP_OK;
 }
+/* "cuda_graphs": a list of scope names (enum lp_graph_scope). */
+static int parse_graph_scopes(const struct lp_jctx *c, const cJSON *o, const char *path,
+                              unsigned *out)
+{
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "cuda_graphs");
+    char kp[300];
+    if (!a) return LP_OK;
+    lp_jpath(kp, sizeof(kp), path, "cuda_graphs");
+    if (!cJSON_IsArray(a))
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key '%s': expected a list of \"attn\", \"mamba\", \"moe_router\"", c->file,
+                kp);
+    unsigned m = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, a)
+    {
+        int i = 0;
+        while (cJSON_IsString(x) && lp_graph_scope_name(i) &&
+               strcmp(x->valuestring, lp_graph_scope_name(i)) != 0)
+            i++;
+        if (!cJSON_IsString(x) || !lp_graph_scope_name(i))
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key '%s': expected \"attn\", \"mamba\" or \"moe_router\", got %s", c->file,
+                    kp, cJSON_IsString(x) ? x->valuestring : "a non-string");
+        m |= 1u << i;
+    }
+    *out = m;
+    return LP_OK;
+}
+
 static int parse_dispatcher(const char *s, int *o)
 {
     enum lp_dispatcher v;
@@ -351,7 +381,7 @@ static int parse_attention(const char *s, int *o)
 }
 static int parse_xent(const char *s, int *o)
 {
-    static const char *const n[] = {"fp32", "fused", "native", NULL}; /* enum lp_xent */
+    static const char *const n[] = {"fp32", "fused", "native", "upcast", NULL}; /* enum lp_xent */
     return parse_among(s, o, n);
 }
 static int parse_framework(const char *s, int *o)
@@ -360,6 +390,16 @@ static int parse_framework(const char *s, int *o)
     if (lp_framework_parse(s, &f) != LP_OK) return LP_EINVAL;
     *o = (int)f;
     return LP_OK;
+}
+static int parse_moe_impl(const char *s, int *o)
+{
+    static const char *const n[] = {"grouped", "eager", NULL}; /* enum lp_moe_impl */
+    return parse_among(s, o, n);
+}
+static int parse_lora_targets(const char *s, int *o)
+{
+    static const char *const n[] = {"all", "moe", NULL}; /* enum lp_lora_targets */
+    return parse_among(s, o, n);
 }
 
 /* ---- presets ---- */
@@ -682,6 +722,37 @@ static int parse_link(const struct lp_jctx *c, const cJSON *o, const char *path,
     return LP_OK;
 }
 
+/* "prices": [{name, provider, date, usd_per_gpu_hour, source}, ...] */
+static int parse_prices(const struct lp_jctx *c, const cJSON *o, const char *path,
+                        struct lp_system *s)
+{
+    static const char *const keys[] = {"name",   "provider", "date", "usd_per_gpu_hour",
+                                       "source", NULL};
+    char kp[160], ip[200];
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, "prices");
+    if (!v) return LP_OK;
+    lp_jpath(kp, sizeof(kp), path, "prices");
+    if (!cJSON_IsArray(v) || cJSON_GetArraySize(v) > LP_MAX_PRICES)
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key '%s': expected an array of at most %d objects {name, provider, date, "
+                "usd_per_gpu_hour, source}",
+                c->file, kp, LP_MAX_PRICES);
+    int i = 0;
+    for (const cJSON *it = v->child; it; it = it->next, i++) {
+        struct lp_price *p = &s->prices[i];
+        snprintf(ip, sizeof(ip), "%s[%d]", kp, i);
+        if (!cJSON_IsObject(it))
+            LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected an object", c->file, ip);
+        LP_TRY(c->err, lp_json_check_keys(c, it, ip, keys));
+        LP_TRY(c->err, lp_json_str(c, it, ip, "name", true, p->name, sizeof(p->name)));
+        LP_TRY(c->err, lp_json_str(c, it, ip, "date", true, p->date, sizeof(p->date)));
+        LP_TRY(c->err,
+               lp_json_num(c, it, ip, "usd_per_gpu_hour", true, 0, false, &p->usd_per_gpu_hour));
+    }
+    s->nprices = i;
+    return LP_OK;
+}
+
 static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char *path, void *vout)
 {
     static const char *const keys[] = {"name",
@@ -695,6 +766,7 @@ static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char 
                                        "price_source",
                                        "price_date",
                                        "notes",
+                                       "prices",
                                        NULL};
     struct lp_system *s = vout;
     struct lp_err *err = c->err;
@@ -717,6 +789,7 @@ static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char 
     LP_TRY(err, lp_json_num(c, o, path, "price_per_gpu_hour_usd", true, 0, false,
                             &s->price_per_gpu_hour_usd));
     LP_TRY(err, lp_json_str(c, o, path, "source", false, s->source, sizeof(s->source)));
+    LP_TRY(err, parse_prices(c, o, path, s));
     return LP_OK;
 }
 
@@ -777,6 +850,25 @@ int lp_json_system(const struct lp_jctx *c, const cJSON *item, const char *path,
 
 /* ---- run description ---- */
 
+int lp_json_pick_price(const struct lp_jctx *c, const cJSON *root, struct lp_system *sys, int n)
+{
+    char sel[32] = "";
+    LP_TRY(c->err, lp_json_str(c, root, "", "prices", false, sel, sizeof(sel)));
+    if (!sel[0]) return LP_OK;
+    for (int i = 0; i < n; i++) {
+        if (lp_system_pick_price(&sys[i], sel) == LP_OK) continue;
+        char list[256] = "";
+        size_t off = 0;
+        for (int k = 0; k < sys[i].nprices && off < sizeof(list); k++)
+            off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s (%s)", k ? ", " : "",
+                                    sys[i].prices[k].name, sys[i].prices[k].date);
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key 'prices': system '%s' has no price named or dated \"%s\" (it has: %s)",
+                c->file, sys[i].name, sel, sys[i].nprices ? list : "none");
+    }
+    return LP_OK;
+}
+
 int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
                      struct lp_parallel *p)
 {
@@ -823,13 +915,75 @@ int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
     return LP_OK;
 }
 
+/* training.dataset: {queries, epochs, median_len | histogram [[len, fraction], ...],
+ * pad_multiple}: a length distribution (bins ascending, fractions summing
+ * to 1); a median alone is one bin (every query that long: no padding). */
+static int parse_dataset(const struct lp_jctx *c, const cJSON *o, const char *path,
+                         struct lp_dataset *d)
+{
+    static const char *const keys[] = {"queries", "epochs",       "median_len", "histogram",
+                                       "source",  "pad_multiple", NULL};
+    struct lp_err *err = c->err;
+    char kp[300];
+    memset(d, 0, sizeof(*d));
+    if (!cJSON_IsObject(o))
+        LP_FAIL(err, LP_EINVAL,
+                "%s: key '%s': expected an object {queries, epochs, median_len or histogram}",
+                c->file, path);
+    LP_TRY(err, lp_json_check_keys(c, o, path, keys));
+    LP_TRY(err, lp_json_num(c, o, path, "queries", true, 0, true, &d->queries));
+    d->epochs = 1;
+    LP_TRY(err, lp_json_num(c, o, path, "epochs", false, 0, true, &d->epochs));
+    d->pad_multiple = 8; /* LLaMA-Factory: DataCollatorForSeq2Seq(pad_to_multiple_of=8) */
+    LP_TRY(err, lp_json_int32(c, o, path, "pad_multiple", false, 1, 1 << 16, &d->pad_multiple));
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(o, "histogram");
+    const bool med = cJSON_GetObjectItemCaseSensitive(o, "median_len") != NULL;
+    if (med == (h != NULL))
+        LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected one of 'median_len' or 'histogram'",
+                c->file, path);
+    if (med) {
+        d->nbins = 1;
+        d->frac[0] = 1.0;
+        LP_TRY(err, lp_json_int32(c, o, path, "median_len", true, 1, 1 << 24, &d->len[0]));
+        return LP_OK;
+    }
+    lp_jpath(kp, sizeof(kp), path, "histogram");
+    const int n = cJSON_IsArray(h) ? cJSON_GetArraySize(h) : 0;
+    if (n < 1 || n > LP_DATASET_BINS)
+        LP_FAIL(err, LP_EINVAL,
+                "%s: key '%s': expected an array of 1 to %d pairs [length, fraction]", c->file, kp,
+                LP_DATASET_BINS);
+    double sum = 0;
+    int i = 0;
+    for (const cJSON *it = h->child; it; it = it->next, i++) {
+        const cJSON *a = cJSON_GetArrayItem(it, 0), *b = cJSON_GetArrayItem(it, 1);
+        if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2 || !cJSON_IsNumber(a) ||
+            !cJSON_IsNumber(b) || a->valuedouble < 1 || a->valuedouble > (1 << 24) ||
+            a->valuedouble != floor(a->valuedouble) || !(b->valuedouble >= 0) ||
+            (i > 0 && a->valuedouble <= d->len[i - 1]))
+            LP_FAIL(err, LP_EINVAL,
+                    "%s: key '%s[%d]': expected [length, fraction] with a positive integer "
+                    "length above the previous bin's and a fraction >= 0",
+                    c->file, kp, i);
+        d->len[i] = (int)a->valuedouble;
+        d->frac[i] = b->valuedouble;
+        sum += b->valuedouble;
+    }
+    if (fabs(sum - 1.0) > 1e-3)
+        LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected fractions summing to 1, got %g", c->file,
+                kp, sum);
+    d->nbins = n;
+    return LP_OK;
+}
+
 int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
                      struct lp_training *t)
 {
-    static const char *const keys[] = {"global_batch", "precision",   "flash_attention",
-                                       "attention",    "tokens",      "tokens_per_param",
-                                       "finetune",     "fp8_scaling", NULL};
-    static const char *const ft_keys[] = {"method", "rank", "base_bits", NULL};
+    static const char *const keys[] = {
+        "global_batch",     "precision", "flash_attention", "attention", "tokens",
+        "tokens_per_param", "finetune",  "fp8_scaling",     "dataset",   NULL};
+    static const char *const ft_keys[] = {"method",  "rank",    "base_bits",
+                                          "targets", "dropout", NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, o, path, keys));
     LP_TRY(err, lp_json_int(c, o, path, "global_batch", true, 1, INT64_MAX, &t->global_batch));
@@ -877,6 +1031,16 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
         if (t->lora_base_bits != 4 && t->lora_base_bits != 8 && t->lora_base_bits != 16)
             LP_FAIL(err, LP_EINVAL, "%s: key '%s.base_bits': expected 4, 8 or 16, got %d", c->file,
                     fp, t->lora_base_bits);
+        int e2 = (int)LP_LORA_ALL;
+        LP_TRY(err, lp_json_enum(c, ft, fp, "targets", false, parse_lora_targets,
+                                 "\"all\" or \"moe\"", &e2));
+        t->lora_targets = (enum lp_lora_targets)e2;
+        LP_TRY(err, lp_json_num(c, ft, fp, "dropout", false, 0, false, &t->lora_dropout));
+    }
+    const cJSON *ds = cJSON_GetObjectItemCaseSensitive(o, "dataset");
+    if (ds) {
+        char dp[256];
+        LP_TRY(err, parse_dataset(c, ds, lp_jpath(dp, sizeof(dp), path, "dataset"), &t->dataset));
     }
     return LP_OK;
 }
@@ -884,26 +1048,14 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *f)
 {
-    static const char *const keys[] = {"name",
-                                       "dp_overlap",
-                                       "tp_overlap",
-                                       "pp_overlap",
-                                       "param_gather_overlap",
-                                       "fused_kernels",
-                                       "bucket_MB",
-                                       "step_overhead_ms",
-                                       "host_op_us",
-                                       "zero3_per_tensor",
-                                       "cross_entropy",
-                                       "host_overlap",
-                                       "grad_fp32",
-                                       "ep_overlap",
-                                       "moe_dispatcher",
-                                       "hybrid_shard",
-                                       NULL};
+    static const char *const keys[] = {
+        "name",          "dp_overlap",   "tp_overlap",       "pp_overlap", "param_gather_overlap",
+        "fused_kernels", "bucket_MB",    "step_overhead_ms", "host_op_us", "zero3_per_tensor",
+        "cross_entropy", "host_overlap", "grad_fp32",        "ep_overlap", "moe_dispatcher",
+        "cuda_graphs",   "moe_impl",     "hybrid_shard",     NULL};
     struct lp_err *err = c->err;
     const char *expected =
-        "\"megatron\", \"megatron-2021\", \"megatron-deepspeed\", \"fsdp\" or \"ddp\"";
+        "\"megatron\", \"megatron-2021\", \"megatron-deepspeed\", \"fsdp\", \"hf\" or \"ddp\"";
     int e = LP_FW_MEGATRON;
     if (cJSON_IsString(item)) {
         if (parse_framework(item->valuestring, &e) != LP_OK)
@@ -931,11 +1083,16 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     LP_TRY(err, lp_json_enum(c, item, path, "moe_dispatcher", false, parse_dispatcher,
                              "\"alltoall\" or \"hybridep\"", &dsp));
     f->dispatcher = (enum lp_dispatcher)dsp;
+    LP_TRY(err, parse_graph_scopes(c, item, path, &f->cuda_graphs));
     LP_TRY(err, lp_json_bool(c, item, path, "hybrid_shard", false, &f->hybrid_shard));
     int x = (int)f->xent;
     LP_TRY(err, lp_json_enum(c, item, path, "cross_entropy", false, parse_xent,
-                             "\"fp32\", \"fused\" or \"native\"", &x));
+                             "\"fp32\", \"fused\", \"native\" or \"upcast\"", &x));
     f->xent = (enum lp_xent)x;
+    x = (int)f->moe_impl;
+    LP_TRY(err, lp_json_enum(c, item, path, "moe_impl", false, parse_moe_impl,
+                             "\"grouped\" or \"eager\"", &x));
+    f->moe_impl = (enum lp_moe_impl)x;
     double mb = f->bucket_bytes / 1e6, ms = f->step_overhead_s * 1e3, us = f->host_op_s * 1e6;
     LP_TRY(err, lp_json_num(c, item, path, "bucket_MB", false, 0, true, &mb));
     LP_TRY(err, lp_json_num(c, item, path, "step_overhead_ms", false, 0, false, &ms));
@@ -968,8 +1125,8 @@ static void run_defaults(struct lp_run *r)
 
 int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struct lp_err *err)
 {
-    static const char *const keys[] = {"model",     "system", "parallel", "training",
-                                       "framework", "gpus",   "comment",  NULL};
+    static const char *const keys[] = {"model", "system",  "parallel", "training", "framework",
+                                       "gpus",  "comment", "prices",   NULL};
     struct lp_jctx c = {origin, err};
     cJSON *root = NULL;
     LP_TRY(err, lp_json_parse(&c, text, &root));
@@ -988,6 +1145,7 @@ int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struc
         goto cleanup;
     }
     LP_TRY_GOTO(err, rc, lp_json_system(&c, v, "system", &out->system), cleanup);
+    LP_TRY_GOTO(err, rc, lp_json_pick_price(&c, root, &out->system, 1), cleanup);
     v = cJSON_GetObjectItemCaseSensitive(root, "parallel");
     bool dp_given = false;
     if (v) {

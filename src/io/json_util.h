@@ -54,4 +54,8 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *obj, const char *path
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *out);
 
+/* The root key "prices" (a name or date of a dated price) applied to n
+ * systems: each must have it (lp_system_pick_price). */
+int lp_json_pick_price(const struct lp_jctx *c, const cJSON *root, struct lp_system *sys, int n);
+
 #endif

@@ -29,7 +29,8 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
         f->step_overhead_s == d.step_overhead_s && f->host_op_s == d.host_op_s &&
         f->host_overlap == d.host_overlap && f->zero3_per_tensor == d.zero3_per_tensor &&
         f->xent == d.xent && f->grad_fp32 == d.grad_fp32 && f->ep_overlap == d.ep_overlap &&
-        f->dispatcher == d.dispatcher && f->hybrid_shard == d.hybrid_shard;
+        f->dispatcher == d.dispatcher && f->cuda_graphs == d.cuda_graphs &&
+        f->moe_impl == d.moe_impl && f->hybrid_shard == d.hybrid_shard;
     if (same) return !cJSON_AddStringToObject(c, "framework", lp_framework_name(f->kind));
     cJSON *o = cJSON_AddObjectToObject(c, "framework");
     if (!o) return 1;
@@ -48,6 +49,12 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
     bad |= !cJSON_AddBoolToObject(o, "grad_fp32", f->grad_fp32);
     bad |= !cJSON_AddBoolToObject(o, "ep_overlap", f->ep_overlap);
     bad |= !cJSON_AddStringToObject(o, "moe_dispatcher", lp_dispatcher_name(f->dispatcher));
+    cJSON *g = cJSON_AddArrayToObject(o, "cuda_graphs");
+    bad |= !g;
+    for (int i = 0; g && i < LP_GRAPH_SCOPES; i++)
+        if (f->cuda_graphs & (1u << i))
+            bad |= !cJSON_AddItemToArray(g, cJSON_CreateString(lp_graph_scope_name(i)));
+    bad |= !cJSON_AddStringToObject(o, "moe_impl", lp_moe_impl_name(f->moe_impl));
     bad |= !cJSON_AddBoolToObject(o, "hybrid_shard", f->hybrid_shard);
     return bad;
 }
@@ -60,6 +67,9 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
     bad |= !cJSON_AddStringToObject(c, "model", r->model.name);
     bad |= !cJSON_AddStringToObject(c, "system", r->system.name);
     bad |= add_num(c, "gpus", gpus);
+    if (r->system.price_pick > 0 && r->system.price_pick <= r->system.nprices)
+        bad |=
+            !cJSON_AddStringToObject(c, "prices", r->system.prices[r->system.price_pick - 1].name);
     cJSON *p = cJSON_AddObjectToObject(c, "parallel");
     bad |= !p;
     if (p) {
@@ -71,6 +81,12 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
         bad |= !cJSON_AddStringToObject(p, "recompute", lp_recompute_name(r->par.recompute));
         bad |= add_num(p, "zero", r->par.zero);
         bad |= !cJSON_AddStringToObject(p, "schedule", lp_schedule_name(r->par.schedule));
+        /* the extensions, where set (a plan re-simulates identically) */
+        if (r->par.etp > 0) bad |= add_num(p, "etp", r->par.etp);
+        if (r->par.first_stage_layers > 0)
+            bad |= add_num(p, "first_stage_layers", r->par.first_stage_layers);
+        if (r->par.last_stage_layers > 0)
+            bad |= add_num(p, "last_stage_layers", r->par.last_stage_layers);
     }
     /* the run's training settings; "training" itself is the cost projection
      * of the simulate output (DESIGN.md) */
@@ -85,11 +101,30 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
         bad |= add_num(t, "tokens", r->train.tokens);
         if (r->train.tokens_per_param > 0)
             bad |= add_num(t, "tokens_per_param", r->train.tokens_per_param);
+        if (r->train.precision == LP_FP8)
+            bad |= !cJSON_AddStringToObject(t, "fp8_scaling",
+                                            lp_fp8_scaling_name(r->train.fp8_scaling));
         if (r->train.lora_rank > 0) {
             cJSON *ft = cJSON_AddObjectToObject(t, "finetune");
             bad |= !ft || !cJSON_AddStringToObject(ft, "method", "lora") ||
                    add_num(ft, "rank", r->train.lora_rank) ||
                    add_num(ft, "base_bits", r->train.lora_base_bits);
+            bad |= !ft || !cJSON_AddStringToObject(ft, "targets",
+                                                   lp_lora_targets_name(r->train.lora_targets));
+            if (ft && r->train.lora_dropout > 0)
+                bad |= add_num(ft, "dropout", r->train.lora_dropout);
+        }
+        const struct lp_dataset *d = &r->train.dataset;
+        if (d->nbins > 0) {
+            cJSON *ds = cJSON_AddObjectToObject(t, "dataset");
+            cJSON *hist = ds ? cJSON_AddArrayToObject(ds, "histogram") : NULL;
+            bad |= !ds || !hist || add_num(ds, "queries", d->queries) ||
+                   add_num(ds, "epochs", d->epochs) || add_num(ds, "pad_multiple", d->pad_multiple);
+            for (int i = 0; hist && i < d->nbins; i++) {
+                const double pair[2] = {d->len[i], d->frac[i]};
+                cJSON *e = cJSON_CreateDoubleArray(pair, 2);
+                bad |= !e || !cJSON_AddItemToArray(hist, e);
+            }
         }
     }
     bad |= add_framework(c, &r->fw);
@@ -152,6 +187,20 @@ static int result_json(const struct lp_run *run, const struct lp_result *res, bo
         bad |= add_num(b, "pp_comm", res->breakdown.pp_comm_s);
         bad |= add_num(b, "dp_comm_exposed", res->breakdown.dp_comm_exposed_s);
         bad |= add_num(b, "optimizer", res->breakdown.optimizer_s);
+    }
+    bad |= add_num(o, "queries_per_s", res->queries_per_s);
+    bad |= add_num(o, "seq_len", res->seq_len);
+    cJSON *st = cJSON_AddObjectToObject(o, "stages_s");
+    bad |= !st;
+    if (st) { /* Xia et al. 2024's stage breakdown of one iteration */
+        bad |= add_num(st, "forward", res->stage_fwd_s);
+        bad |= add_num(st, "backward", res->stage_bwd_s);
+        bad |= add_num(st, "optimizer", res->breakdown.optimizer_s);
+        bad |= add_num(st, "attention", res->kind_attn_s);
+        bad |= add_num(st, "moe", res->kind_moe_s);
+        bad |= add_num(st, "mlp", res->kind_mlp_s);
+        bad |= add_num(st, "embedding_and_loss", res->kind_edge_s);
+        bad |= add_num(st, "norms_within_blocks", res->kind_norm_s);
     }
     cJSON *lo = cJSON_AddObjectToObject(o, "layer_ops_s");
     bad |= !lo;

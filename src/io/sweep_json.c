@@ -335,12 +335,13 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_swee
 {
     static const char *const keys[] = {"name",    "comment", "model",  "models",   "system",
                                        "systems", "gpus",    "space",  "training", "framework",
-                                       "profile", "top_k",   "output", NULL};
+                                       "profile", "top_k",   "output", "prices",   NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, root, "", keys));
     LP_TRY(err, lp_json_str(c, root, "", "name", false, sw->name, sizeof(sw->name)));
     LP_TRY(err, load_list(c, root, "model", "models", true, sw));
     LP_TRY(err, load_list(c, root, "system", "systems", false, sw));
+    LP_TRY(err, lp_json_pick_price(c, root, sw->systems, sw->nvalues[LP_DIM_SYSTEM]));
 
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "training");
     if (!v)

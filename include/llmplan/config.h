@@ -208,7 +208,7 @@ struct lp_gpu {
 /* Host time per kernel of eager PyTorch under the Transformers Trainer
  * (framework "hf"): fitted on the calibration half of the Xia et al. 2024
  * rows (docs/calibration.md); applies to the hf framework only. */
-#define LP_HF_HOST_OP_S 100e-6
+#define LP_HF_HOST_OP_S 91e-6
 /* g->sustained_frac, or LP_SUSTAINED_FRAC when unset */
 double lp_gpu_sustained(const struct lp_gpu *g);
 

@@ -200,18 +200,53 @@ static int kind_of(const struct lp_model *m, int i)
     return (int)mx * LP_FFN_COUNT + (int)ff;
 }
 
-/* The layer kinds on virtual stage vs, counted into n[NKIND]. */
-static void chunk_kinds(const struct lp_model *m, const int *first, int vs, int n[NKIND])
+/* The layer kinds a model has (most have one to three of the NKIND), the
+ * last layer's (MTP modules repeat it), and optionally per-kind prefix
+ * counts over the layers, so that a chunk's kinds cost O(kinds), not
+ * O(layers). */
+struct kinds {
+    const struct lp_model *m;
+    int n, id[NKIND], last;
+    const int *prefix; /* [j * (layers + 1) + i]: layers of kind id[j] among the first i */
+};
+
+static void kinds_scan(const struct lp_model *m, struct kinds *ks, int *prefix, int cap)
 {
-    memset(n, 0, NKIND * sizeof(int));
-    for (int i = first[vs]; i < first[vs + 1]; i++)
-        n[kind_of(m, i)]++;
+    bool seen[NKIND] = {false};
+    ks->m = m;
+    ks->n = 0;
+    ks->prefix = NULL;
+    for (int i = 0; i < m->layers; i++) {
+        int k = kind_of(m, i);
+        if (!seen[k]) ks->id[ks->n++] = k;
+        seen[k] = true;
+    }
+    ks->last = kind_of(m, m->layers - 1);
+    const int L = m->layers;
+    if (!prefix || (int64_t)ks->n * (L + 1) > cap) return;
+    for (int j = 0; j < ks->n; j++) {
+        int *q = prefix + (size_t)j * (size_t)(L + 1);
+        q[0] = 0;
+        for (int i = 0; i < L; i++)
+            q[i + 1] = q[i] + (kind_of(m, i) == ks->id[j]);
+    }
+    ks->prefix = prefix;
 }
 
-/* The MTP modules repeat the model's last layer's kind (arch.c). */
-static int mtp_kind(const struct lp_model *m)
+/* The layer kinds on virtual stage vs, counted into n[NKIND]. */
+static void chunk_kinds(const struct kinds *ks, const int *first, int vs, int n[NKIND])
 {
-    return kind_of(m, m->layers - 1);
+    memset(n, 0, NKIND * sizeof(int));
+    if (ks->prefix) {
+        const int L1 = ks->m->layers + 1;
+        for (int j = 0; j < ks->n; j++) {
+            const int *q = ks->prefix + (size_t)j * (size_t)L1;
+            n[ks->id[j]] = q[first[vs + 1]] - q[first[vs]];
+        }
+        return;
+    }
+    for (int i = first[vs]; i < first[vs + 1]; i++)
+        n[kind_of(ks->m, i)]++;
 }
 
 static double etp_of(const struct lp_run *r)
@@ -256,14 +291,16 @@ static double kind_lora(const struct lp_run *r, int k)
     return p;
 }
 
-static void count_params(const struct lp_run *r, const int *first, struct lp_params *pr)
+static void count_params(const struct lp_run *r, const struct kinds *ks, const int *first,
+                         struct lp_params *pr)
 {
     const struct lp_model *m = &r->model;
     const struct lp_parallel *p = &r->par;
     double t = p->tp, h = m->hidden;
     double V = lp_sim_vocab_padded(r);
-    double kp[NKIND], kl[NKIND];
-    for (int k = 0; k < NKIND; k++) {
+    double kp[NKIND] = {0}, kl[NKIND] = {0};
+    for (int j = 0; j < ks->n; j++) {
+        const int k = ks->id[j];
         kp[k] = kind_params(r, k);
         kl[k] = r->train.lora_rank > 0 ? kind_lora(r, k) : 0.0;
     }
@@ -273,7 +310,7 @@ static void count_params(const struct lp_run *r, const int *first, struct lp_par
     pr->fnorm = fnorm;
     /* MTP modules on the last stage: their own weights, their layer, and a
      * copy of the shared embedding when it lives on another stage */
-    int mk = mtp_kind(m);
+    int mk = ks->last;
     double mtp = m->mtp_layers * (lp_arch_mtp_extra_params(m) + kp[mk]);
     double mtp_lora = m->mtp_layers * kl[mk];
     if (m->mtp_layers > 0 && p->pp > 1) mtp += V * h / t;
@@ -285,8 +322,9 @@ static void count_params(const struct lp_run *r, const int *first, struct lp_par
         int nd = 0, nm = 0;
         for (int c = 0; c < p->vp; c++) {
             int n[NKIND];
-            chunk_kinds(m, first, c * p->pp + s, n);
-            for (int k = 0; k < NKIND; k++) {
+            chunk_kinds(ks, first, c * p->pp + s, n);
+            for (int j = 0; j < ks->n; j++) {
+                const int k = ks->id[j];
                 if (!n[k]) continue;
                 body += n[k] * kp[k];
                 lora += n[k] * kl[k];
@@ -455,8 +493,8 @@ static int warmup_chunks(const struct lp_run *r, int s, int64_t micro)
 
 /* Peak memory per GPU: the stage whose weights, optimizer state,
  * activations in flight and temporaries add up to the most. */
-static void memory(const struct lp_run *r, const struct lp_params *pr, const int *first,
-                   int64_t micro, struct lp_memory *mem)
+static void memory(const struct lp_run *r, const struct kinds *ks, const struct lp_params *pr,
+                   const int *first, int64_t micro, struct lp_memory *mem)
 {
     const struct lp_parallel *p = &r->par;
     const struct lp_model *m = &r->model;
@@ -470,8 +508,9 @@ static void memory(const struct lp_run *r, const struct lp_params *pr, const int
     double e = r->train.precision == LP_FP32 ? 4.0 : 2.0;
     double T = p->micro_batch * (double)m->seq_len / p->cp;
     double t = p->tp;
-    double act[NKIND], kp[NKIND], kl[NKIND];
-    for (int k = 0; k < NKIND; k++) {
+    double act[NKIND] = {0}, kp[NKIND] = {0}, kl[NKIND] = {0};
+    for (int j = 0; j < ks->n; j++) {
+        const int k = ks->id[j];
         act[k] = kind_activation_bytes(r, k);
         kp[k] = kind_params(r, k);
         kl[k] = r->train.lora_rank > 0 ? kind_lora(r, k) : 0.0;
@@ -482,16 +521,17 @@ static void memory(const struct lp_run *r, const struct lp_params *pr, const int
     if (p->recompute == LP_RECOMPUTE_FULL) {
         struct lp_run tmp = *r;
         tmp.par.recompute = LP_RECOMPUTE_SELECTIVE;
-        for (int i = 0; i < m->layers; i++)
-            redo = fmax(redo, kind_activation_bytes(&tmp, kind_of(m, i)));
+        for (int j = 0; j < ks->n; j++)
+            redo = fmax(redo, kind_activation_bytes(&tmp, ks->id[j]));
     }
     double best = -1;
     for (int s = 0; s < p->pp; s++) {
         double params = 0, trained = 0, chunk_act = 0;
         for (int c = 0; c < p->vp; c++) {
             int n[NKIND];
-            chunk_kinds(m, first, c * p->pp + s, n);
-            for (int k = 0; k < NKIND; k++) {
+            chunk_kinds(ks, first, c * p->pp + s, n);
+            for (int j = 0; j < ks->n; j++) {
+                const int k = ks->id[j];
                 chunk_act += n[k] * act[k];
                 params += n[k] * kp[k];
                 trained += n[k] * kl[k];
@@ -505,7 +545,7 @@ static void memory(const struct lp_run *r, const struct lp_params *pr, const int
         double inflight = warmup_chunks(r, s, micro);
         double a = inflight * chunk_act / p->vp + redo;
         if (s == p->pp - 1 && m->mtp_layers > 0) /* MTP layers' activations */
-            a += inflight * m->mtp_layers * act[mtp_kind(m)];
+            a += inflight * m->mtp_layers * act[ks->last];
         if (s == 0) /* embedding output and its dropout mask */
             a += inflight * T * (e + 1.0) * m->hidden / (p->sequence_parallel ? t : 1.0);
         double temp = RUNTIME_RESERVE_BYTES + 2.0 * T * m->hidden * e; /* comm buffers */
@@ -579,8 +619,10 @@ void lp_sim_memory(const struct lp_run *run, struct lp_memory *mem)
     run = dataset_view(run, &tmp, true);
     memset(mem, 0, sizeof(*mem));
     if (lp_arch_split(&run->model, &run->par, first, MAX_VSTAGES + 1) != 0) return;
-    count_params(run, first, &pr);
-    memory(run, &pr, first, micro_batches(run), mem);
+    struct kinds ks;
+    kinds_scan(&run->model, &ks, NULL, 0);
+    count_params(run, &ks, first, &pr);
+    memory(run, &ks, &pr, first, micro_batches(run), mem);
 }
 
 static bool batch_fits(struct lp_run *r, int mb, int64_t micro)
@@ -747,11 +789,12 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     return &s->val[slot];
 }
 
-static double model_flops(const struct lp_run *r)
+/* per_token: lp_model_fwd_flops_per_token of the run's model (memoised by
+ * the caller: it walks every layer). */
+static double model_flops(const struct lp_run *r, double per_token)
 {
     const struct lp_model *m = &r->model;
     double s = m->seq_len;
-    double per_token = lp_model_fwd_flops_per_token(m);
     /* fine-tuning with frozen base weights has no weight-gradient GEMMs:
      * forward + data gradient = 2x forward (adapters not counted) */
     double passes = r->train.lora_rank > 0 ? 2.0 : 3.0;
@@ -817,9 +860,31 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     int *first = s->vs_first;
     lp_arch_split(m, p, first, LP_SCHED_MAX_VSTAGES + 1); /* validate() checked it */
     struct lp_params pr;
-    count_params(rm, first, &pr);
-    memory(rm, &pr, first, micro, &res->memory);
-    count_params(r, first, &pr);
+    /* the model's layer kinds and their prefix counts, kept while the model
+     * stays the same (a sweep) */
+    const uint64_t mh = model_hash(m);
+    if (!s->kinds_valid || s->kinds_model != mh) {
+        struct kinds scan;
+        kinds_scan(m, &scan, s->kinds_prefix, LP_KINDS * (LP_KIND_PREFIX_LAYERS + 1));
+        s->kinds_model = mh;
+        s->kinds_valid = scan.prefix != NULL;
+        s->kinds_n = scan.n;
+        s->kinds_flops = lp_model_fwd_flops_per_token(m);
+        s->kinds_last = scan.last;
+        memcpy(s->kinds_id, scan.id, sizeof(scan.id));
+    }
+    struct kinds ks = {.m = m,
+                       .n = s->kinds_n,
+                       .last = s->kinds_last,
+                       .prefix = s->kinds_valid ? s->kinds_prefix : NULL};
+    memcpy(ks.id, s->kinds_id, sizeof(ks.id));
+    if (!s->kinds_valid) {
+        kinds_scan(m, &ks, NULL, 0);
+        s->kinds_flops = lp_model_fwd_flops_per_token(m);
+    }
+    count_params(rm, &ks, first, &pr);
+    memory(rm, &ks, &pr, first, micro, &res->memory);
+    count_params(r, &ks, first, &pr);
     res->memory_per_gpu_bytes = res->memory.total_bytes;
     if (res->memory.total_bytes > r->system.gpu.mem_bytes) {
         res->reason = LP_REASON_OOM;
@@ -831,7 +896,8 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     const struct lp_shape_cost *sc = shape_cost(s, r);
     /* each layer kind's forward/backward compute and exposed TP/CP/EP comm */
     struct lp_layer_cost kc[NKIND];
-    for (int k = 0; k < NKIND; k++) {
+    for (int j = 0; j < ks.n; j++) {
+        const int k = ks.id[j];
         const struct lp_layer_cost *x = &sc->mix[k / LP_FFN_COUNT], *y = &sc->ffn[k % LP_FFN_COUNT];
         struct lp_layer_cost *z = &kc[k];
         z->fwd_s = x->fwd_s + y->fwd_s;
@@ -857,7 +923,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     double f_comp[2] = {0, 0}, b_comp[2] = {0, 0}, comm[2] = {0, 0}; /* stage 0, last stage */
     for (int vs = 0; vs < pv; vs++) {
         int n[NKIND];
-        chunk_kinds(m, first, vs, n);
+        chunk_kinds(&ks, first, vs, n);
         double fc = 0, fm = 0, bc = 0, bm = 0, wg = 0;
         for (int k = 0; k < NKIND; k++) {
             if (!n[k]) continue;
@@ -869,7 +935,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
             wg += n[k] * c->wgrad_s;
         }
         if (vs == pv - 1 && m->mtp_layers > 0) { /* MTP modules after the last layer */
-            const struct lp_layer_cost *c = &kc[mtp_kind(m)];
+            const struct lp_layer_cost *c = &kc[ks.last];
             fc += m->mtp_layers * (c->fwd_s + sc->edge.mtp_fwd_s);
             fm += m->mtp_layers * c->comm_fwd_s;
             bc += m->mtp_layers * (c->bwd_s + c->recompute_s + sc->edge.mtp_bwd_s);
@@ -987,7 +1053,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         double mixs = 0, moes = 0, mlps = 0, blocks = 0;
         for (int c = 0; c < p->vp; c++) {
             int n[NKIND];
-            chunk_kinds(m, first, c * p->pp + (ci == 0 ? 0 : last), n);
+            chunk_kinds(&ks, first, c * p->pp + (ci == 0 ? 0 : last), n);
             for (int k = 0; k < NKIND; k++) {
                 if (!n[k]) continue;
                 const struct lp_layer_cost *x = &sc->mix[k / LP_FFN_COUNT];
@@ -1020,7 +1086,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     res->tokens_per_s = tokens / res->iteration_time_s;
     res->queries_per_s = (double)r->train.global_batch / res->iteration_time_s;
     res->seq_len = m->seq_len;
-    res->model_flops = model_flops(r);
+    res->model_flops = model_flops(r, s->kinds_flops);
     res->model_tflops_per_gpu = res->model_flops / (res->iteration_time_s * res->gpus) / 1e12;
     res->mfu = res->model_tflops_per_gpu * 1e12 / r->system.gpu.peak_flops[r->train.precision];
     double price = r->system.price_per_gpu_hour_usd;

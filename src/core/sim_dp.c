@@ -220,8 +220,12 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
 bool lp_torch_dp_applies(const struct lp_run *r)
 {
     const struct lp_parallel *p = &r->par;
-    if (p->pp != 1 || p->vp != 1 || r->model.moe.experts > 0 || r->train.lora_rank > 0 ||
-        r->model.mtp_layers > 0)
+    if (r->fw.kind == LP_FW_DDP ? p->zero != 0
+                                : r->fw.kind != LP_FW_FSDP || (p->zero != 0 && p->zero < 2))
+        return false;
+    if (p->pp != 1 || p->vp != 1 || p->dp * p->cp < 2 || r->model.moe.experts > 0 ||
+        r->train.lora_rank > 0 || r->model.mtp_layers > 0 ||
+        r->model.layers + 2 > LP_TORCH_MAX_UNITS)
         return false;
     for (int i = 0; i < r->model.layers; i++) { /* transformer blocks only */
         enum lp_mixer mx;
@@ -229,10 +233,7 @@ bool lp_torch_dp_applies(const struct lp_run *r)
         lp_arch_layer(&r->model, i, &mx, &ff);
         if (mx != LP_MIX_ATTN || ff != LP_FFN_DENSE) return false;
     }
-    if (p->dp * p->cp < 2 || r->model.layers + 2 > LP_TORCH_MAX_UNITS) return false;
-    if (r->fw.kind == LP_FW_DDP) return p->zero == 0;
-    if (r->fw.kind == LP_FW_FSDP) return p->zero == 0 || p->zero == 2 || p->zero == 3;
-    return false;
+    return true;
 }
 
 /* the network: a collective issued at `ready` starts when the links are free */

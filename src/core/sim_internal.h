@@ -63,6 +63,10 @@ struct lp_sched_key {
     uint64_t stages; /* hash of the per-virtual-stage f, b and w */
     double ff, bf, fl, bl, c;
 };
+/* Layer kinds (a mixer and an FFN, arch.h) and the layer count up to which
+ * the simulator keeps per-kind prefix counts. */
+#define LP_KINDS (LP_MIX_COUNT * LP_FFN_COUNT)
+#define LP_KIND_PREFIX_LAYERS 4096
 /* Virtual stages (pp * vp) the schedule solver takes. */
 #define LP_SCHED_MAX_VSTAGES LP_ARCH_MAX_VSTAGES
 struct lp_sched_val {
@@ -133,6 +137,13 @@ struct lp_sim {
     struct lp_sched_val sval[LP_SCHED_MEMO];
     bool sused[LP_SCHED_MEMO];
     struct lp_sched_out sout; /* solver output scratch (16 KiB) */
+    /* the layer kinds of the last model seen, and their prefix counts over
+     * its layers (LP_KIND_PREFIX_LAYERS at most): a chunk's kinds in O(kinds) */
+    uint64_t kinds_model;
+    bool kinds_valid;
+    int kinds_n, kinds_id[LP_KINDS], kinds_last;
+    double kinds_flops; /* its forward FLOPs per token */
+    int kinds_prefix[LP_KINDS * (LP_KIND_PREFIX_LAYERS + 1)];
     /* per-virtual-stage times handed to the solver */
     double vs_f[LP_SCHED_MAX_VSTAGES], vs_b[LP_SCHED_MAX_VSTAGES], vs_w[LP_SCHED_MAX_VSTAGES];
     int vs_first[LP_SCHED_MAX_VSTAGES + 1]; /* the layer split */

@@ -822,7 +822,12 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
     double tp_ar = w->t > 1 ? coll(w, LP_COLL_ALLREDUCE, T * h * w->e, w->t, 1) : 0.0;
     /* embedding: vocab-parallel lookup + all-reduce (reduce-scatter with SP);
      * backward scatter-adds into an fp32 gradient */
-    e->emb_fwd_s = mem(w, LP_MEM_EMBEDDING, 2.0 * T * h * w->e) + tp_ar;
+    /* with SP the partial embeddings are reduce-scattered into the sequence
+     * shards (Megatron VocabParallelEmbedding, reduce_scatter_embeddings) */
+    const double emb_comm = w->t > 1 && r->par.sequence_parallel
+                                ? coll(w, LP_COLL_REDUCESCATTER, T * h * w->e, w->t, 1)
+                                : tp_ar;
+    e->emb_fwd_s = mem(w, LP_MEM_EMBEDDING, 2.0 * T * h * w->e) + emb_comm;
     if (r->model.pos == LP_POS_LEARNED) e->emb_fwd_s += mem(w, LP_MEM_RESIDUAL, 3.0 * T * h * w->e);
     e->emb_bwd_s = mem(w, LP_MEM_EMBEDDING, T * h * (w->e + 8.0));
     /* head: final norm, logits GEMM, vocab-parallel cross-entropy (three

@@ -308,7 +308,50 @@ TEST(simulate_uneven_and_scale_up)
     lp_sim_destroy(&sim);
 }
 
-TH_MAIN(TH_CASE(simulate_uneven_and_scale_up), TH_CASE(model_card_counts),
-        TH_CASE(gqa_head_dim_flops), TH_CASE(mla_flops_and_params),
+/* Issue #19's reproducer: GPT-3 175B at TP 8, PP 32, VP 3 crosses the exact
+ * solver's scratch (m p v > 2^20) between global batches 10,880 and 11,008;
+ * the closed form that then stands in must count the embedding and the loss
+ * once per micro-batch: the time per sequence stays put (it jumped by -10%
+ * with a negative pp_comm before) and every breakdown term is >= 0. */
+TEST(schedule_fallback_continuous)
+{
+    struct lp_run r;
+    struct lp_err err;
+    lp_err_clear(&err);
+    memset(&r, 0, sizeof(r));
+    ASSERT_OK(load("gpt3-175b", &r.model));
+    ASSERT_OK(lp_load_system("dgx-a100-80gb", &r.system, &err));
+    r.par = (struct lp_parallel){.tp = 8,
+                                 .pp = 32,
+                                 .dp = 1,
+                                 .cp = 1,
+                                 .ep = 1,
+                                 .vp = 3,
+                                 .micro_batch = 1,
+                                 .sequence_parallel = true,
+                                 .recompute = LP_RECOMPUTE_FULL,
+                                 .schedule = LP_SCHED_INTERLEAVED};
+    r.train.precision = LP_BF16;
+    r.train.flash_attention = true;
+    lp_framework_defaults(LP_FW_MEGATRON, &r.fw);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_sim *sim = NULL;
+    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    struct lp_result a, b;
+    r.train.global_batch = 10880; /* 10880 * 96 < 2^20: exact */
+    lp_sim_run(sim, &r, &a);
+    r.train.global_batch = 11008; /* closed form */
+    lp_sim_run(sim, &r, &b);
+    ASSERT_TRUE(a.feasible && b.feasible);
+    ASSERT_NEAR(b.iteration_time_s / 11008, a.iteration_time_s / 10880, 0.005);
+    const struct lp_breakdown *d = &b.breakdown;
+    ASSERT_TRUE(d->compute_s >= 0 && d->tp_comm_s >= 0 && d->pp_bubble_s >= 0 &&
+                d->pp_comm_s >= 0 && d->dp_comm_exposed_s >= 0 && d->optimizer_s >= 0);
+    lp_sim_destroy(&sim);
+}
+
+TH_MAIN(TH_CASE(schedule_fallback_continuous), TH_CASE(simulate_uneven_and_scale_up),
+        TH_CASE(model_card_counts), TH_CASE(gqa_head_dim_flops), TH_CASE(mla_flops_and_params),
         TH_CASE(moe_shared_and_fine_grained), TH_CASE(mamba_flops_and_params),
         TH_CASE(uneven_split))

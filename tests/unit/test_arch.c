@@ -265,6 +265,26 @@ TEST(uneven_split)
         ASSERT_EQ_INT(layers_of(first, vs), 4);
 }
 
+/* A Megatron run of preset model and system with its parallel layout, bf16
+ * and fused attention, and a roofline simulator for it (NULL on failure). */
+static struct lp_sim *megatron_run(const char *model, const char *system, struct lp_parallel par,
+                                   struct lp_run *r)
+{
+    struct lp_err err;
+    lp_err_clear(&err);
+    memset(r, 0, sizeof(*r));
+    if (load(model, &r->model) != 0 || lp_load_system(system, &r->system, &err) != 0) return NULL;
+    r->par = par;
+    r->train.global_batch = 1536;
+    r->train.precision = LP_BF16;
+    r->train.flash_attention = true;
+    lp_framework_defaults(LP_FW_MEGATRON, &r->fw);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r->system.gpu);
+    struct lp_sim *sim = NULL;
+    return lp_sim_create(&cm, &sim, NULL) == 0 ? sim : NULL;
+}
+
 /* The simulator takes the runs that really trained: Llama 3.1 405B's 126
  * layers on pp * vp = 64 (Megatron-Bridge), and refuses TP beyond the
  * NVLink domain the same way a sweep does, while an NVL72 rack allows it. */
@@ -273,27 +293,19 @@ TEST(simulate_uneven_and_scale_up)
     struct lp_run r;
     struct lp_err err;
     lp_err_clear(&err);
-    memset(&r, 0, sizeof(r));
-    ASSERT_OK(load("llama3-405b", &r.model));
-    ASSERT_OK(lp_load_system("dgx-h100", &r.system, &err));
-    r.par = (struct lp_parallel){.tp = 8,
-                                 .pp = 8,
-                                 .dp = 8,
-                                 .cp = 2,
-                                 .ep = 1,
-                                 .vp = 8,
-                                 .micro_batch = 1,
-                                 .sequence_parallel = true,
-                                 .zero = 1,
-                                 .schedule = LP_SCHED_INTERLEAVED};
-    r.train.global_batch = 1536;
-    r.train.precision = LP_BF16;
-    r.train.flash_attention = true;
-    lp_framework_defaults(LP_FW_MEGATRON, &r.fw);
-    struct lp_cost_model cm;
-    lp_cost_model_roofline(&cm, &r.system.gpu);
-    struct lp_sim *sim = NULL;
-    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    struct lp_sim *sim = megatron_run("llama3-405b", "dgx-h100",
+                                      (struct lp_parallel){.tp = 8,
+                                                           .pp = 8,
+                                                           .dp = 8,
+                                                           .cp = 2,
+                                                           .ep = 1,
+                                                           .vp = 8,
+                                                           .micro_batch = 1,
+                                                           .sequence_parallel = true,
+                                                           .zero = 1,
+                                                           .schedule = LP_SCHED_INTERLEAVED},
+                                      &r);
+    ASSERT_TRUE(sim != NULL);
     struct lp_result res;
     lp_sim_run(sim, &r, &res);
     ASSERT_TRUE(res.feasible);
@@ -316,28 +328,19 @@ TEST(simulate_uneven_and_scale_up)
 TEST(schedule_fallback_continuous)
 {
     struct lp_run r;
-    struct lp_err err;
-    lp_err_clear(&err);
-    memset(&r, 0, sizeof(r));
-    ASSERT_OK(load("gpt3-175b", &r.model));
-    ASSERT_OK(lp_load_system("dgx-a100-80gb", &r.system, &err));
-    r.par = (struct lp_parallel){.tp = 8,
-                                 .pp = 32,
-                                 .dp = 1,
-                                 .cp = 1,
-                                 .ep = 1,
-                                 .vp = 3,
-                                 .micro_batch = 1,
-                                 .sequence_parallel = true,
-                                 .recompute = LP_RECOMPUTE_FULL,
-                                 .schedule = LP_SCHED_INTERLEAVED};
-    r.train.precision = LP_BF16;
-    r.train.flash_attention = true;
-    lp_framework_defaults(LP_FW_MEGATRON, &r.fw);
-    struct lp_cost_model cm;
-    lp_cost_model_roofline(&cm, &r.system.gpu);
-    struct lp_sim *sim = NULL;
-    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
+    struct lp_sim *sim = megatron_run("gpt3-175b", "dgx-a100-80gb",
+                                      (struct lp_parallel){.tp = 8,
+                                                           .pp = 32,
+                                                           .dp = 1,
+                                                           .cp = 1,
+                                                           .ep = 1,
+                                                           .vp = 3,
+                                                           .micro_batch = 1,
+                                                           .sequence_parallel = true,
+                                                           .recompute = LP_RECOMPUTE_FULL,
+                                                           .schedule = LP_SCHED_INTERLEAVED},
+                                      &r);
+    ASSERT_TRUE(sim != NULL);
     struct lp_result a, b;
     r.train.global_batch = 10880; /* 10880 * 96 < 2^20: exact */
     lp_sim_run(sim, &r, &a);

@@ -1,0 +1,252 @@
+/* Reliability of the core (issue #21): integer products that could wrap,
+ * results that must be finite and positive when feasible, and the top-k /
+ * Pareto reduction at its documented maximum. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+#include "llmplan/search.h"
+#include "llmplan/sim.h"
+
+/* GPT-3 175B (Brown et al. 2020) on a DGX-A100-like system, tp 8 pp 32 dp 8. */
+static void gpt3_run(struct lp_run *r)
+{
+    memset(r, 0, sizeof(*r));
+    struct lp_model *m = &r->model;
+    strcpy(m->name, "gpt3-175b");
+    m->layers = 96;
+    m->hidden = 12288;
+    m->heads = 96;
+    m->kv_heads = 96;
+    m->ffn_hidden = 4 * 12288;
+    m->vocab = 51200;
+    m->seq_len = 2048;
+    m->pos = LP_POS_LEARNED;
+    m->tied_embeddings = true;
+    m->bias = true;
+    struct lp_system *s = &r->system;
+    strcpy(s->name, "test-dgx");
+    s->gpu.mem_bytes = 80.0 * 1024 * 1024 * 1024;
+    s->gpu.mem_bw_Bps = 2.039e12;
+    s->gpu.peak_flops[LP_BF16] = 312e12;
+    s->gpu.peak_flops[LP_FP16] = 312e12;
+    s->gpu.peak_flops[LP_FP32] = 156e12;
+    s->gpu.sms = 108;
+    s->gpus_per_node = 8;
+    s->intra.bw_Bps = 300e9;
+    s->intra.latency_s = 3e-6;
+    s->inter.bw_Bps = 25e9;
+    s->inter.latency_s = 5e-6;
+    s->price_per_gpu_hour_usd = 4.0;
+    r->par = (struct lp_parallel){.tp = 8,
+                                  .pp = 32,
+                                  .dp = 8,
+                                  .cp = 1,
+                                  .ep = 1,
+                                  .vp = 1,
+                                  .micro_batch = 1,
+                                  .sequence_parallel = true,
+                                  .recompute = LP_RECOMPUTE_SELECTIVE,
+                                  .zero = 1,
+                                  .schedule = LP_SCHED_1F1B};
+    r->train.global_batch = 1536;
+    r->train.precision = LP_BF16;
+    r->train.flash_attention = true;
+    r->train.tokens = 300e9;
+    lp_framework_defaults(LP_FW_MEGATRON, &r->fw);
+}
+
+static struct lp_sim *make_sim(const struct lp_cost_model *cm)
+{
+    struct lp_sim *sim = NULL;
+    return lp_sim_create(cm, &sim, NULL) == 0 ? sim : NULL;
+}
+
+/* The oracle: a feasible result has finite, positive time and cost. */
+static bool sound(const struct lp_result *res, bool budget)
+{
+    if (!res->feasible) return true;
+    if (budget && !(isfinite(res->cost_usd) && res->cost_usd > 0 && res->time_days > 0))
+        return false;
+    return isfinite(res->iteration_time_s) && res->iteration_time_s > 0 &&
+           isfinite(res->tokens_per_s) && res->tokens_per_s > 0 && isfinite(res->mfu) &&
+           res->mfu > 0 && isfinite(res->cost_per_iteration_usd) &&
+           res->cost_per_iteration_usd > 0 && res->microbatches > 0 && res->gpus > 0;
+}
+
+/* global_batch 3e11 with dp 8: 3.75e10 micro-batches do not fit an int; the
+ * count wrapped to -1.15e9 and the plan was "feasible" at -5.4e7 s. */
+TEST(micro_batches_beyond_int)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    r.train.global_batch = (int64_t)3e11;
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_sim *sim = make_sim(&cm);
+    ASSERT_TRUE(sim != NULL);
+    struct lp_result res;
+    lp_sim_run(sim, &r, &res);
+    ASSERT_TRUE(!res.feasible);
+    ASSERT_EQ_INT(res.reason, LP_REASON_RANGE);
+    ASSERT_EQ_INT(lp_sim_validate(&r), LP_REASON_RANGE);
+    char why[256];
+    lp_result_reason(&res, why, sizeof(why));
+    ASSERT_CONTAINS(why, "micro-batches");
+    /* the largest count that fits is simulated, and soundly */
+    r.train.global_batch = (int64_t)8 * (1 << 20);
+    lp_sim_run(sim, &r, &res);
+    ASSERT_TRUE(res.feasible);
+    ASSERT_EQ_INT(res.microbatches, 1 << 20);
+    ASSERT_TRUE(sound(&res, true));
+    lp_sim_destroy(&sim);
+}
+
+/* tp*pp*dp*cp beyond an int: 65536^2 wrapped to 0 GPUs. */
+TEST(gpu_product_beyond_int)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    r.par.tp = 1 << 16;
+    r.par.pp = 1 << 16;
+    r.par.dp = 1;
+    r.par.sequence_parallel = false;
+    ASSERT_EQ_INT(lp_sim_validate(&r), LP_REASON_RANGE);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_sim *sim = make_sim(&cm);
+    ASSERT_TRUE(sim != NULL);
+    struct lp_result res;
+    lp_sim_run(sim, &r, &res);
+    ASSERT_EQ_INT(res.reason, LP_REASON_RANGE);
+    ASSERT_EQ_INT(res.gpus, 0);
+    lp_sim_destroy(&sim);
+}
+
+/* A sweep whose tp and pp go to 2^20 with 2^24 GPUs: tp*pp wrapped and
+ * `gpus % (tp*pp)` divided by zero (SIGFPE). The walk must finish. */
+TEST(space_products_beyond_int)
+{
+    static struct lp_sweep sw;
+    memset(&sw, 0, sizeof(sw));
+    struct lp_run r;
+    gpt3_run(&r);
+    static struct lp_model model;
+    static struct lp_system sys;
+    model = r.model;
+    model.heads = 1 << 16; /* so that tp = 65536 divides the heads */
+    model.kv_heads = 1 << 16;
+    model.layers = 1 << 16;
+    sys = r.system;
+    sys.gpus_per_node = 1 << 16;
+    sw.models = &model;
+    sw.systems = &sys;
+    sw.train = r.train;
+    sw.fw = r.fw;
+    sw.top_k = 1;
+    for (int d = 0; d < LP_DIM_COUNT; d++) {
+        sw.nvalues[d] = 1;
+        sw.values[d][0] = 0;
+    }
+    sw.values[LP_DIM_GPUS][0] = 1 << 24;
+    sw.values[LP_DIM_TP][0] = 1 << 16;
+    sw.values[LP_DIM_PP][0] = 1 << 16;
+    sw.values[LP_DIM_CP][0] = 1;
+    sw.values[LP_DIM_EP][0] = 1;
+    sw.values[LP_DIM_VP][0] = 1;
+    sw.values[LP_DIM_MICRO_BATCH][0] = 1;
+    sw.values[LP_DIM_SCHEDULE][0] = LP_SCHED_1F1B;
+    struct lp_space sp;
+    ASSERT_OK(lp_space_init(&sp, &sw, NULL));
+    static struct lp_run run;
+    enum lp_reason why = LP_REASON_NONE;
+    uint64_t span = 0;
+    ASSERT_EQ_INT(lp_space_decode(&sp, 0, &run, &why, &span), LP_SPACE_SKIP);
+    ASSERT_EQ_INT(why, LP_REASON_GPU_COUNT);
+}
+
+/* A cost model whose GEMMs take 1e308 s: values that pass a profile's
+ * "finite and > 0" check. The iteration time overflows to infinity (NaN
+ * after subtraction); such a result must be refused, not "feasible". */
+static double huge_gemm(const struct lp_cost_model *cm, enum lp_gemm_layout l, enum lp_prec p,
+                        double m, double n, double k)
+{
+    (void)cm, (void)l, (void)p, (void)m, (void)n, (void)k;
+    return 1e308;
+}
+
+TEST(absurd_profile_refused)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_cost_ops ops = *cm.ops;
+    ops.gemm_s = huge_gemm;
+    cm.ops = &ops;
+    struct lp_sim *sim = make_sim(&cm);
+    ASSERT_TRUE(sim != NULL);
+    struct lp_result res;
+    lp_sim_run(sim, &r, &res);
+    ASSERT_TRUE(!res.feasible);
+    ASSERT_EQ_INT(res.reason, LP_REASON_NUMERIC);
+    ASSERT_TRUE(res.iteration_time_s == 0);
+    char why[256];
+    lp_result_reason(&res, why, sizeof(why));
+    ASSERT_CONTAINS(why, "not a finite positive number");
+    lp_sim_destroy(&sim);
+}
+
+/* The oracle over many configurations (every parallel layout of 64..4096
+ * GPUs, micro-batches, schedules, ZeRO stages, budgets with and without
+ * price): whatever is feasible is finite and positive. */
+TEST(feasible_results_sound)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_sim *sim = make_sim(&cm);
+    ASSERT_TRUE(sim != NULL);
+    int feasible = 0, total = 0;
+    const int tps[] = {1, 2, 4, 8}, pps[] = {1, 2, 4, 8, 16, 32, 64, 96};
+    const int mbs[] = {1, 2, 4, 8}, vps[] = {1, 2, 3};
+    const int64_t gbs[] = {512, 1536, 1 << 20, (int64_t)1 << 40};
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 8; b++)
+            for (int dp = 1; dp <= 64; dp *= 4)
+                for (int c = 0; c < 4; c++)
+                    for (int v = 0; v < 3; v++)
+                        for (int g = 0; g < 4; g++)
+                            for (int z = 0; z < 4; z++) {
+                                gpt3_run(&r);
+                                r.par.tp = tps[a];
+                                r.par.pp = pps[b];
+                                r.par.dp = dp;
+                                r.par.micro_batch = mbs[c];
+                                r.par.vp = vps[v];
+                                r.par.schedule = vps[v] > 1 ? LP_SCHED_INTERLEAVED : LP_SCHED_1F1B;
+                                r.par.sequence_parallel = tps[a] > 1;
+                                r.par.zero = z;
+                                r.train.global_batch = gbs[g];
+                                r.train.tokens = z == 2 ? 0 : 300e9;
+                                struct lp_result res;
+                                lp_sim_run(sim, &r, &res);
+                                total++;
+                                feasible += res.feasible;
+                                if (!sound(&res, r.train.tokens > 0))
+                                    TH_FAIL_("unsound feasible result: tp %d pp %d dp %d mb %d "
+                                             "vp %d gb %lld: %g s, %g USD",
+                                             tps[a], pps[b], dp, mbs[c], vps[v], (long long)gbs[g],
+                                             res.iteration_time_s, res.cost_usd);
+                            }
+    ASSERT_TRUE(feasible > 100);
+    ASSERT_TRUE(total > feasible);
+    lp_sim_destroy(&sim);
+}
+
+TH_MAIN(TH_CASE(micro_batches_beyond_int), TH_CASE(gpu_product_beyond_int),
+        TH_CASE(space_products_beyond_int), TH_CASE(absurd_profile_refused),
+        TH_CASE(feasible_results_sound))

@@ -254,6 +254,7 @@ static int load_cost_models(struct lp_search *s, struct lp_err *err)
                             s->opt.sweep_path, sys->gpu.name, path, sys->gpu.name);
             }
             LP_TRY(err, lp_profile_read_h5(path, &s->prof[i], err));
+            LP_TRY(err, lp_profile_plausible(s->prof[i], &sys->gpu, err));
             lp_cost_model_table(&s->cm[i], s->prof[i], &sys->gpu);
             snprintf(desc, sizeof(desc), "%s (%016llx)", path,
                      (unsigned long long)s->prof[i]->checksum);

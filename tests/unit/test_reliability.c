@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "llmplan/io.h"
 #include "llmplan/search.h"
 #include "llmplan/sim.h"
 
@@ -247,6 +248,69 @@ TEST(feasible_results_sound)
     lp_sim_destroy(&sim);
 }
 
-TH_MAIN(TH_CASE(micro_batches_beyond_int), TH_CASE(gpu_product_beyond_int),
+/* Every shipped profile is plausible for its GPU preset. */
+static int check_shipped(const char *name, const char *path, void *arg)
+{
+    (void)path;
+    int *bad = arg;
+    struct lp_err err;
+    lp_err_clear(&err);
+    struct lp_gpu g;
+    char prof[1024];
+    struct lp_profile *p = NULL;
+    if (lp_load_gpu(name, &g, &err) != LP_OK ||
+        lp_profile_default_path(name, prof, sizeof(prof)) != LP_OK ||
+        lp_profile_read_h5(prof, &p, &err) != LP_OK || lp_profile_plausible(p, &g, &err) != LP_OK) {
+        fprintf(stderr, "  %s: %s\n", name, err.msg);
+        (*bad)++;
+    }
+    lp_profile_destroy(&p);
+    return 0;
+}
+
+TEST(shipped_profiles_plausible)
+{
+    int bad = 0;
+    ASSERT_OK(lp_list_presets(LP_PRESET_GPU, check_shipped, &bad, NULL));
+    ASSERT_EQ_INT(bad, 0);
+}
+
+/* Issue #21: a profile with 1e308 s passed `profile check` (finite, > 0)
+ * and made NaN "feasible" results. Against the datasheet it is refused, as
+ * is a GEMM faster than the tensor-core peak. */
+TEST(absurd_profile_implausible)
+{
+    struct lp_gpu g;
+    ASSERT_OK(lp_load_gpu("a100-80gb", &g, NULL));
+    struct lp_profile *p = NULL;
+    ASSERT_OK(lp_profile_synth(&g, NULL, &p, NULL));
+    ASSERT_OK(lp_profile_check(p, NULL, NULL));
+    ASSERT_OK(lp_profile_plausible(p, &g, NULL));
+    struct lp_table *t = &p->gemm[LP_GEMM_FWD][LP_BF16];
+    const size_t last = (size_t)t->dims[0] * (size_t)t->dims[1] * (size_t)t->dims[2] - 1;
+    const double keep = t->value[last];
+    struct lp_err err;
+    lp_err_clear(&err);
+    t->value[last] = 1e308;
+    ASSERT_OK(lp_profile_check(p, NULL, NULL)); /* what passed before */
+    ASSERT_EQ_INT(lp_profile_plausible(p, &g, &err), LP_EFORMAT);
+    ASSERT_CONTAINS(err.msg, "/gemm/fwd/bf16");
+    ASSERT_CONTAINS(err.msg, "implausible for GPU a100-80gb");
+    /* the largest GEMM at 10x the datasheet peak */
+    const double flops = lp_gemm_flops(t->axis[0][t->dims[0] - 1], t->axis[1][t->dims[1] - 1],
+                                       t->axis[2][t->dims[2] - 1]);
+    t->value[last] = flops / (10.0 * g.peak_flops[LP_BF16]);
+    lp_err_clear(&err);
+    ASSERT_EQ_INT(lp_profile_plausible(p, &g, &err), LP_EFORMAT);
+    t->value[last] = keep;
+    p->mem[LP_MEM_GELU].value[0] = 1e300;
+    lp_err_clear(&err);
+    ASSERT_EQ_INT(lp_profile_plausible(p, &g, &err), LP_EFORMAT);
+    ASSERT_CONTAINS(err.msg, "/mem/gelu");
+    lp_profile_destroy(&p);
+}
+
+TH_MAIN(TH_CASE(shipped_profiles_plausible), TH_CASE(absurd_profile_implausible),
+        TH_CASE(micro_batches_beyond_int), TH_CASE(gpu_product_beyond_int),
         TH_CASE(space_products_beyond_int), TH_CASE(absurd_profile_refused),
         TH_CASE(feasible_results_sound))

@@ -324,8 +324,8 @@ static void summary(const struct lp_search *s, const struct lp_counts *t,
             (unsigned long long)(v[LP_COUNT_EVALUATED] - v[LP_COUNT_FEASIBLE]),
             (unsigned long long)v[LP_COUNT_SKIPPED], wall, s->size,
             wall > 0 ? (double)v[LP_COUNT_DONE] / wall : 0.0);
-    if (r->top[LP_OBJ_TIME].n) {
-        const struct lp_entry *e = &r->top[LP_OBJ_TIME].e[0];
+    const struct lp_entry *e = lp_results_best(r, LP_OBJ_TIME);
+    if (e) {
         fprintf(stderr,
                 "search: fastest: %s on %d GPUs tp=%d pp=%d dp=%d cp=%d mb=%d: %.3f s/iter\n",
                 e->run.model.name, e->res.gpus, e->run.par.tp, e->run.par.pp, e->run.par.dp,

@@ -2,7 +2,8 @@
  * 0 atomically (tmp + fsync + rename) after the ranks have flushed their rows.
  *
  * Layout (native byte order; read only by the same build of llmplan):
- *   header   struct ck_header (magic, sizes, sweep hash, position, counters)
+ *   header   struct ck_header (magic, sizes, sweep hash, position, counters,
+ *            and the dataset's row count and column checksums)
  *   ranges   ndone x struct lp_range: the ranges done from segment `segment`
  *            on (their rows are in sweep.h5 at [rows_base, rows_base + sum))
  *   entries  the merged Pareto front and top-k (struct lp_entry)
@@ -18,7 +19,7 @@
 #include "search_internal.h"
 
 #define CK_MAGIC "LPCKPT1"
-#define CK_VERSION 1
+#define CK_VERSION 2
 
 struct ck_header {
     char magic[8];
@@ -28,6 +29,8 @@ struct ck_header {
     uint64_t res_counts[3];
     double wall_s;
     uint64_t counts[LP_COUNT_N];
+    uint64_t h5_rows;
+    uint64_t h5_sum[LP_H5_NCOLS], h5_sum_base[LP_H5_NCOLS];
 };
 
 static uint64_t fnv(const void *p, size_t n, uint64_t h)
@@ -75,6 +78,9 @@ int lp_checkpoint_write(const struct lp_search *s, const struct lp_results *res,
     LP_TRY(err, lp_results_pack(res, &ent, h.res_counts, err));
     h.wall_s = lp_search_wall_s(s);
     memcpy(h.counts, counts->v, sizeof(h.counts));
+    h.h5_rows = s->h5_rows;
+    memcpy(h.h5_sum, s->h5_sum, sizeof(h.h5_sum));
+    memcpy(h.h5_sum_base, s->h5_sum_base, sizeof(h.h5_sum_base));
     uint64_t nent = h.res_counts[0] + h.res_counts[1] + h.res_counts[2];
     size_t len = sizeof(h) + h.ndone * sizeof(struct lp_range) + nent * sizeof(*ent) + 8;
     char *buf = malloc(len);
@@ -116,11 +122,18 @@ int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err)
         goto cleanup;
     }
     memcpy(&h, buf, sizeof(h));
-    uint64_t nent = h.res_counts[0] + h.res_counts[1] + h.res_counts[2];
+    /* sizes from the file, bounded by its length before any product (a
+     * damaged count must not wrap the size check) */
+    const uint64_t room = len - sizeof(h) - 8;
+    const bool counts_fit = h.ndone <= room / sizeof(struct lp_range) &&
+                            h.res_counts[0] <= room / sizeof(struct lp_entry) &&
+                            h.res_counts[1] <= room / sizeof(struct lp_entry) &&
+                            h.res_counts[2] <= room / sizeof(struct lp_entry);
+    uint64_t nent = counts_fit ? h.res_counts[0] + h.res_counts[1] + h.res_counts[2] : 0;
     uint64_t sum = 0;
     if (memcmp(h.magic, CK_MAGIC, sizeof(h.magic)) != 0 || h.version != CK_VERSION ||
         h.entry_size != sizeof(struct lp_entry) || h.range_size != sizeof(struct lp_range) ||
-        h.count_n != LP_COUNT_N ||
+        h.count_n != LP_COUNT_N || !counts_fit || nent > room / sizeof(struct lp_entry) ||
         len != sizeof(h) + h.ndone * sizeof(struct lp_range) + nent * sizeof(struct lp_entry) + 8) {
         rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__,
                            "%s: not a checkpoint of this llmplan build; remove it to start over",
@@ -146,6 +159,9 @@ int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err)
     s->wall_before_s = h.wall_s;
     s->done_before = h.counts[LP_COUNT_DONE];
     memcpy(s->counts.v, h.counts, sizeof(h.counts));
+    s->h5_rows = h.h5_rows;
+    memcpy(s->h5_sum, h.h5_sum, sizeof(h.h5_sum));
+    memcpy(s->h5_sum_base, h.h5_sum_base, sizeof(h.h5_sum_base));
     const char *p = buf + sizeof(h);
     s->done.n = 0;
     for (uint64_t i = 0; i < h.ndone; i++) {

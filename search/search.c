@@ -576,6 +576,13 @@ int lp_cmd_search(int argc, char **argv)
         code = 0; /* --help */
     }
     search_free(s);
+    if (s->h5_unclosable) {
+        /* a dataset HDF5 could not close (a full disk): MPI_Finalize would
+         * end the HDF5 library, which closes that file again and crashes
+         * (HDF5 1.10); the error is printed, the status is the answer */
+        fflush(NULL);
+        _exit(code ? code : 1);
+    }
     MPI_Comm_free(&s->comm);
     free(s);
     MPI_Finalize();

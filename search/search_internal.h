@@ -105,6 +105,7 @@ struct lp_search {
     uint64_t h5_sum[LP_H5_NCOLS];
     uint64_t h5_sum_base[LP_H5_NCOLS];
     int lock_fd;               /* the output directory's lock (rank 0; -1 = none) */
+    bool h5_unclosable;        /* HDF5 failed to close sweep.h5.partial (sweep_h5.c) */
     struct lp_run scratch_run; /* decode target (large; kept off the stack) */
 };
 

@@ -110,8 +110,15 @@ static size_t type_size(enum ctype t)
 
 #define H5_TRY(err, call, what)                                                                    \
     do {                                                                                           \
-        if ((call) < 0) LP_FAIL((err), LP_EHDF5, "%s: HDF5 error in %s", path_of(s), (what));      \
+        errno = 0;                                                                                 \
+        if ((call) < 0) {                                                                          \
+            int e_ = errno;                                                                        \
+            char sys_[200];                                                                        \
+            LP_FAIL((err), LP_EHDF5, "%s: HDF5 error in %s%s", path_of(s), (what),                 \
+                    h5_syserr(sys_, sizeof(sys_), e_));                                            \
+        }                                                                                          \
     } while (0)
+static const char *h5_syserr(char *buf, size_t len, int e);
 
 static const char *path_of(const struct lp_search *s)
 {
@@ -120,31 +127,45 @@ static const char *path_of(const struct lp_search *s)
 
 /* What the innermost HDF5 error says about the system: the errno text of a
  * failed write (ENOSPC, EROFS, ...) that the generic message would drop. */
+struct syserr {
+    char text[160];
+    bool driver; /* the innermost error is the file driver's (a system call) */
+    bool seen;
+};
+
 static herr_t errno_cb(unsigned n, const H5E_error2_t *e, void *data)
 {
-    char *buf = data;
-    if (buf[0] || !e->desc) return 0;
-    const char *m = strstr(e->desc, "error message = '");
-    if (m) {
-        m += strlen("error message = '");
-        const char *end = strchr(m, '\'');
-        snprintf(buf, 160, "%.*s", end ? (int)(end - m) : 120, m);
-    } else if ((m = strstr(e->desc, "MPI error string is '")) != NULL) {
-        m += strlen("MPI error string is '");
-        const char *end = strchr(m, '\'');
-        snprintf(buf, 160, "%.*s", end ? (int)(end - m) : 120, m);
-    }
+    struct syserr *se = data;
     (void)n;
+    if (!se->seen) { /* the innermost entry comes first walking upward */
+        se->seen = true;
+        se->driver = e->func_name && !strncmp(e->func_name, "H5FD", 4);
+    }
+    if (se->text[0] || !e->desc) return 0;
+    static const char *const keys[] = {"error message = '", "MPI error string is '"};
+    for (int k = 0; k < 2; k++) {
+        const char *m = strstr(e->desc, keys[k]);
+        if (!m) continue;
+        m += strlen(keys[k]);
+        const char *end = strchr(m, '\'');
+        snprintf(se->text, sizeof(se->text), "%.*s", end ? (int)(end - m) : 120, m);
+        break;
+    }
     return 0;
 }
 
 /* ": <system error>" of the current HDF5 error stack, or "" (call right
- * after the failing call: the next API call clears the stack). */
-static const char *h5_syserr(char *buf, size_t len)
+ * after the failing call: the next API call clears the stack). e: errno
+ * right after the call (0 before it): the text when the innermost error is
+ * a failed system call of the file driver that HDF5 did not describe (the
+ * MPI-IO driver drops ENOSPC, EDQUOT, EIO...). */
+static const char *h5_syserr(char *buf, size_t len, int e)
 {
-    char inner[160] = "";
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, errno_cb, inner);
-    snprintf(buf, len, "%s%s", inner[0] ? ": " : "", inner);
+    struct syserr se;
+    memset(&se, 0, sizeof(se));
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, errno_cb, &se);
+    if (!se.text[0] && se.driver && e != 0) snprintf(se.text, sizeof(se.text), "%s", strerror(e));
+    snprintf(buf, len, "%s%s", se.text[0] ? ": " : "", se.text);
     return buf;
 }
 
@@ -323,12 +344,14 @@ int lp_h5_open(struct lp_search *s, bool resume, struct lp_err *err)
     H5Pset_fapl_mpio(fapl, s->comm, MPI_INFO_NULL);
     H5Pset_all_coll_metadata_ops(fapl, true);
     H5Pset_coll_metadata_write(fapl, true);
+    errno = 0;
     if (resume)
         h->file = H5Fopen(path_of(s), H5F_ACC_RDWR, fapl);
     else
         h->file = H5Fcreate(path_of(s), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    const int e = errno;
     char sys[200];
-    h5_syserr(sys, sizeof(sys));
+    h5_syserr(sys, sizeof(sys), e);
     H5Pclose(fapl);
     if (h->file < 0)
         LP_FAIL(err, LP_EHDF5, "%s: cannot %s the dataset%s", path_of(s),
@@ -417,10 +440,13 @@ int lp_h5_write_segment(struct lp_search *s, const struct lp_range *table, size_
             memcpy(col + i * sz, v, sz);
             sum[c] += cell_hash(pos[i], v, sz);
         }
-        if (H5Dwrite(s->h5->dset[c], mem_type(cols[c].type), msp, fsp, dxpl, col) < 0)
+        errno = 0;
+        if (H5Dwrite(s->h5->dset[c], mem_type(cols[c].type), msp, fsp, dxpl, col) < 0) {
+            const int e = errno;
             rc =
                 lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: writing /configs/%s failed%s",
-                              path_of(s), cols[c].name, h5_syserr(sys, sizeof(sys)));
+                              path_of(s), cols[c].name, h5_syserr(sys, sizeof(sys), e));
+        }
     }
     free(col);
     free(order);
@@ -428,9 +454,12 @@ int lp_h5_write_segment(struct lp_search *s, const struct lp_range *table, size_
     H5Pclose(dxpl);
     H5Sclose(msp);
     H5Sclose(fsp);
-    if (rc == LP_OK && H5Fflush(s->h5->file, H5F_SCOPE_GLOBAL) < 0)
+    errno = 0;
+    if (rc == LP_OK && H5Fflush(s->h5->file, H5F_SCOPE_GLOBAL) < 0) {
+        const int e = errno;
         rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: flush failed%s", path_of(s),
-                           h5_syserr(sys, sizeof(sys)));
+                           h5_syserr(sys, sizeof(sys), e));
+    }
     /* the checksums of rows [0, end): the final rows' and this write's */
     uint64_t all[NCOLS];
     if (MPI_Allreduce(sum, all, (int)NCOLS, MPI_UINT64_T, MPI_SUM, s->comm) != MPI_SUCCESS &&
@@ -544,9 +573,11 @@ static int copy_verified(struct lp_search *s, const char *from, const char *to, 
             } else {
                 for (hsize_t i = 0; i < count; i++)
                     sum += cell_hash(at + i, buf + i * sz, sz);
+                errno = 0;
                 if (H5Dwrite(out.dset[c], mem_type(cols[c].type), msp, osp, H5P_DEFAULT, buf) < 0) {
+                    const int e = errno;
                     char sys[200];
-                    snprintf(why, len, "cannot write %.200s%s", to, h5_syserr(sys, sizeof(sys)));
+                    snprintf(why, len, "cannot write %.200s%s", to, h5_syserr(sys, sizeof(sys), e));
                     bad = 1;
                 }
             }
@@ -680,8 +711,18 @@ int lp_h5_close(struct lp_search *s, bool complete, const struct lp_counts *tota
     if (total && h->file >= 0) rc = write_attrs(s, complete, total, err);
     for (size_t c = 0; c < NCOLS; c++)
         if (h->dset[c] >= 0) H5Dclose(h->dset[c]);
-    if (h->file >= 0 && H5Fclose(h->file) < 0 && rc == LP_OK)
-        rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: close failed", path_of(s));
+    errno = 0;
+    if (h->file >= 0 && H5Fclose(h->file) < 0) {
+        const int e = errno;
+        char sys[200];
+        h5_syserr(sys, sizeof(sys), e);
+        /* HDF5 1.10 keeps a file it failed to flush on close (ENOSPC) and
+         * crashes closing it again when MPI_Finalize ends the library */
+        s->h5_unclosable = true;
+        if (rc == LP_OK)
+            rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: close failed%s", path_of(s),
+                               sys);
+    }
     free(h);
     s->h5 = NULL;
     return rc;

@@ -11,6 +11,7 @@
  * The sweep hash covers the sweep text and the cost model, so a checkpoint is
  * never resumed against a different sweep. */
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,55 @@ int lp_checkpoint_write(const struct lp_search *s, const struct lp_results *res,
     return rc;
 }
 
+/* The checksum guards against damage, not against a file crafted to pass
+ * it: every field of a stored entry that a later reader indexes or
+ * branches on is checked before the bytes become a struct (a bool byte
+ * other than 0 or 1, an enum out of range or an unterminated name would be
+ * undefined behaviour or an out-of-bounds read). */
+static bool byte_bool(const void *p)
+{
+    unsigned char c;
+    memcpy(&c, p, 1);
+    return c <= 1;
+}
+static bool int_below(const void *p, int count)
+{
+    int v;
+    memcpy(&v, p, sizeof(v));
+    return v >= 0 && v < count;
+}
+static bool terminated(const char *p, size_t n)
+{
+    return memchr(p, '\0', n) != NULL;
+}
+#define EOFF(member) offsetof(struct lp_entry, member)
+#define ESTR(member) terminated(raw + EOFF(member), sizeof(((struct lp_entry *)0)->member))
+static bool entry_valid(const char *raw)
+{
+    static const size_t bools[] = {
+        EOFF(run.model.tied_embeddings),   EOFF(run.model.bias),
+        EOFF(run.model.dropout),           EOFF(run.par.sequence_parallel),
+        EOFF(run.train.flash_attention),   EOFF(run.fw.dp_overlap),
+        EOFF(run.fw.tp_overlap),           EOFF(run.fw.pp_overlap),
+        EOFF(run.fw.param_gather_overlap), EOFF(run.fw.fused_kernels),
+        EOFF(run.fw.zero3_per_tensor),     EOFF(res.feasible)};
+    for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++)
+        if (!byte_bool(raw + bools[i])) return false;
+    return int_below(raw + EOFF(run.model.ffn_act), 2) &&
+           int_below(raw + EOFF(run.model.norm), 2) && int_below(raw + EOFF(run.model.pos), 3) &&
+           int_below(raw + EOFF(run.par.recompute), LP_RECOMPUTE_COUNT) &&
+           int_below(raw + EOFF(run.par.schedule), LP_SCHED_COUNT) &&
+           int_below(raw + EOFF(run.train.precision), LP_PREC_COUNT) &&
+           int_below(raw + EOFF(run.train.attention), LP_ATTENTION_COUNT) &&
+           int_below(raw + EOFF(run.fw.kind), LP_FW_COUNT) &&
+           int_below(raw + EOFF(run.fw.xent), LP_XENT_COUNT) &&
+           int_below(raw + EOFF(res.reason), LP_REASON_COUNT) && ESTR(run.model.name) &&
+           ESTR(run.model.source) && ESTR(run.system.name) && ESTR(run.system.source) &&
+           ESTR(run.system.gpu.name) && ESTR(run.system.gpu.source);
+}
+#undef ESTR
+#undef EOFF
+
 int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err)
 {
     char path[LP_SWEEP_PATH_LEN + 32];
@@ -164,13 +214,38 @@ int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err)
     memcpy(s->h5_sum_base, h.h5_sum_base, sizeof(h.h5_sum_base));
     const char *p = buf + sizeof(h);
     s->done.n = 0;
+    uint64_t range_rows = 0;
     for (uint64_t i = 0; i < h.ndone; i++) {
         struct lp_range r;
         memcpy(&r, p + i * sizeof(r), sizeof(r));
         r.owner = 0; /* rank 0 reads these rows back and owns them */
+        /* within the space, as many rows as indices at most */
+        if (r.lo >= r.hi || r.hi > h.space_size || r.rows > r.hi - r.lo) {
+            rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__,
+                               "%s: range %llu of the checkpoint is not valid; remove the "
+                               "checkpoint to start over",
+                               path, (unsigned long long)i);
+            goto cleanup;
+        }
+        range_rows += r.rows;
         LP_TRY_GOTO(err, rc, lp_ranges_push(&s->done, &r, err), cleanup);
     }
     p += h.ndone * sizeof(struct lp_range);
+    if (h.dataset &&
+        (h.rows_base > UINT64_MAX - range_rows || h.h5_rows != h.rows_base + range_rows)) {
+        rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__,
+                           "%s: the checkpoint's row counts disagree; remove it to start over",
+                           path);
+        goto cleanup;
+    }
+    for (uint64_t i = 0; i < nent; i++)
+        if (!entry_valid(p + i * sizeof(struct lp_entry))) {
+            rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__,
+                               "%s: result %llu of the checkpoint is not valid; remove the "
+                               "checkpoint to start over",
+                               path, (unsigned long long)i);
+            goto cleanup;
+        }
     struct lp_entry *ent = malloc((nent ? nent : 1) * sizeof(*ent));
     if (!ent) {
         rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");

@@ -6,6 +6,10 @@
 set -u
 bin=$1 src=$2 dir=$3
 export LLMPLAN_DATA=${LLMPLAN_DATA:-$src/data}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# `search` initialises MPI: under a sanitizer build, ignore Open MPI's own leaks
+export LSAN_OPTIONS="suppressions=$src/tests/mpi/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 rm -rf "$dir" && mkdir -p "$dir"
 pass=0 fail=0
 ok() { pass=$((pass + 1)); echo "ok   $*"; }

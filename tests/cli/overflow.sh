@@ -53,11 +53,15 @@ JSON
   fi
 done
 
-# a sweep whose tp and pp reach 2^20: tp*pp wrapped to 0 in space.c (SIGFPE)
+# a sweep whose tp*pp*cp is 2^32 (a model of 65536 layers, so that pp =
+# 65536 passes the layer check): the int product wrapped to 0 and
+# `gpus % (tp*pp*cp)` divided by zero in space.c (SIGFPE)
 cat >"$dir/sweep.json" <<'JSON'
-{"model": "gpt3-175b", "system": "dgx-a100-80gb", "gpus": 65536, "profile": "roofline",
- "training": {"global_batch": 1536, "precision": "bf16"},
- "space": {"tp": [1, 8], "pp": [8, 65536, 1048576], "cp": [1, 65536], "micro_batch": [1],
+{"model": {"name": "deep", "layers": 65536, "hidden": 1024, "heads": 16, "vocab": 1024,
+           "seq_len": 2048},
+ "system": "dgx-a100-80gb", "gpus": 65536, "profile": "roofline",
+ "training": {"global_batch": 65536, "precision": "bf16"},
+ "space": {"tp": [1], "pp": [1, 65536], "cp": [1, 65536], "micro_batch": [1],
            "zero": [1], "recompute": ["selective"]}}
 JSON
 out=$("$bin" search "$dir/sweep.json" -o "$dir/out" --quiet 2>&1)

@@ -9,6 +9,9 @@ build=${1:-$root/build}
 shift || true
 
 pkgs="cmake make gcc libc6-dev pkg-config python3 libopenmpi-dev openmpi-bin libhdf5-openmpi-dev hdf5-tools libcjson-dev"
+# LLMPLAN_EXTRA_PKGS: more Debian packages a caller needs (test.sh: clang and
+# its runtime libraries for the fuzz / clang sanitizer build)
+pkgs="$pkgs ${LLMPLAN_EXTRA_PKGS:-}"
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"

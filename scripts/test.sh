@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command: install what is missing, build twice (warnings as errors;
 # and AddressSanitizer + UndefinedBehaviorSanitizer), run every ctest label but
-# gpu in both, then the validation report with its regression threshold.
+# gpu in both, then a clang ASan + UBSan build with the libFuzzer harnesses
+# (unit tests, then each fuzzer for a bounded time), then the validation
+# report with its regression threshold.
 #   scripts/test.sh
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,6 +21,16 @@ echo "== tests (sanitizer build)"
 # MPI tests run the real binary many times; under ASan they only repeat the
 # normal build's checks slowly, so the sanitizer pass runs unit and golden.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -L "unit|golden" --output-on-failure -j2) || status=1
+echo "== clang sanitizer build (UBSan with float-cast-overflow) and fuzzers (tests/fuzz)"
+# clang's -fsanitize=undefined checks float-to-int casts, GCC's does not; the
+# same build carries the libFuzzer harnesses, run for a bounded time each
+if LLMPLAN_EXTRA_PKGS="clang libclang-rt-14-dev" CC=clang scripts/setup.sh "$root/build-fuzz" \
+    -DLLMPLAN_WERROR=ON -DLLMPLAN_FUZZ=ON -DLLMPLAN_PROFILER=OFF; then
+  (cd build-fuzz && ASAN_OPTIONS=detect_leaks=1 ctest -L unit --output-on-failure -j2) || status=1
+  bash tests/fuzz/run.sh "$root/build-fuzz" "${LLMPLAN_FUZZ_SECONDS:-15}" || status=1
+else
+  status=1
+fi
 echo "== validation report (the golden test validate.sh gates on it)"
 python3 scripts/validate --build "$root/build" --quiet || status=1
 exit $status

@@ -2,7 +2,8 @@
  * 0 atomically (tmp + fsync + rename) after the ranks have flushed their rows.
  *
  * Layout (native byte order; read only by the same build of llmplan):
- *   header   struct ck_header (magic, sizes, sweep hash, position, counters)
+ *   header   struct ck_header (magic, sizes, sweep hash, position, counters,
+ *            and the dataset's row count and column checksums)
  *   ranges   ndone x struct lp_range: the ranges done from segment `segment`
  *            on (their rows are in sweep.h5 at [rows_base, rows_base + sum))
  *   entries  the merged Pareto front and top-k (struct lp_entry)
@@ -10,6 +11,7 @@
  * The sweep hash covers the sweep text and the cost model, so a checkpoint is
  * never resumed against a different sweep. */
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,7 @@
 #include "search_internal.h"
 
 #define CK_MAGIC "LPCKPT1"
-#define CK_VERSION 1
+#define CK_VERSION 2
 
 struct ck_header {
     char magic[8];
@@ -28,6 +30,8 @@ struct ck_header {
     uint64_t res_counts[3];
     double wall_s;
     uint64_t counts[LP_COUNT_N];
+    uint64_t h5_rows;
+    uint64_t h5_sum[LP_H5_NCOLS], h5_sum_base[LP_H5_NCOLS];
 };
 
 static uint64_t fnv(const void *p, size_t n, uint64_t h)
@@ -75,6 +79,9 @@ int lp_checkpoint_write(const struct lp_search *s, const struct lp_results *res,
     LP_TRY(err, lp_results_pack(res, &ent, h.res_counts, err));
     h.wall_s = lp_search_wall_s(s);
     memcpy(h.counts, counts->v, sizeof(h.counts));
+    h.h5_rows = s->h5_rows;
+    memcpy(h.h5_sum, s->h5_sum, sizeof(h.h5_sum));
+    memcpy(h.h5_sum_base, s->h5_sum_base, sizeof(h.h5_sum_base));
     uint64_t nent = h.res_counts[0] + h.res_counts[1] + h.res_counts[2];
     size_t len = sizeof(h) + h.ndone * sizeof(struct lp_range) + nent * sizeof(*ent) + 8;
     char *buf = malloc(len);
@@ -100,6 +107,55 @@ int lp_checkpoint_write(const struct lp_search *s, const struct lp_results *res,
     return rc;
 }
 
+/* The checksum guards against damage, not against a file crafted to pass
+ * it: every field of a stored entry that a later reader indexes or
+ * branches on is checked before the bytes become a struct (a bool byte
+ * other than 0 or 1, an enum out of range or an unterminated name would be
+ * undefined behaviour or an out-of-bounds read). */
+static bool byte_bool(const void *p)
+{
+    unsigned char c;
+    memcpy(&c, p, 1);
+    return c <= 1;
+}
+static bool int_below(const void *p, int count)
+{
+    int v;
+    memcpy(&v, p, sizeof(v));
+    return v >= 0 && v < count;
+}
+static bool terminated(const char *p, size_t n)
+{
+    return memchr(p, '\0', n) != NULL;
+}
+#define EOFF(member) offsetof(struct lp_entry, member)
+#define ESTR(member) terminated(raw + EOFF(member), sizeof(((struct lp_entry *)0)->member))
+static bool entry_valid(const char *raw)
+{
+    static const size_t bools[] = {
+        EOFF(run.model.tied_embeddings),   EOFF(run.model.bias),
+        EOFF(run.model.dropout),           EOFF(run.par.sequence_parallel),
+        EOFF(run.train.flash_attention),   EOFF(run.fw.dp_overlap),
+        EOFF(run.fw.tp_overlap),           EOFF(run.fw.pp_overlap),
+        EOFF(run.fw.param_gather_overlap), EOFF(run.fw.fused_kernels),
+        EOFF(run.fw.zero3_per_tensor),     EOFF(res.feasible)};
+    for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++)
+        if (!byte_bool(raw + bools[i])) return false;
+    return int_below(raw + EOFF(run.model.ffn_act), 2) &&
+           int_below(raw + EOFF(run.model.norm), 2) && int_below(raw + EOFF(run.model.pos), 3) &&
+           int_below(raw + EOFF(run.par.recompute), LP_RECOMPUTE_COUNT) &&
+           int_below(raw + EOFF(run.par.schedule), LP_SCHED_COUNT) &&
+           int_below(raw + EOFF(run.train.precision), LP_PREC_COUNT) &&
+           int_below(raw + EOFF(run.train.attention), LP_ATTENTION_COUNT) &&
+           int_below(raw + EOFF(run.fw.kind), LP_FW_COUNT) &&
+           int_below(raw + EOFF(run.fw.xent), LP_XENT_COUNT) &&
+           int_below(raw + EOFF(res.reason), LP_REASON_COUNT) && ESTR(run.model.name) &&
+           ESTR(run.model.source) && ESTR(run.system.name) && ESTR(run.system.source) &&
+           ESTR(run.system.gpu.name) && ESTR(run.system.gpu.source);
+}
+#undef ESTR
+#undef EOFF
+
 int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err)
 {
     char path[LP_SWEEP_PATH_LEN + 32];
@@ -116,11 +172,18 @@ int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err)
         goto cleanup;
     }
     memcpy(&h, buf, sizeof(h));
-    uint64_t nent = h.res_counts[0] + h.res_counts[1] + h.res_counts[2];
+    /* sizes from the file, bounded by its length before any product (a
+     * damaged count must not wrap the size check) */
+    const uint64_t room = len - sizeof(h) - 8;
+    const bool counts_fit = h.ndone <= room / sizeof(struct lp_range) &&
+                            h.res_counts[0] <= room / sizeof(struct lp_entry) &&
+                            h.res_counts[1] <= room / sizeof(struct lp_entry) &&
+                            h.res_counts[2] <= room / sizeof(struct lp_entry);
+    uint64_t nent = counts_fit ? h.res_counts[0] + h.res_counts[1] + h.res_counts[2] : 0;
     uint64_t sum = 0;
     if (memcmp(h.magic, CK_MAGIC, sizeof(h.magic)) != 0 || h.version != CK_VERSION ||
         h.entry_size != sizeof(struct lp_entry) || h.range_size != sizeof(struct lp_range) ||
-        h.count_n != LP_COUNT_N ||
+        h.count_n != LP_COUNT_N || !counts_fit || nent > room / sizeof(struct lp_entry) ||
         len != sizeof(h) + h.ndone * sizeof(struct lp_range) + nent * sizeof(struct lp_entry) + 8) {
         rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__,
                            "%s: not a checkpoint of this llmplan build; remove it to start over",
@@ -146,15 +209,43 @@ int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err)
     s->wall_before_s = h.wall_s;
     s->done_before = h.counts[LP_COUNT_DONE];
     memcpy(s->counts.v, h.counts, sizeof(h.counts));
+    s->h5_rows = h.h5_rows;
+    memcpy(s->h5_sum, h.h5_sum, sizeof(h.h5_sum));
+    memcpy(s->h5_sum_base, h.h5_sum_base, sizeof(h.h5_sum_base));
     const char *p = buf + sizeof(h);
     s->done.n = 0;
+    uint64_t range_rows = 0;
     for (uint64_t i = 0; i < h.ndone; i++) {
         struct lp_range r;
         memcpy(&r, p + i * sizeof(r), sizeof(r));
         r.owner = 0; /* rank 0 reads these rows back and owns them */
+        /* within the space, as many rows as indices at most */
+        if (r.lo >= r.hi || r.hi > h.space_size || r.rows > r.hi - r.lo) {
+            rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__,
+                               "%s: range %llu of the checkpoint is not valid; remove the "
+                               "checkpoint to start over",
+                               path, (unsigned long long)i);
+            goto cleanup;
+        }
+        range_rows += r.rows;
         LP_TRY_GOTO(err, rc, lp_ranges_push(&s->done, &r, err), cleanup);
     }
     p += h.ndone * sizeof(struct lp_range);
+    if (h.dataset &&
+        (h.rows_base > UINT64_MAX - range_rows || h.h5_rows != h.rows_base + range_rows)) {
+        rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__,
+                           "%s: the checkpoint's row counts disagree; remove it to start over",
+                           path);
+        goto cleanup;
+    }
+    for (uint64_t i = 0; i < nent; i++)
+        if (!entry_valid(p + i * sizeof(struct lp_entry))) {
+            rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__,
+                               "%s: result %llu of the checkpoint is not valid; remove the "
+                               "checkpoint to start over",
+                               path, (unsigned long long)i);
+            goto cleanup;
+        }
     struct lp_entry *ent = malloc((nent ? nent : 1) * sizeof(*ent));
     if (!ent) {
         rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");

@@ -222,6 +222,15 @@ static int cmd_file(int argc, char **argv, const char *cmd)
     }
     int nonmono = 0;
     lp_profile_check(p, &nonmono, &err); /* already passed inside the reader */
+    /* against the datasheet of the GPU preset the profile names */
+    struct lp_gpu gpu;
+    bool plausible_checked = lp_load_gpu(p->gpu, &gpu, &err) == LP_OK;
+    lp_err_clear(&err);
+    if (plausible_checked && lp_profile_plausible(p, &gpu, &err) != LP_OK) {
+        lp_cli_error(&err);
+        lp_profile_destroy(&p);
+        return 1;
+    }
     int ntab = 0;
     long points = 0;
     for (int i = 0; i < LP_PROFILE_SLOTS; i++) {
@@ -234,8 +243,10 @@ static int cmd_file(int argc, char **argv, const char *cmd)
         points += n;
     }
     printf("OK %s: gpu %s, %s, %d tables, %ld points, checksum %016llx, %d non-monotone "
-           "points\n",
-           file, p->gpu, p->source, ntab, points, (unsigned long long)p->checksum, nonmono);
+           "points, %s\n",
+           file, p->gpu, p->source, ntab, points, (unsigned long long)p->checksum, nonmono,
+           plausible_checked ? "plausible for its GPU's datasheet"
+                             : "no GPU preset of that name: plausibility not checked");
     lp_profile_destroy(&p);
     return 0;
 }

@@ -65,6 +65,11 @@ int lp_cli_cost_model(const char *profile_arg, const struct lp_gpu *gpu, struct 
                     gpu->name, path, gpu->name);
     }
     LP_TRY(err, lp_profile_read_h5(path, prof, err));
+    int rc = lp_profile_plausible(*prof, gpu, err);
+    if (rc < 0) {
+        lp_profile_destroy(prof);
+        return rc;
+    }
     lp_cost_model_table(cm, *prof, gpu);
     snprintf(used, used_len, "%s", path);
     return LP_OK;

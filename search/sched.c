@@ -372,6 +372,7 @@ int lp_sched_run(struct lp_search *s, struct lp_err *err)
         if (stop) break;
         for (size_t i = 0; i < s->done.n; i++)
             s->rows_base += s->done.r[i].rows;
+        memcpy(s->h5_sum_base, s->h5_sum, sizeof(s->h5_sum_base)); /* rows now final */
         s->rows.n = 0;
         s->mine.n = 0;
         s->done.n = 0;

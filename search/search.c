@@ -13,8 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "search_internal.h"
@@ -192,6 +195,65 @@ static int mkdir_p(const char *dir, struct lp_err *err)
     return LP_OK;
 }
 
+/* Rank 0: take the output directory's lock (DIR/.llmplan.lock, flock:
+ * released by the kernel when the process ends, also by SIGKILL, so a
+ * requeued job gets it back). A second search on the same directory is
+ * refused instead of interleaving its writes with the first's. Creating
+ * the lock file also proves the directory writable before any work. */
+static int lock_output_dir(struct lp_search *s, struct lp_err *err)
+{
+    char path[LP_SWEEP_PATH_LEN + 32];
+    snprintf(path, sizeof(path), "%s/.llmplan.lock", s->opt.out_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        LP_FAIL(err, LP_EIO, "%s: cannot write to the output directory: %s", s->opt.out_dir,
+                strerror(errno));
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        char holder[32] = "";
+        ssize_t n = pread(fd, holder, sizeof(holder) - 1, 0);
+        holder[n > 0 ? n : 0] = '\0';
+        holder[strcspn(holder, "\n")] = '\0';
+        close(fd);
+        if (e == EWOULDBLOCK)
+            LP_FAIL(err, LP_EIO,
+                    "%s: another llmplan search is using this output directory (pid %s on "
+                    "its host, lock %s); wait for it to end or choose another -o",
+                    s->opt.out_dir, holder[0] ? holder : "?", path);
+        LP_FAIL(err, LP_EIO, "%s: cannot lock: %s", path, strerror(e));
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, (size_t)len, 0) != len) {
+        int e = errno;
+        close(fd);
+        LP_FAIL(err, LP_EIO, "%s: cannot write to the output directory: %s", s->opt.out_dir,
+                strerror(e));
+    }
+    s->lock_fd = fd;
+    return LP_OK;
+}
+
+/* Rank 0: say what a run that starts afresh will replace. */
+static void warn_overwrite(const struct lp_search *s)
+{
+    static const char *const names[] = {"plans.json", "sweep.h5", "sweep.h5.partial",
+                                        LP_CHECKPOINT_FILE};
+    char found[256] = "";
+    size_t off = 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char path[LP_SWEEP_PATH_LEN + 32];
+        snprintf(path, sizeof(path), "%s/%s", s->opt.out_dir, names[i]);
+        if (access(path, F_OK) == 0 && off < sizeof(found))
+            off += (size_t)snprintf(found + off, sizeof(found) - off, "%s%s", off ? ", " : "",
+                                    names[i]);
+    }
+    if (found[0])
+        fprintf(stderr, "search: %s: replacing %s%s\n", s->opt.out_dir, found,
+                strstr(found, LP_CHECKPOINT_FILE) ? " (--resume continues a checkpoint instead)"
+                                                  : "");
+}
+
 /* Read the sweep on rank 0 and broadcast its text (one file-system read for
  * any number of ranks); every rank parses the same bytes. Collective. */
 static int load_sweep(struct lp_search *s, struct lp_err *err)
@@ -254,6 +316,7 @@ static int load_cost_models(struct lp_search *s, struct lp_err *err)
                             s->opt.sweep_path, sys->gpu.name, path, sys->gpu.name);
             }
             LP_TRY(err, lp_profile_read_h5(path, &s->prof[i], err));
+            LP_TRY(err, lp_profile_plausible(s->prof[i], &sys->gpu, err));
             lp_cost_model_table(&s->cm[i], s->prof[i], &sys->gpu);
             snprintf(desc, sizeof(desc), "%s (%016llx)", path,
                      (unsigned long long)s->prof[i]->checksum);
@@ -270,6 +333,21 @@ static int load_cost_models(struct lp_search *s, struct lp_err *err)
     return LP_OK;
 }
 
+/* Forget what a checkpoint restored (rank 0): the sweep starts at index 0. */
+static void start_over(struct lp_search *s)
+{
+    s->flush_seg = 0;
+    s->rows_base = 0;
+    s->wall_before_s = 0;
+    s->done_before = 0;
+    s->h5_rows = 0;
+    memset(s->h5_sum, 0, sizeof(s->h5_sum));
+    memset(s->h5_sum_base, 0, sizeof(s->h5_sum_base));
+    memset(&s->counts, 0, sizeof(s->counts));
+    s->done.n = 0;
+    lp_results_clear(&s->res);
+}
+
 /* Resume: rank 0 reads the checkpoint and tells the others where to start;
  * the partial segment's rows come back from sweep.h5 into rank 0's buffer.
  * Collective. */
@@ -278,6 +356,23 @@ static int restore(struct lp_search *s, bool *resumed, struct lp_err *err)
     int rc = LP_OK;
     bool found = false;
     if (s->rank == 0 && s->opt.resume) rc = lp_checkpoint_read(s, &found, err);
+    if (s->rank == 0 && rc == LP_OK && found && s->opt.dataset) {
+        /* the partial dataset must match the checkpoint before any rank
+         * opens it for writing; a damaged one starts the sweep over */
+        bool ok = false;
+        char why[600];
+        rc = lp_h5_recover(s, &ok, why, sizeof(why), err);
+        if (rc == LP_OK && !ok) {
+            fprintf(stderr,
+                    "search: %s: the partial dataset does not match the checkpoint (%s); it is "
+                    "kept as sweep.h5.partial.damaged and the sweep starts over\n",
+                    s->h5_path, why);
+            start_over(s);
+            lp_checkpoint_remove(s);
+            found = false;
+        }
+    }
+    if (s->rank == 0 && rc == LP_OK && !found) warn_overwrite(s);
     rc = agree(s, rc);
     if (rc < 0) return rc;
     uint64_t st[4] = {found, s->flush_seg, s->rows_base, 0};
@@ -323,8 +418,8 @@ static void summary(const struct lp_search *s, const struct lp_counts *t,
             (unsigned long long)(v[LP_COUNT_EVALUATED] - v[LP_COUNT_FEASIBLE]),
             (unsigned long long)v[LP_COUNT_SKIPPED], wall, s->size,
             wall > 0 ? (double)v[LP_COUNT_DONE] / wall : 0.0);
-    if (r->top[LP_OBJ_TIME].n) {
-        const struct lp_entry *e = &r->top[LP_OBJ_TIME].e[0];
+    const struct lp_entry *e = lp_results_best(r, LP_OBJ_TIME);
+    if (e) {
         fprintf(stderr,
                 "search: fastest: %s on %d GPUs tp=%d pp=%d dp=%d cp=%d mb=%d: %.3f s/iter\n",
                 e->run.model.name, e->res.gpus, e->run.par.tp, e->run.par.pp, e->run.par.dp,
@@ -349,6 +444,7 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
      * renamed to sweep.h5, so a sweep.h5 is always whole */
     snprintf(s->h5_path, sizeof(s->h5_path), "%s/sweep.h5.partial", s->opt.out_dir);
     if (s->rank == 0) rc = mkdir_p(s->opt.out_dir, err);
+    if (s->rank == 0 && rc == LP_OK) rc = lock_output_dir(s, err);
     if (agree(s, rc) < 0) return 1;
     if (agree(s, load_cost_models(s, err)) < 0) return 1;
     if (agree(s, lp_space_init(&s->space, s->sweep, err)) < 0) return 1;
@@ -434,6 +530,7 @@ static void search_free(struct lp_search *s)
     lp_ranges_free(&s->done);
     lp_sweep_destroy(&s->sweep);
     free(s->sweep_text);
+    if (s->lock_fd >= 0) close(s->lock_fd); /* releases the lock */
 }
 
 int lp_cmd_search(int argc, char **argv)
@@ -453,6 +550,7 @@ int lp_cmd_search(int argc, char **argv)
     MPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
     MPI_Comm_rank(s->comm, &s->rank);
     MPI_Comm_size(s->comm, &s->size);
+    s->lock_fd = -1;
 
     const char *out_arg = NULL;
     int code = parse_args(argc, argv, &s->opt, &out_arg, s->rank == 0);
@@ -478,6 +576,13 @@ int lp_cmd_search(int argc, char **argv)
         code = 0; /* --help */
     }
     search_free(s);
+    if (s->h5_unclosable) {
+        /* a dataset HDF5 could not close (a full disk): MPI_Finalize would
+         * end the HDF5 library, which closes that file again and crashes
+         * (HDF5 1.10); the error is printed, the status is the answer */
+        fflush(NULL);
+        _exit(code ? code : 1);
+    }
     MPI_Comm_free(&s->comm);
     free(s);
     MPI_Finalize();

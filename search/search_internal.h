@@ -65,7 +65,8 @@ struct lp_search_opts {
     char cmdline[4096];
 };
 
-struct lp_h5; /* sweep_h5.c */
+struct lp_h5;          /* sweep_h5.c */
+#define LP_H5_NCOLS 38 /* columns of sweep.h5 (struct lp_row) */
 
 struct lp_search {
     MPI_Comm comm;
@@ -96,6 +97,15 @@ struct lp_search {
     double progress_due; /* next progress line (rank 0) */
     struct lp_h5 *h5;
     char h5_path[LP_SWEEP_PATH_LEN + 32];
+    /* the dataset's rows [0, h5_rows) as of the last write, and a checksum
+     * per column of them (h5_sum) and of the final rows [0, rows_base)
+     * (h5_sum_base); the checkpoint records them so that --resume can
+     * verify the file (sweep_h5.c) */
+    uint64_t h5_rows;
+    uint64_t h5_sum[LP_H5_NCOLS];
+    uint64_t h5_sum_base[LP_H5_NCOLS];
+    int lock_fd;               /* the output directory's lock (rank 0; -1 = none) */
+    bool h5_unclosable;        /* HDF5 failed to close sweep.h5.partial (sweep_h5.c) */
     struct lp_run scratch_run; /* decode target (large; kept off the stack) */
 };
 
@@ -149,6 +159,15 @@ int lp_h5_open(struct lp_search *s, bool resume, struct lp_err *err);
  * the row count to rows_base + total. */
 int lp_h5_write_segment(struct lp_search *s, const struct lp_range *table, size_t n,
                         struct lp_err *err);
+/* Rank 0 only, before lp_h5_open(resume): check the partial dataset left
+ * by an interrupted run against the checkpoint (every column readable over
+ * [0, h5_rows), each column's checksum equal) and copy those rows into a
+ * fresh file that replaces it, in a child process under a time limit, so
+ * that a damaged file (a hard kill mid-write) can neither crash nor hang
+ * the job. *ok = false: the file is damaged or missing (renamed to
+ * sweep.h5.partial.damaged when present; why[] says what was wrong); the
+ * file is never opened for writing then. */
+int lp_h5_recover(struct lp_search *s, bool *ok, char *why, size_t why_len, struct lp_err *err);
 /* Read rows [first, first + n) into rank 0's row buffer (resume). */
 int lp_h5_read_rows(struct lp_search *s, uint64_t first, uint64_t n, struct lp_err *err);
 /* total: the reduced counters, the same on every rank (or NULL: no

@@ -24,6 +24,10 @@ extern "C" {
 
 #define LP_PROFILE_SCHEMA_VERSION 1
 #define LP_TABLE_MAX_DIMS 4
+/* The most values one table may hold (2^24 doubles = 128 MiB; a measured
+ * profile's tables hold thousands). Readers refuse a larger table before
+ * they allocate anything for it. */
+#define LP_TABLE_MAX_VALUES (1 << 24)
 
 /* GEMM layouts of a linear layer Y = X W (X: tokens x in, W: in x out).
  * Each is timed as C[m x n] = A[m x k] B[k x n] with flops 2mnk. */
@@ -186,6 +190,32 @@ double lp_table_axis_pow(const char *axis_name);
 /* Check axes increasing/positive and values finite/positive; returns LP_OK or
  * LP_EFORMAT with the table's name and the first bad index in err. */
 int lp_table_check(const struct lp_table *t, const char *name, struct lp_err *err);
+
+/* Plausibility against the GPU's datasheet (src/core/plausible.c,
+ * docs/profile-format.md): every time value within LP_PLAUSIBLE_FAST x
+ * faster and LP_PLAUSIBLE_SLOW x (+ LP_PLAUSIBLE_FIXED_S) slower than the
+ * datasheet roofline of its operation; collective fractions bounded
+ * likewise. LP_EFORMAT names the
+ * table, the point and the bounds. Peaks are boost-clock datasheet figures
+ * that kernels do not exceed; 1.5 leaves room for a datasheet's rounding
+ * and a measurement's timer. 100x + 10 ms admits a launch-bound or badly
+ * shaped kernel, never 1e308 s. A collective's fraction f of a message of
+ * b bytes over n ranks implies a time b * busfactor(n) / (f * link); with
+ * link = LP_PLAUSIBLE_LINK_BPS (above any per-GPU link: NVLink 5 moves
+ * 900 GB/s each way) that time must stay under the same slow bound, and f
+ * under LP_PLAUSIBLE_COLL_MAX (no in-network reduction reaches 4x). */
+#define LP_PLAUSIBLE_FAST 1.5
+#define LP_PLAUSIBLE_SLOW 100.0
+#define LP_PLAUSIBLE_FIXED_S 1e-2
+#define LP_PLAUSIBLE_LINK_BPS 2e12
+#define LP_PLAUSIBLE_STEP_S 1e-4
+#define LP_PLAUSIBLE_COLL_MAX 4.0
+int lp_profile_plausible(const struct lp_profile *p, const struct lp_gpu *gpu, struct lp_err *err);
+
+/* Flops of the roofline backend's operations: a GEMM 2mnk; attention
+ * QK^T and PV, 4*bh*s^2*d forward, 2.5x backward, halved when causal. */
+double lp_gemm_flops(double m, double n, double k);
+double lp_attn_flops(bool causal, enum lp_pass pass, double bh, double seq, double hd);
 
 /* Profile object lifetime. create returns an empty profile. */
 int lp_profile_create(struct lp_profile **out, struct lp_err *err);

@@ -142,13 +142,38 @@ struct lp_entry_set {
     size_t n, cap;
 };
 
+/* The k best of one objective: a binary max-heap of small items (the k-th
+ * best at heap[0]) whose slots point into a store of entries, and a hash
+ * set of the indices present. An offer costs O(log k) and copies one entry
+ * only when it is kept (O(N log k) for N offers; a sorted array of entries
+ * cost O(N k) memmoves of ~2 KB entries). Unordered: read it through
+ * lp_results_top_sorted or lp_results_best. */
+struct lp_top_item {
+    double obj;
+    uint64_t index;
+    size_t slot; /* into store */
+};
+struct lp_topk {
+    struct lp_entry *store; /* n used, cap allocated (grows to k) */
+    struct lp_top_item *heap;
+    uint64_t *set; /* open addressing, set_cap (a power of two >= 2k) */
+    size_t n, cap, set_cap;
+};
+
 /* The reduction state of a sweep: Pareto front of (time, cost), the k best
  * per objective. */
 struct lp_results {
     int top_k;
-    struct lp_entry_set front;             /* sorted by (time, cost, index) */
-    struct lp_entry_set top[LP_OBJ_COUNT]; /* sorted by (objective, index) */
+    struct lp_entry_set front;        /* sorted by (time, cost, index) */
+    struct lp_topk top[LP_OBJ_COUNT]; /* by (objective, index) */
 };
+
+/* The top-k of objective o, best first: *out gets a malloc'd array of n
+ * pointers into r (valid until r changes; free(*out) only). */
+int lp_results_top_sorted(const struct lp_results *r, enum lp_objective o,
+                          const struct lp_entry ***out, size_t *n, struct lp_err *err);
+/* The best entry of objective o, or NULL when there is none (O(k)). */
+const struct lp_entry *lp_results_best(const struct lp_results *r, enum lp_objective o);
 
 int lp_results_init(struct lp_results *r, int top_k, struct lp_err *err);
 void lp_results_free(struct lp_results *r);

@@ -31,8 +31,18 @@ enum lp_reason {
     LP_REASON_ZERO,      /* zero stage not supported with this config */
     LP_REASON_PRECISION, /* GPU has no tensor-core peak for this precision */
     LP_REASON_TP_NODE,   /* tp larger than a node */
+    LP_REASON_RANGE,     /* tp*pp*dp*cp > LP_MAX_GPUS, or micro-batches*vp > LP_MAX_MICROBATCHES */
+    LP_REASON_NUMERIC,   /* the simulated time or cost is not a finite positive number */
     LP_REASON_COUNT
 };
+
+/* The largest GPU count tp*pp*dp*cp of a configuration (2^24: every product
+ * of parallel degrees then fits an int), and the largest number of
+ * micro-batch chunks (micro-batches x vp) of one iteration (INT_MAX: the
+ * schedule counts them in int). Beyond them a configuration is refused with
+ * LP_REASON_RANGE; the loaders refuse such input where they read it. */
+#define LP_MAX_GPUS (1 << 24)
+#define LP_MAX_MICROBATCHES 2147483647
 
 const char *lp_reason_name(enum lp_reason r);
 

@@ -22,12 +22,24 @@ static double peak(const struct lp_gpu *g, enum lp_prec p)
     return f > 0 ? f : 1e12;
 }
 
+double lp_gemm_flops(double m, double n, double k)
+{
+    return 2.0 * m * n * k;
+}
+
+/* forward: QK^T and PV, 2 * 2*s*s*d per head; backward 2.5x (dQ, dK, dV, dP, recompute S) */
+double lp_attn_flops(bool causal, enum lp_pass pass, double bh, double seq, double hd)
+{
+    double flops = 4.0 * bh * seq * seq * hd * (pass == LP_PASS_BWD ? 2.5 : 1.0);
+    return causal ? 0.5 * flops : flops;
+}
+
 static double rl_gemm(const struct lp_cost_model *cm, enum lp_gemm_layout l, enum lp_prec p,
                       double m, double n, double k)
 {
     (void)l;
     double e = lp_prec_bytes(p);
-    double flops = 2.0 * m * n * k;
+    double flops = lp_gemm_flops(m, n, k);
     double bytes = e * (m * k + k * n + m * n);
     double tc = flops / (peak(&cm->gpu, p) * RL_GEMM_EFF);
     double tm = bytes / (cm->gpu.mem_bw_Bps * RL_MEM_EFF);
@@ -38,9 +50,7 @@ static double rl_attn(const struct lp_cost_model *cm, enum lp_attn_impl impl, bo
                       enum lp_pass pass, enum lp_prec p, double bh, double seq, double hd)
 {
     double e = lp_prec_bytes(p);
-    /* forward: QK^T and PV, 2 * 2*s*s*d per head; backward 2.5x (dQ, dK, dV, dP, recompute S) */
-    double flops = 4.0 * bh * seq * seq * hd * (pass == LP_PASS_BWD ? 2.5 : 1.0);
-    if (causal) flops *= 0.5;
+    double flops = lp_attn_flops(causal, pass, bh, seq, hd);
     double io = e * bh * seq * hd * (pass == LP_PASS_BWD ? 8.0 : 4.0);
     double eff = pass == LP_PASS_BWD ? RL_ATTN_BWD_EFF : RL_ATTN_FWD_EFF;
     if (impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) eff *= LP_ATTN_OLD_RATIO;

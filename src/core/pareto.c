@@ -78,12 +78,152 @@ static int set_insert_at(struct lp_entry_set *s, size_t pos, const struct lp_ent
     return LP_OK;
 }
 
+#define SET_EMPTY UINT64_MAX
+
+/* ---- top-k: max-heap of (objective, index) over a store, index set ---- */
+
+static int item_cmp(const struct lp_top_item *a, const struct lp_top_item *b)
+{
+    if (a->obj < b->obj) return -1;
+    if (a->obj > b->obj) return 1;
+    return (a->index > b->index) - (a->index < b->index);
+}
+
+static size_t set_home(uint64_t index, size_t cap)
+{
+    /* Fibonacci hashing: the multiplier spreads consecutive indices */
+    return (size_t)((index * UINT64_C(11400714819323198485)) >> 32) & (cap - 1);
+}
+
+static bool set_has(const struct lp_topk *t, uint64_t index)
+{
+    if (!t->set_cap) return false;
+    for (size_t i = set_home(index, t->set_cap);; i = (i + 1) & (t->set_cap - 1)) {
+        if (t->set[i] == index) return true;
+        if (t->set[i] == SET_EMPTY) return false;
+    }
+}
+
+static void set_put(struct lp_topk *t, uint64_t index)
+{
+    size_t i = set_home(index, t->set_cap);
+    while (t->set[i] != SET_EMPTY)
+        i = (i + 1) & (t->set_cap - 1);
+    t->set[i] = index;
+}
+
+/* Remove index (present) by backward-shift deletion (linear probing, Knuth
+ * TAOCP vol. 3, 6.4 Algorithm R): no tombstones, so lookups stay short. */
+static void set_del(struct lp_topk *t, uint64_t index)
+{
+    const size_t mask = t->set_cap - 1;
+    size_t i = set_home(index, t->set_cap);
+    while (t->set[i] != index)
+        i = (i + 1) & mask;
+    for (size_t j = (i + 1) & mask; t->set[j] != SET_EMPTY; j = (j + 1) & mask) {
+        size_t h = set_home(t->set[j], t->set_cap);
+        /* move set[j] into the hole at i unless its home lies in (i, j] */
+        bool stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
+        if (!stays) {
+            t->set[i] = t->set[j];
+            i = j;
+        }
+    }
+    t->set[i] = SET_EMPTY;
+}
+
+static void sift_down(struct lp_top_item *h, size_t n, size_t i)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < n && item_cmp(&h[l], &h[m]) > 0) m = l;
+        if (r < n && item_cmp(&h[r], &h[m]) > 0) m = r;
+        if (m == i) return;
+        struct lp_top_item x = h[i];
+        h[i] = h[m];
+        h[m] = x;
+        i = m;
+    }
+}
+
+static void sift_up(struct lp_top_item *h, size_t i)
+{
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (item_cmp(&h[p], &h[i]) >= 0) return;
+        struct lp_top_item x = h[i];
+        h[i] = h[p];
+        h[p] = x;
+        i = p;
+    }
+}
+
+static int topk_init(struct lp_topk *t, size_t k, struct lp_err *err)
+{
+    memset(t, 0, sizeof(*t));
+    t->set_cap = 16;
+    while (t->set_cap < 2 * k)
+        t->set_cap *= 2;
+    t->set = malloc(t->set_cap * sizeof(uint64_t));
+    t->heap = malloc(k * sizeof(*t->heap));
+    if (!t->set || !t->heap) LP_FAIL(err, LP_ENOMEM, "out of memory for a top-%zu of results", k);
+    memset(t->set, 0xff, t->set_cap * sizeof(uint64_t));
+    return LP_OK;
+}
+
+static void topk_free(struct lp_topk *t)
+{
+    free(t->store);
+    free(t->heap);
+    free(t->set);
+    memset(t, 0, sizeof(*t));
+}
+
+/* Would an entry of key ke enter a full top? */
+static bool topk_wants(const struct lp_topk *t, size_t k, struct key ke, enum lp_objective o)
+{
+    if (t->n < k) return true;
+    struct lp_top_item it = {ke.obj[o], ke.index, 0};
+    return item_cmp(&it, &t->heap[0]) < 0;
+}
+
+static int topk_add(struct lp_topk *t, size_t k, const struct lp_entry *e, enum lp_objective o,
+                    struct lp_err *err)
+{
+    struct key ke = key_of(e);
+    if (!topk_wants(t, k, ke, o) || set_has(t, e->index)) return LP_OK;
+    struct lp_top_item it = {ke.obj[o], e->index, 0};
+    if (t->n < k) {
+        if (t->n == t->cap) {
+            size_t cap = t->cap ? 2 * t->cap : 16;
+            if (cap > k) cap = k;
+            struct lp_entry *st = realloc(t->store, cap * sizeof(*st));
+            if (!st) LP_FAIL(err, LP_ENOMEM, "out of memory growing a top-k to %zu entries", cap);
+            t->store = st;
+            t->cap = cap;
+        }
+        it.slot = t->n;
+        t->store[it.slot] = *e;
+        t->heap[t->n] = it;
+        sift_up(t->heap, t->n);
+        t->n++;
+    } else { /* replace the k-th best */
+        set_del(t, t->heap[0].index);
+        it.slot = t->heap[0].slot;
+        t->store[it.slot] = *e;
+        t->heap[0] = it;
+        sift_down(t->heap, t->n, 0);
+    }
+    set_put(t, e->index);
+    return LP_OK;
+}
+
 int lp_results_init(struct lp_results *r, int top_k, struct lp_err *err)
 {
     memset(r, 0, sizeof(*r));
     r->top_k = top_k > 0 ? top_k : 1;
     for (int o = 0; o < LP_OBJ_COUNT; o++)
-        LP_TRY(err, set_reserve(&r->top[o], (size_t)r->top_k + 1, err));
+        LP_TRY(err, topk_init(&r->top[o], (size_t)r->top_k, err));
     return LP_OK;
 }
 
@@ -92,36 +232,54 @@ void lp_results_free(struct lp_results *r)
     if (!r) return;
     free(r->front.e);
     for (int o = 0; o < LP_OBJ_COUNT; o++)
-        free(r->top[o].e);
+        topk_free(&r->top[o]);
     memset(r, 0, sizeof(*r));
 }
 
 void lp_results_clear(struct lp_results *r)
 {
     r->front.n = 0;
-    for (int o = 0; o < LP_OBJ_COUNT; o++)
-        r->top[o].n = 0;
+    for (int o = 0; o < LP_OBJ_COUNT; o++) {
+        struct lp_topk *t = &r->top[o];
+        t->n = 0;
+        if (t->set) memset(t->set, 0xff, t->set_cap * sizeof(uint64_t));
+    }
 }
 
-static int top_add(struct lp_entry_set *s, size_t k, const struct lp_entry *e, enum lp_objective o,
-                   struct lp_err *err)
+static int cmp_item_ptr(const void *a, const void *b)
 {
-    /* fast reject: not better than the current k-th */
-    struct key ke = key_of(e);
-    if (s->n >= k && cmp_obj(ke, key_of(&s->e[s->n - 1]), o) >= 0) return LP_OK;
-    size_t lo = 0, hi = s->n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int c = cmp_obj(key_of(&s->e[mid]), ke, o);
-        if (c == 0) return LP_OK; /* same index: already present */
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
+    return item_cmp(a, b);
+}
+
+int lp_results_top_sorted(const struct lp_results *r, enum lp_objective o,
+                          const struct lp_entry ***out, size_t *n, struct lp_err *err)
+{
+    const struct lp_topk *t = &r->top[o];
+    *n = t->n;
+    *out = malloc((t->n ? t->n : 1) * sizeof(**out));
+    struct lp_top_item *items = malloc((t->n ? t->n : 1) * sizeof(*items));
+    if (!*out || !items) {
+        free(*out);
+        free(items);
+        *out = NULL;
+        LP_FAIL(err, LP_ENOMEM, "out of memory sorting a top-%zu", t->n);
     }
-    LP_TRY(err, set_insert_at(s, lo, e, err));
-    if (s->n > k) s->n = k;
+    if (t->n) memcpy(items, t->heap, t->n * sizeof(*items));
+    qsort(items, t->n, sizeof(*items), cmp_item_ptr);
+    for (size_t i = 0; i < t->n; i++)
+        (*out)[i] = &t->store[items[i].slot];
+    free(items);
     return LP_OK;
+}
+
+const struct lp_entry *lp_results_best(const struct lp_results *r, enum lp_objective o)
+{
+    const struct lp_topk *t = &r->top[o];
+    if (!t->n) return NULL;
+    size_t b = 0;
+    for (size_t i = 1; i < t->n; i++)
+        if (item_cmp(&t->heap[i], &t->heap[b]) < 0) b = i;
+    return &t->store[t->heap[b].slot];
 }
 
 static int front_add(struct lp_entry_set *s, const struct lp_entry *e, struct lp_err *err)
@@ -148,7 +306,7 @@ int lp_results_add(struct lp_results *r, const struct lp_entry *e, struct lp_err
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         if (!isfinite(lp_entry_objective(e, (enum lp_objective)o))) return LP_OK;
     for (int o = 0; o < LP_OBJ_COUNT; o++)
-        LP_TRY(err, top_add(&r->top[o], (size_t)r->top_k, e, (enum lp_objective)o, err));
+        LP_TRY(err, topk_add(&r->top[o], (size_t)r->top_k, e, (enum lp_objective)o, err));
     LP_TRY(err, front_add(&r->front, e, err));
     return LP_OK;
 }
@@ -163,11 +321,8 @@ int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *
     if (!isfinite(k.obj[0]) || !isfinite(k.obj[1])) return LP_OK;
     /* most configurations are rejected here, without building an entry */
     bool want = false;
-    for (int o = 0; o < LP_OBJ_COUNT && !want; o++) {
-        const struct lp_entry_set *s = &r->top[o];
-        want = s->n < (size_t)r->top_k ||
-               cmp_obj(k, key_of(&s->e[s->n - 1]), (enum lp_objective)o) < 0;
-    }
+    for (int o = 0; o < LP_OBJ_COUNT && !want; o++)
+        want = topk_wants(&r->top[o], (size_t)r->top_k, k, (enum lp_objective)o);
     if (!want) {
         want = true;
         for (size_t i = 0; i < r->front.n && want; i++)
@@ -188,25 +343,29 @@ int lp_results_merge(struct lp_results *dst, const struct lp_results *src, struc
         LP_TRY(err, lp_results_add(dst, &src->front.e[i], err));
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         for (size_t i = 0; i < src->top[o].n; i++)
-            LP_TRY(err, lp_results_add(dst, &src->top[o].e[i], err));
+            LP_TRY(err, lp_results_add(dst, &src->top[o].store[i], err));
     return LP_OK;
 }
 
 int lp_results_pack(const struct lp_results *r, struct lp_entry **buf, uint64_t counts[3],
                     struct lp_err *err)
 {
-    const struct lp_entry_set *sets[3] = {&r->front, &r->top[LP_OBJ_TIME], &r->top[LP_OBJ_COST]};
+    /* [front | top time | top cost]; a top's entries in store order (unpack
+     * re-adds them, so the order does not matter) */
+    const struct lp_entry *sets[3] = {r->front.e, r->top[LP_OBJ_TIME].store,
+                                      r->top[LP_OBJ_COST].store};
+    const size_t ns[3] = {r->front.n, r->top[LP_OBJ_TIME].n, r->top[LP_OBJ_COST].n};
     size_t total = 0;
     for (int i = 0; i < 3; i++) {
-        counts[i] = sets[i]->n;
-        total += sets[i]->n;
+        counts[i] = ns[i];
+        total += ns[i];
     }
     *buf = malloc((total ? total : 1) * sizeof(**buf));
     if (!*buf) LP_FAIL(err, LP_ENOMEM, "out of memory packing %zu results", total);
     size_t off = 0;
     for (int i = 0; i < 3; i++) {
-        if (sets[i]->n) memcpy(*buf + off, sets[i]->e, sets[i]->n * sizeof(**buf));
-        off += sets[i]->n;
+        if (ns[i]) memcpy(*buf + off, sets[i], ns[i] * sizeof(**buf));
+        off += ns[i];
     }
     return LP_OK;
 }

@@ -34,7 +34,7 @@
 
 static const char *const reason_names[LP_REASON_COUNT] = {
     "none", "out_of_memory", "gpu_count", "tp_heads", "tp_ffn",    "pp_layers", "batch", "cp_seq",
-    "ep",   "schedule",      "sp",        "zero",     "precision", "tp_node"};
+    "ep",   "schedule",      "sp",        "zero",     "precision", "tp_node",   "range", "numeric"};
 
 const char *lp_op_class_name(enum lp_op_class c)
 {
@@ -103,6 +103,17 @@ void lp_result_reason(const struct lp_result *r, char *buf, size_t len)
         snprintf(buf, len, "tp (%g) larger than the scale-up domain (%g GPUs)", r->reason_a,
                  r->reason_b);
         break;
+    case LP_REASON_RANGE:
+        snprintf(buf, len, "%s %.0f exceed the supported maximum %.0f",
+                 r->reason_b == LP_MAX_GPUS ? "GPUs (tp*pp*dp*cp)" : "micro-batches x vp",
+                 r->reason_a, r->reason_b);
+        break;
+    case LP_REASON_NUMERIC:
+        snprintf(buf, len,
+                 "the simulated iteration time (%g s) or cost is not a finite positive number "
+                 "(check the kernel profile's values)",
+                 r->reason_a);
+        break;
     default:
         snprintf(buf, len, "unknown reason");
         break;
@@ -110,6 +121,35 @@ void lp_result_reason(const struct lp_result *r, char *buf, size_t len)
 }
 
 /* ---- validity ---- */
+
+static int64_t micro_batches(const struct lp_run *r)
+{
+    return r->train.global_batch / ((int64_t)r->par.micro_batch * r->par.dp);
+}
+
+/* Products of parallel degrees and the micro-batch count stay within int
+ * (every later product of them, such as pp*vp or dp*cp, is then an int):
+ * LP_MAX_GPUS, LP_MAX_MICROBATCHES. Degrees are >= 1 here. */
+static enum lp_reason check_range(const struct lp_run *r, double *a, double *b)
+{
+    const struct lp_parallel *p = &r->par;
+    int64_t gpus = (int64_t)p->tp * p->pp;
+    gpus = gpus > LP_MAX_GPUS ? gpus : gpus * p->cp;
+    gpus = gpus > LP_MAX_GPUS ? gpus : gpus * p->dp;
+    if (gpus > LP_MAX_GPUS || (int64_t)p->pp * p->vp > LP_MAX_GPUS ||
+        (int64_t)p->ep > LP_MAX_GPUS) {
+        *a = (double)p->tp * p->pp * p->cp * p->dp;
+        *b = LP_MAX_GPUS;
+        return LP_REASON_RANGE;
+    }
+    const int64_t micro = micro_batches(r);
+    if (micro > LP_MAX_MICROBATCHES / p->vp) {
+        *a = (double)micro * p->vp;
+        *b = LP_MAX_MICROBATCHES;
+        return LP_REASON_RANGE;
+    }
+    return LP_REASON_NONE;
+}
 
 static enum lp_reason validate(const struct lp_run *r, double *a, double *b)
 {
@@ -119,6 +159,8 @@ static enum lp_reason validate(const struct lp_run *r, double *a, double *b)
     if (p->tp < 1 || p->pp < 1 || p->dp < 1 || p->cp < 1 || p->ep < 1 || p->vp < 1 ||
         p->micro_batch < 1)
         return LP_REASON_GPU_COUNT;
+    enum lp_reason range = check_range(r, a, b);
+    if (range != LP_REASON_NONE) return range;
     /* TP groups stay inside the scale-up domain (NVLink): Megatron places
      * TP innermost and no framework runs it over the network */
     if (p->tp > lp_system_scale_up(&r->system)) {
@@ -594,11 +636,6 @@ static void memory(const struct lp_run *r, const struct kinds *ks, const struct 
     }
 }
 
-static int64_t micro_batches(const struct lp_run *r)
-{
-    return r->train.global_batch / ((int64_t)r->par.micro_batch * r->par.dp);
-}
-
 /* The run as one batch of its dataset sees it (training.dataset): the
  * sequence is the batch's padded length, expected (worst = false: time) or
  * of its longest queries (worst = true: the batch that must fit). */
@@ -622,7 +659,9 @@ void lp_sim_memory(const struct lp_run *run, struct lp_memory *mem)
     struct kinds ks;
     kinds_scan(&run->model, &ks, NULL, 0);
     count_params(run, &ks, first, &pr);
-    memory(run, &ks, &pr, first, micro_batches(run), mem);
+    /* a configuration check_range refuses: no micro-batch count in an int */
+    const int64_t micro = micro_batches(run);
+    memory(run, &ks, &pr, first, micro > 0 && micro <= LP_MAX_MICROBATCHES ? micro : 1, mem);
 }
 
 static bool batch_fits(struct lp_run *r, int mb, int64_t micro)
@@ -842,6 +881,42 @@ static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_e
     s->sused[slot] = true;
 }
 
+/* A feasible result has a finite positive iteration time, throughput and
+ * cost (and training time and cost when there is a token budget), and finite
+ * breakdown terms. A profile with absurd values (1e308 s passes the
+ * profile's own checks) would otherwise make a "feasible" NaN or infinity
+ * that no ordering can rank. */
+static bool numbers_sound(const struct lp_result *res, bool budget)
+{
+    const double pos[] = {res->iteration_time_s, res->tokens_per_s, res->model_tflops_per_gpu,
+                          res->mfu, res->cost_per_iteration_usd};
+    for (size_t i = 0; i < sizeof(pos) / sizeof(pos[0]); i++)
+        if (!isfinite(pos[i]) || pos[i] < 0) return false;
+    if (!(res->iteration_time_s > 0) || !(res->tokens_per_s > 0)) return false;
+    if (budget && !(isfinite(res->time_days) && res->time_days > 0 && isfinite(res->gpu_hours) &&
+                    isfinite(res->cost_usd) && res->cost_usd >= 0))
+        return false;
+    const struct lp_breakdown *b = &res->breakdown;
+    const double parts[] = {b->compute_s, b->tp_comm_s,         b->pp_bubble_s,
+                            b->pp_comm_s, b->dp_comm_exposed_s, b->optimizer_s};
+    for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
+        if (!isfinite(parts[i])) return false;
+    return true;
+}
+
+/* Turn a result with unsound numbers into an infeasible one (memory kept). */
+static void refuse_numeric(struct lp_result *res)
+{
+    double t = res->iteration_time_s;
+    res->feasible = false;
+    res->reason = LP_REASON_NUMERIC;
+    res->reason_a = t;
+    res->reason_b = 0;
+    res->iteration_time_s = res->tokens_per_s = res->model_tflops_per_gpu = res->mfu = 0;
+    res->cost_per_iteration_usd = res->cost_usd = res->gpu_hours = res->time_days = 0;
+    memset(&res->breakdown, 0, sizeof(res->breakdown));
+}
+
 static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result *res,
                     struct lp_event *ev, int cap, int *nev)
 {
@@ -851,8 +926,9 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     const struct lp_parallel *p = &r->par;
     const struct lp_model *m = &r->model;
     memset(res, 0, sizeof(*res));
-    res->gpus = p->tp * p->pp * p->dp * p->cp;
     res->reason = validate(r, &res->reason_a, &res->reason_b);
+    const double gpus = (double)p->tp * p->pp * p->dp * p->cp;
+    res->gpus = gpus <= LP_MAX_GPUS ? (int)gpus : 0; /* else refused: LP_REASON_RANGE */
     if (res->reason != LP_REASON_NONE) return 0;
     int64_t micro = micro_batches(r);
     res->microbatches = (int)micro;
@@ -1105,6 +1181,11 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         res->time_days = secs / 86400.0;
         res->gpu_hours = secs / 3600.0 * res->gpus;
         res->cost_usd = res->gpu_hours * price;
+    }
+    if (!numbers_sound(res, budget > 0)) {
+        refuse_numeric(res);
+        if (nev) *nev = 0;
+        return 0;
     }
     if (ev && nev && *nev < cap) {
         /* DP/optimizer tail on the critical stage's communication stream */

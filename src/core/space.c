@@ -136,14 +136,19 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
     if (m->heads % tp != 0) return skip(s, index, LP_DIM_TP, LP_REASON_TP_HEADS, reason, span);
     /* pp: the product must divide the GPUs; the layers must split into pp
      * stages (lp_arch_split, the simulator's rule; more chunks split worse,
-     * so a pp that fails fails for every vp) */
-    if (gpus % (tp * pp) != 0) return skip(s, index, LP_DIM_PP, LP_REASON_GPU_COUNT, reason, span);
+     * so a pp that fails fails for every vp). Products in 64 bits: tp, pp and
+     * cp are each up to 2^20, so tp*pp*cp may not fit an int (and a wrapped
+     * product of 0 would divide by zero) */
+    const int64_t tpp = (int64_t)tp * pp;
+    if (tpp > gpus || gpus % tpp != 0)
+        return skip(s, index, LP_DIM_PP, LP_REASON_GPU_COUNT, reason, span);
     if (!splits(m, pp, 1)) return skip(s, index, LP_DIM_PP, LP_REASON_PP_LAYERS, reason, span);
     /* cp: dp = gpus / (tp*pp*cp) must be an integer (and in the dp filter);
      * the sequence splits into 2*cp chunks (load-balanced causal CP) */
-    if (gpus % (tp * pp * cp) != 0)
+    const int64_t mp = tpp * cp;
+    if (mp > gpus || gpus % mp != 0)
         return skip(s, index, LP_DIM_CP, LP_REASON_GPU_COUNT, reason, span);
-    const int dp = gpus / (tp * pp * cp);
+    const int dp = (int)(gpus / mp);
     if (sw->ndp > 0 && !in_list(sw->dp_values, sw->ndp, dp))
         return skip(s, index, LP_DIM_CP, LP_REASON_GPU_COUNT, reason, span);
     if (cp > 1 && m->seq_len % (2 * cp) != 0)

@@ -73,7 +73,8 @@ int lp_table_alloc(struct lp_table *t, int ndim, const int *dims, bool with_spre
             LP_FAIL(err, LP_EINVAL, "table: axis %d has %d points (expected 1..%d)", d, dims[d],
                     1 << 20);
         n *= (size_t)dims[d];
-        if (n > ((size_t)1 << 28)) LP_FAIL(err, LP_EINVAL, "table: more than 2^28 values");
+        if (n > (size_t)LP_TABLE_MAX_VALUES)
+            LP_FAIL(err, LP_EINVAL, "table: more than %d values", LP_TABLE_MAX_VALUES);
     }
     t->ndim = ndim;
     for (int d = 0; d < ndim; d++) {

@@ -1160,23 +1160,32 @@ int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struc
     LP_TRY_GOTO(err, rc, lp_json_training(&c, v, "training", &out->train), cleanup);
     v = cJSON_GetObjectItemCaseSensitive(root, "framework");
     if (v) LP_TRY_GOTO(err, rc, lp_json_framework(&c, v, "framework", &out->fw), cleanup);
+    /* the GPU count tp*pp*cp*dp in 64 bits: each degree fits an int, their
+     * product may not (LP_MAX_GPUS) */
+    const int64_t mp = (int64_t)out->par.tp * out->par.pp * out->par.cp;
+    if (mp * out->par.dp > LP_MAX_GPUS) {
+        rc = lp_err_set_at(err, LP_EINVAL, __FILE__, __LINE__,
+                           "%s: key 'parallel': expected tp*pp*cp*dp <= %d GPUs, got %lld", origin,
+                           LP_MAX_GPUS, (long long)(mp * out->par.dp));
+        goto cleanup;
+    }
     /* "gpus" (extension): derive dp = gpus / (tp*pp*cp) when dp is not given */
     int gpus = 0;
-    LP_TRY_GOTO(err, rc, lp_json_int32(&c, root, "", "gpus", false, 1, 1 << 24, &gpus), cleanup);
+    LP_TRY_GOTO(err, rc, lp_json_int32(&c, root, "", "gpus", false, 1, LP_MAX_GPUS, &gpus),
+                cleanup);
     if (gpus > 0) {
-        int mp = out->par.tp * out->par.pp * out->par.cp;
         if (!dp_given) {
             if (gpus % mp != 0) {
                 rc = lp_err_set_at(err, LP_EINVAL, __FILE__, __LINE__,
-                                   "%s: key 'gpus': expected a multiple of tp*pp*cp = %d, got %d",
-                                   origin, mp, gpus);
+                                   "%s: key 'gpus': expected a multiple of tp*pp*cp = %lld, got %d",
+                                   origin, (long long)mp, gpus);
                 goto cleanup;
             }
-            out->par.dp = gpus / mp;
+            out->par.dp = (int)(gpus / mp);
         } else if (gpus != mp * out->par.dp) {
             rc = lp_err_set_at(err, LP_EINVAL, __FILE__, __LINE__,
-                               "%s: key 'gpus': expected tp*pp*cp*dp = %d, got %d", origin,
-                               mp * out->par.dp, gpus);
+                               "%s: key 'gpus': expected tp*pp*cp*dp = %lld, got %d", origin,
+                               (long long)(mp * out->par.dp), gpus);
             goto cleanup;
         }
     }

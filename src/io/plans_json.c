@@ -42,30 +42,54 @@ static cJSON *plan_json(const struct lp_entry *e, struct lp_err *err)
     return p;
 }
 
-static int add_list(cJSON *root, const char *key, const struct lp_entry_set *set,
+static int add_list(cJSON *root, const char *key, const struct lp_entry *const *e, size_t n,
                     struct lp_err *err)
 {
     cJSON *a = cJSON_AddArrayToObject(root, key);
     if (!a) LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
-    for (size_t i = 0; i < set->n; i++) {
-        cJSON *p = plan_json(&set->e[i], err);
+    for (size_t i = 0; i < n; i++) {
+        cJSON *p = plan_json(e[i], err);
         if (!p) return err ? err->code : LP_ENOMEM;
         cJSON_AddItemToArray(a, p);
     }
     return LP_OK;
 }
 
-static int add_best(cJSON *root, const char *key, const struct lp_entry_set *set,
+static int add_best(cJSON *root, const char *key, const struct lp_entry *const *e, size_t n,
                     struct lp_err *err)
 {
-    if (set->n == 0) {
+    if (n == 0) {
         if (!cJSON_AddNullToObject(root, key)) LP_FAIL(err, LP_ENOMEM, "out of memory");
         return LP_OK;
     }
-    cJSON *p = plan_json(&set->e[0], err);
+    cJSON *p = plan_json(e[0], err);
     if (!p) return err ? err->code : LP_ENOMEM;
     cJSON_AddItemToObject(root, key, p);
     return LP_OK;
+}
+
+/* The plans: the optimum and the top-k of each objective, the front. */
+static int add_plans(cJSON *root, const struct lp_results *res, struct lp_err *err)
+{
+    const struct lp_entry **top[LP_OBJ_COUNT] = {NULL, NULL};
+    size_t n[LP_OBJ_COUNT] = {0, 0};
+    int rc = LP_OK;
+    for (int o = 0; o < LP_OBJ_COUNT && rc == LP_OK; o++)
+        rc = lp_results_top_sorted(res, (enum lp_objective)o, &top[o], &n[o], err);
+    const struct lp_entry **front = malloc((res->front.n ? res->front.n : 1) * sizeof(*front));
+    if (rc == LP_OK && !front)
+        rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
+    for (size_t i = 0; rc == LP_OK && i < res->front.n; i++)
+        front[i] = &res->front.e[i];
+    if (rc == LP_OK) rc = add_best(root, "time_optimal", top[LP_OBJ_TIME], n[LP_OBJ_TIME], err);
+    if (rc == LP_OK) rc = add_best(root, "cost_optimal", top[LP_OBJ_COST], n[LP_OBJ_COST], err);
+    if (rc == LP_OK) rc = add_list(root, "pareto", front, res->front.n, err);
+    if (rc == LP_OK) rc = add_list(root, "top_time", top[LP_OBJ_TIME], n[LP_OBJ_TIME], err);
+    if (rc == LP_OK) rc = add_list(root, "top_cost", top[LP_OBJ_COST], n[LP_OBJ_COST], err);
+    free(front);
+    for (int o = 0; o < LP_OBJ_COUNT; o++)
+        free(top[o]);
+    return rc;
 }
 
 static int add_reasons(cJSON *stats, const char *key, const uint64_t *by_reason, struct lp_err *err)
@@ -82,11 +106,7 @@ static int add_reasons(cJSON *stats, const char *key, const uint64_t *by_reason,
 static int build(cJSON *root, const struct lp_results *res, const struct lp_counts *c,
                  const struct lp_plans_info *info, struct lp_err *err)
 {
-    LP_TRY(err, add_best(root, "time_optimal", &res->top[LP_OBJ_TIME], err));
-    LP_TRY(err, add_best(root, "cost_optimal", &res->top[LP_OBJ_COST], err));
-    LP_TRY(err, add_list(root, "pareto", &res->front, err));
-    LP_TRY(err, add_list(root, "top_time", &res->top[LP_OBJ_TIME], err));
-    LP_TRY(err, add_list(root, "top_cost", &res->top[LP_OBJ_COST], err));
+    LP_TRY(err, add_plans(root, res, err));
     cJSON *st = cJSON_AddObjectToObject(root, "stats");
     if (!st) LP_FAIL(err, LP_ENOMEM, "out of memory");
     uint64_t infeasible = c->v[LP_COUNT_EVALUATED] - c->v[LP_COUNT_FEASIBLE];

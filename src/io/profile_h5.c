@@ -446,6 +446,21 @@ static int read_dataset(hid_t grp, const char *name, int ndim, int *dims, double
         }
         dims[d] = (int)hd[d];
         n *= (size_t)hd[d];
+        if (n > (size_t)LP_TABLE_MAX_VALUES) {
+            rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__,
+                               "%s: %s/%s has more than %d values", path, obj, name,
+                               LP_TABLE_MAX_VALUES);
+            goto done;
+        }
+    }
+    /* the cap applies before any allocation: a dataset declared large but
+     * never written (no storage: a few bytes in the file) is refused here,
+     * not after its fill values have been allocated */
+    if (H5Dget_storage_size(ds) == 0) {
+        rc =
+            lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__,
+                          "%s: %s/%s declares %zu values but none was written", path, obj, name, n);
+        goto done;
     }
     *out = malloc(n * sizeof(double));
     if (!*out) {

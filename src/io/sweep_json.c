@@ -43,8 +43,10 @@ static void pow2_upto(struct vlist *l, long long limit)
 static int int_item(const struct lp_jctx *c, const char *kp, const cJSON *it, int min, int max,
                     int *out)
 {
-    if (!cJSON_IsNumber(it) || it->valuedouble != (double)(long long)it->valuedouble ||
-        it->valuedouble < min || it->valuedouble > max)
+    /* range first: casting a double outside long long's range (or NaN) is
+     * undefined (C17 6.3.1.4) */
+    if (!cJSON_IsNumber(it) || !(it->valuedouble >= min && it->valuedouble <= max) ||
+        it->valuedouble != (double)(long long)it->valuedouble)
         LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected integers in [%d, %d]", c->file, kp, min,
                 max);
     *out = (int)it->valuedouble;

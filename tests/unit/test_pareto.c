@@ -66,10 +66,29 @@ static bool same_set(const struct lp_entry_set *a, const struct lp_entry_set *b)
     return true;
 }
 
+/* The top-k of objective o, best first (a copy of the pointers' entries'
+ * indices); n < 0 on failure. */
+static int top_indices(const struct lp_results *r, int o, uint64_t *idx, int cap)
+{
+    const struct lp_entry **e = NULL;
+    size_t n = 0;
+    if (lp_results_top_sorted(r, (enum lp_objective)o, &e, &n, NULL) != LP_OK) return -1;
+    for (size_t i = 0; i < n && (int)i < cap; i++)
+        idx[i] = e[i]->index;
+    free(e);
+    return (int)n;
+}
+
+static bool same_top(const struct lp_results *a, const struct lp_results *b, int o)
+{
+    uint64_t x[N], y[N];
+    int na = top_indices(a, o, x, N), nb = top_indices(b, o, y, N);
+    return na >= 0 && na == nb && !memcmp(x, y, (size_t)na * sizeof(uint64_t));
+}
+
 static bool same(const struct lp_results *a, const struct lp_results *b)
 {
-    return same_set(&a->front, &b->front) && same_set(&a->top[0], &b->top[0]) &&
-           same_set(&a->top[1], &b->top[1]);
+    return same_set(&a->front, &b->front) && same_top(a, b, 0) && same_top(a, b, 1);
 }
 
 static void check_brute(const struct lp_results *r, int *th_failed_)
@@ -94,18 +113,23 @@ static void check_brute(const struct lp_results *r, int *th_failed_)
     }
     /* top-k: the k smallest (objective, index) among feasible points */
     for (int o = 0; o < LP_OBJ_COUNT; o++) {
-        const struct lp_entry_set *s = &r->top[o];
-        ASSERT_EQ_INT(s->n, (size_t)r->top_k);
-        for (size_t k = 0; k < s->n; k++) {
+        const struct lp_entry **s = NULL;
+        size_t n = 0;
+        ASSERT_OK(lp_results_top_sorted(r, (enum lp_objective)o, &s, &n, NULL));
+        bool ok = n == (size_t)r->top_k;
+        for (size_t k = 0; k < n && ok; k++) {
             size_t better = 0;
-            double v = lp_entry_objective(&s->e[k], (enum lp_objective)o);
+            double v = lp_entry_objective(s[k], (enum lp_objective)o);
             for (int i = 0; i < N; i++) {
                 if (!pts[i].res.feasible) continue;
                 double w = lp_entry_objective(&pts[i], (enum lp_objective)o);
-                if (w < v || (w == v && pts[i].index < s->e[k].index)) better++;
+                if (w < v || (w == v && pts[i].index < s[k]->index)) better++;
             }
-            ASSERT_EQ_INT(better, k);
+            ok = better == k;
         }
+        if (n) ok = ok && lp_results_best(r, (enum lp_objective)o) == s[0];
+        free(s);
+        ASSERT_TRUE(ok);
     }
 }
 
@@ -197,6 +221,7 @@ TEST(infeasible_and_nan_ignored)
     ASSERT_OK(lp_results_add(&r, &e, NULL));
     ASSERT_EQ_INT(r.front.n, 0);
     ASSERT_EQ_INT(r.top[0].n, 0);
+    ASSERT_TRUE(lp_results_best(&r, LP_OBJ_TIME) == NULL);
     e.res.iteration_time_s = 2;
     e.res.cost_per_iteration_usd = 3;
     ASSERT_OK(lp_results_add(&r, &e, NULL));

@@ -7,8 +7,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <hdf5.h>
 
 #include "harness.h"
 #include "llmplan/io.h"
@@ -410,8 +413,79 @@ TEST(default_path)
     ASSERT_TRUE(lp_profile_default_path("h100-sxm", buf, 8) != LP_OK);
 }
 
-TH_MAIN(TH_CASE(round_trip), TH_CASE(synth_round_trip_and_size),
-        TH_CASE(refuses_missing_and_non_hdf5_files), TH_CASE(refuses_truncated_file),
-        TH_CASE(refuses_flipped_value), TH_CASE(refuses_wrong_schema_version),
-        TH_CASE(refuses_nan_value), TH_CASE(refuses_bad_tables), TH_CASE(writer_errors),
-        TH_CASE(default_path))
+/* Replace /gemm/fwd/bf16/value by a chunked dataset of dims[3] doubles that
+ * is declared and never written (a few hundred bytes in the file). */
+static int declare_unwritten(const char *path, const hsize_t dims[3])
+{
+    hid_t f = H5Fopen(path, H5F_ACC_RDWR, H5P_DEFAULT);
+    if (f < 0) return -1;
+    int rc = -1;
+    if (H5Ldelete(f, "/gemm/fwd/bf16/value", H5P_DEFAULT) >= 0) {
+        hsize_t chunk[3] = {64, 64, 64};
+        hid_t sp = H5Screate_simple(3, dims, NULL), dcpl = H5Pcreate(H5P_DATASET_CREATE);
+        H5Pset_chunk(dcpl, 3, chunk);
+        hid_t ds = H5Dcreate2(f, "/gemm/fwd/bf16/value", H5T_IEEE_F64LE, sp, H5P_DEFAULT, dcpl,
+                              H5P_DEFAULT);
+        if (ds >= 0) rc = 0;
+        if (ds >= 0) H5Dclose(ds);
+        H5Pclose(dcpl);
+        H5Sclose(sp);
+    }
+    H5Fclose(f);
+    return rc;
+}
+
+static long max_rss_kib(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss;
+}
+
+/* Issue #21: a 630 KB profile declaring a (1024, 1024, 512) dataset made
+ * the reader allocate (and fill) 4.2 GB before the table cap refused it.
+ * The cap applies before allocation; an unwritten dataset is refused. */
+TEST(refuses_huge_declared_dataset)
+{
+    struct lp_profile *p = small_profile();
+    ASSERT_TRUE(p != NULL);
+    char path[128];
+    snprintf(path, sizeof(path), "/tmp/llmplan_huge_%d.h5", (int)getpid());
+    int wrc = lp_profile_write_h5(path, p, NULL, 0, NULL);
+    lp_profile_destroy(&p);
+    ASSERT_OK(wrc);
+    const hsize_t huge[3] = {1024, 1024, 512}, small[3] = {64, 64, 64};
+    ASSERT_EQ_INT(declare_unwritten(path, huge), 0);
+    struct stat st;
+    ASSERT_EQ_INT(stat(path, &st), 0);
+    ASSERT_TRUE(st.st_size < 1 << 20);
+    long rss0 = max_rss_kib();
+    struct lp_err err;
+    lp_err_clear(&err);
+    struct lp_profile *q = NULL;
+    int rc = lp_profile_read_h5(path, &q, &err);
+    long grew_kib = max_rss_kib() - rss0;
+    lp_profile_destroy(&q);
+    ASSERT_EQ_INT(rc, LP_EFORMAT);
+    ASSERT_CONTAINS(err.msg, path);
+    ASSERT_CONTAINS(err.msg, "/gemm/fwd/bf16/value has more than 16777216 values");
+    ASSERT_TRUE(grew_kib < 256 * 1024);
+    /* within the cap, but never written */
+    p = small_profile();
+    ASSERT_TRUE(p != NULL);
+    ASSERT_OK(lp_profile_write_h5(path, p, NULL, 0, NULL));
+    lp_profile_destroy(&p);
+    ASSERT_EQ_INT(declare_unwritten(path, small), 0);
+    lp_err_clear(&err);
+    rc = lp_profile_read_h5(path, &q, &err);
+    lp_profile_destroy(&q);
+    unlink(path);
+    ASSERT_EQ_INT(rc, LP_EFORMAT);
+    ASSERT_CONTAINS(err.msg, "declares 262144 values but none was written");
+}
+
+TH_MAIN(TH_CASE(refuses_huge_declared_dataset), TH_CASE(round_trip),
+        TH_CASE(synth_round_trip_and_size), TH_CASE(refuses_missing_and_non_hdf5_files),
+        TH_CASE(refuses_truncated_file), TH_CASE(refuses_flipped_value),
+        TH_CASE(refuses_wrong_schema_version), TH_CASE(refuses_nan_value),
+        TH_CASE(refuses_bad_tables), TH_CASE(writer_errors), TH_CASE(default_path))

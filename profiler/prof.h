@@ -52,7 +52,7 @@ long lpp_axes_points(const struct lpp_axis *axes, int n);
 struct lpp_opts {
     const char *out_path;                      /* -o (default llmplan-profile.h5) */
     bool family[LPP_FAMILY_COUNT];             /* --only */
-    bool prec[LP_PREC_TABLES];                  /* --precisions (bf16, fp16, fp8) */
+    bool prec[LP_PREC_TABLES];                 /* --precisions (bf16, fp16, fp8) */
     int reps;                                  /* --reps */
     int warmup;                                /* --warmup */
     bool quick;                                /* --quick: tiny grids (smoke test) */

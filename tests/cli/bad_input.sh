@@ -121,5 +121,32 @@ else
   fail=$((fail + 1)); echo "FAIL broken_preset (rc $rc): $out"
 fi
 
+# the architecture keys of #13 (docs/presets.md)
+mdl='"name": "m", "layers": 4, "hidden": 64, "heads": 4, "vocab": 100, "seq_len": 64'
+tr='"system": "dgx-h100", "training": {"global_batch": 8}'
+case_ pattern_length "{ \"model\": {$mdl, \"layer_pattern\": \"*-*\"}, $tr }" \
+  "'model.layer_pattern'" "one symbol per layer (4)" "got 3"
+case_ pattern_symbol "{ \"model\": {$mdl, \"layer_pattern\": \"*-x-\"}, $tr }" \
+  "'model.layer_pattern'" "got 'x' at 2"
+case_ pattern_no_mamba "{ \"model\": {$mdl, \"layer_pattern\": \"M-*-\"}, $tr }" \
+  "'model.layer_pattern'" "no 'mamba'"
+case_ mla_kv_heads "{ \"model\": {$mdl, \"kv_heads\": 2, \"mla\": {\"kv_lora_rank\": 8,
+  \"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 4, \"v_head_dim\": 8}}, $tr }" \
+  "'model.kv_heads'" "kv_heads = heads"
+case_ moe_imbalance "{ \"model\": {$mdl, \"moe\": {\"experts\": 4, \"imbalance\": 0.5}}, $tr }" \
+  "'model.moe.imbalance'" ">= 1" "0.5"
+case_ window_without "{ \"model\": {$mdl, \"global_every\": 2}, $tr }" \
+  "'model.global_every'" "attention_window"
+case_ scale_up "{ \"model\": \"gpt3-1.3b\", \"system\": {\"name\": \"s\", \"gpu\": \"b200\",
+  \"gpus_per_node\": 4, \"scale_up_gpus\": 6, \"intra_node\": {\"bw_GBps\": 900, \"latency_us\": 3},
+  \"inter_node\": {\"bw_GBps_per_gpu\": 50, \"latency_us\": 5}, \"price_per_gpu_hour_usd\": 1},
+  \"training\": {\"global_batch\": 8} }" "'system.scale_up_gpus'" "multiple of gpus_per_node (4)"
+case_ dispatcher "{ $good, \"framework\": {\"name\": \"megatron\", \"moe_dispatcher\": \"deepep2\"} }" \
+  "'framework.moe_dispatcher'" "\"hybridep\""
+case_ graph_scope "{ $good, \"framework\": {\"name\": \"megatron\", \"cuda_graphs\": [\"mlp\"]} }" \
+  "'framework.cuda_graphs'" "\"moe_router\"" "mlp"
+case_ precision_name "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-b200\",
+  \"training\": {\"global_batch\": 8, \"precision\": \"fp4\"} }" "'training.precision'" "\"nvfp4\""
+
 echo "$pass passed, $fail failed"
 [ $fail -eq 0 ]

@@ -7,57 +7,23 @@
 #include <string.h>
 #include <time.h>
 
+#include "fixtures.h"
 #include "harness.h"
 #include "llmplan/io.h"
 #include "llmplan/search.h"
 #include "llmplan/sim.h"
 
 /* GPT-3 175B (Brown et al. 2020) on a DGX-A100-like system, tp 8 pp 32 dp 8. */
+/* The shared GPT-3 run on 32 stages of 8 data-parallel replicas, without
+ * dropout, on a 108-SM GPU. */
 static void gpt3_run(struct lp_run *r)
 {
-    memset(r, 0, sizeof(*r));
-    struct lp_model *m = &r->model;
-    strcpy(m->name, "gpt3-175b");
-    m->layers = 96;
-    m->hidden = 12288;
-    m->heads = 96;
-    m->kv_heads = 96;
-    m->ffn_hidden = 4 * 12288;
-    m->vocab = 51200;
-    m->seq_len = 2048;
-    m->pos = LP_POS_LEARNED;
-    m->tied_embeddings = true;
-    m->bias = true;
-    struct lp_system *s = &r->system;
-    strcpy(s->name, "test-dgx");
-    s->gpu.mem_bytes = 80.0 * 1024 * 1024 * 1024;
-    s->gpu.mem_bw_Bps = 2.039e12;
-    s->gpu.peak_flops[LP_BF16] = 312e12;
-    s->gpu.peak_flops[LP_FP16] = 312e12;
-    s->gpu.peak_flops[LP_FP32] = 156e12;
-    s->gpu.sms = 108;
-    s->gpus_per_node = 8;
-    s->intra.bw_Bps = 300e9;
-    s->intra.latency_s = 3e-6;
-    s->inter.bw_Bps = 25e9;
-    s->inter.latency_s = 5e-6;
-    s->price_per_gpu_hour_usd = 4.0;
-    r->par = (struct lp_parallel){.tp = 8,
-                                  .pp = 32,
-                                  .dp = 8,
-                                  .cp = 1,
-                                  .ep = 1,
-                                  .vp = 1,
-                                  .micro_batch = 1,
-                                  .sequence_parallel = true,
-                                  .recompute = LP_RECOMPUTE_SELECTIVE,
-                                  .zero = 1,
-                                  .schedule = LP_SCHED_1F1B};
-    r->train.global_batch = 1536;
-    r->train.precision = LP_BF16;
-    r->train.flash_attention = true;
-    r->train.tokens = 300e9;
-    lp_framework_defaults(LP_FW_MEGATRON, &r->fw);
+    lp_fixture_gpt3_run(r);
+    r->model.dropout = false;
+    r->system.gpu.name[0] = '\0';
+    r->system.gpu.sms = 108;
+    r->par.pp = 32;
+    r->par.dp = 8;
 }
 
 static struct lp_sim *make_sim(const struct lp_cost_model *cm)

@@ -1,6 +1,7 @@
 /* Simulator formulas against hand derivations (roofline backend, no files). */
 #include <string.h>
 
+#include "fixtures.h"
 #include "harness.h"
 #include "llmplan/sim.h"
 #include "sim_internal.h"
@@ -8,52 +9,7 @@
 /* GPT-3 175B (Brown et al. 2020, Table 2.1) on an inline DGX-A100-like system. */
 static void gpt3_run(struct lp_run *r)
 {
-    memset(r, 0, sizeof(*r));
-    struct lp_model *m = &r->model;
-    strcpy(m->name, "gpt3-175b");
-    m->layers = 96;
-    m->hidden = 12288;
-    m->heads = 96;
-    m->kv_heads = 96;
-    m->ffn_hidden = 4 * 12288;
-    m->vocab = 51200;
-    m->seq_len = 2048;
-    m->ffn_act = LP_ACT_GELU;
-    m->norm = LP_NORM_LAYERNORM;
-    m->pos = LP_POS_LEARNED;
-    m->tied_embeddings = true;
-    m->bias = true;
-    m->dropout = true;
-    struct lp_system *s = &r->system;
-    strcpy(s->name, "test-dgx");
-    strcpy(s->gpu.name, "test-a100");
-    s->gpu.mem_bytes = 80.0 * 1024 * 1024 * 1024;
-    s->gpu.mem_bw_Bps = 2.039e12;
-    s->gpu.peak_flops[LP_FP16] = 312e12;
-    s->gpu.peak_flops[LP_BF16] = 312e12;
-    s->gpu.peak_flops[LP_FP32] = 156e12;
-    s->gpus_per_node = 8;
-    s->intra.bw_Bps = 300e9;
-    s->intra.latency_s = 3e-6;
-    s->inter.bw_Bps = 25e9;
-    s->inter.latency_s = 5e-6;
-    s->price_per_gpu_hour_usd = 4.0;
-    r->par = (struct lp_parallel){.tp = 8,
-                                  .pp = 8,
-                                  .dp = 16,
-                                  .cp = 1,
-                                  .ep = 1,
-                                  .vp = 1,
-                                  .micro_batch = 1,
-                                  .sequence_parallel = true,
-                                  .recompute = LP_RECOMPUTE_SELECTIVE,
-                                  .zero = 1,
-                                  .schedule = LP_SCHED_1F1B};
-    r->train.global_batch = 1536;
-    r->train.precision = LP_BF16;
-    r->train.flash_attention = true;
-    r->train.tokens = 300e9;
-    lp_framework_defaults(LP_FW_MEGATRON, &r->fw);
+    lp_fixture_gpt3_run(r);
 }
 
 /* A simulator on the closed-form roofline backend of the run's GPU. */

@@ -144,6 +144,7 @@ static bool entry_valid(const char *raw)
     return int_below(raw + EOFF(run.model.ffn_act), 2) &&
            int_below(raw + EOFF(run.model.norm), 2) && int_below(raw + EOFF(run.model.pos), 3) &&
            int_below(raw + EOFF(run.par.recompute), LP_RECOMPUTE_COUNT) &&
+           int_below(raw + EOFF(run.par.recompute_method), LP_RC_METHOD_COUNT) &&
            int_below(raw + EOFF(run.par.schedule), LP_SCHED_COUNT) &&
            int_below(raw + EOFF(run.train.precision), LP_PREC_COUNT) &&
            int_below(raw + EOFF(run.train.attention), LP_ATTENTION_COUNT) &&

@@ -39,6 +39,30 @@ enum lp_recompute {
     LP_RECOMPUTE_FULL,
     LP_RECOMPUTE_COUNT
 };
+/* What a selective recomputation redoes in the backward: Megatron-Core's
+ * recompute_modules (transformer_config.py; transformer_layer.py,
+ * attention.py, multi_latent_attention.py, mlp.py, moe/experts.py,
+ * moe/moe_layer.py). No bit set under "selective" means Megatron's default,
+ * the attention core alone. */
+enum lp_rc_module {
+    LP_RC_CORE_ATTN = 1 << 0,   /* the attention core (checkpoint_core_attention) */
+    LP_RC_MOE_ACT = 1 << 1,     /* the experts' activation function */
+    LP_RC_LAYERNORM = 1 << 2,   /* norms that are modules of their own (not fused into a linear) */
+    LP_RC_MLA_UP_PROJ = 1 << 3, /* MLA's up projections and rotary embedding */
+    LP_RC_MLP = 1 << 4,         /* the dense MLP block */
+    LP_RC_MOE = 1 << 5,         /* the whole MoE block, its dispatch and combine too */
+    LP_RC_SHARED_EXPERTS = 1 << 6 /* the shared experts */
+};
+#define LP_RC_MODULES 7
+/* "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
+ * "shared_experts" for bit i */
+const char *lp_rc_module_name(int i);
+/* Which layers a full recomputation covers (Megatron recompute_method with
+ * recompute_num_layers N): uniform checkpoints groups of N layers, every
+ * layer redone; block redoes the first N layers of each pipeline chunk and
+ * keeps the others' activations. */
+enum lp_rc_method { LP_RC_UNIFORM = 0, LP_RC_BLOCK, LP_RC_METHOD_COUNT };
+const char *lp_rc_method_name(enum lp_rc_method m);
 /* zb: a zero-bubble schedule after Qi et al. 2024 ('Zero Bubble Pipeline
  * Parallelism'): 1F1B's order of forward and input-gradient (B) passes, the
  * weight-gradient (W) passes filling idle time; 1F1B's memory. Equals their
@@ -253,7 +277,10 @@ struct lp_parallel {
     int micro_batch;
     bool sequence_parallel;
     enum lp_recompute recompute;
-    int zero; /* 0..3; 1 = distributed optimizer */
+    unsigned recompute_modules;         /* LP_RC_* under "selective"; 0 = the attention core */
+    enum lp_rc_method recompute_method; /* under "full" */
+    int recompute_layers;               /* under "full": Megatron recompute_num_layers (0 = 1) */
+    int zero;                           /* 0..3; 1 = distributed optimizer */
     enum lp_schedule schedule;
 };
 

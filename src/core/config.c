@@ -16,6 +16,18 @@ const char *lp_graph_scope_name(int i)
     return i >= 0 && i < LP_GRAPH_SCOPES ? graph_scope_names[i] : NULL;
 }
 static const char *const recompute_names[LP_RECOMPUTE_COUNT] = {"none", "selective", "full"};
+static const char *const rc_module_names[LP_RC_MODULES] = {
+    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"};
+static const char *const rc_method_names[LP_RC_METHOD_COUNT] = {"uniform", "block"};
+
+const char *lp_rc_module_name(int i)
+{
+    return i >= 0 && i < LP_RC_MODULES ? rc_module_names[i] : NULL;
+}
+const char *lp_rc_method_name(enum lp_rc_method m)
+{
+    return (unsigned)m < LP_RC_METHOD_COUNT ? rc_method_names[m] : "?";
+}
 static const char *const schedule_names[LP_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved", "zb"};
 static const char *const framework_names[LP_FW_COUNT] = {
     "megatron", "megatron-2021", "megatron-deepspeed", "fsdp", "hf", "ddp"};

@@ -276,19 +276,49 @@ static void kinds_scan(const struct lp_model *m, struct kinds *ks, int *prefix, 
 }
 
 /* The layer kinds on virtual stage vs, counted into n[NKIND]. */
-static void chunk_kinds(const struct kinds *ks, const int *first, int vs, int n[NKIND])
+/* A full recomputation that redoes every layer (recompute_method uniform,
+ * or block without a layer count). */
+static bool full_covers_all(const struct lp_parallel *p)
+{
+    return p->recompute == LP_RECOMPUTE_FULL &&
+           (p->recompute_method != LP_RC_BLOCK || p->recompute_layers <= 0);
+}
+
+/* Layers [a, b) by kind. */
+static void range_kinds(const struct kinds *ks, int a, int b, int n[NKIND])
 {
     memset(n, 0, NKIND * sizeof(int));
     if (ks->prefix) {
         const int L1 = ks->m->layers + 1;
         for (int j = 0; j < ks->n; j++) {
             const int *q = ks->prefix + (size_t)j * (size_t)L1;
-            n[ks->id[j]] = q[first[vs + 1]] - q[first[vs]];
+            n[ks->id[j]] = q[b] - q[a];
         }
         return;
     }
-    for (int i = first[vs]; i < first[vs + 1]; i++)
+    for (int i = a; i < b; i++)
         n[kind_of(ks->m, i)]++;
+}
+
+static void chunk_kinds(const struct kinds *ks, const int *first, int vs, int n[NKIND])
+{
+    range_kinds(ks, first[vs], first[vs + 1], n);
+}
+
+/* The layers of virtual stage vs a full recomputation redoes, by kind
+ * (Megatron-Core transformer_block.py, _checkpointed_forward): all of them
+ * (uniform), the first recompute_layers of the chunk (block), or none. */
+static void full_kinds(const struct kinds *ks, const struct lp_parallel *p, const int *first,
+                       int vs, int nr[NKIND])
+{
+    if (p->recompute != LP_RECOMPUTE_FULL) {
+        memset(nr, 0, NKIND * sizeof(int));
+    } else if (full_covers_all(p)) {
+        chunk_kinds(ks, first, vs, nr);
+    } else {
+        const int a = first[vs], n = first[vs + 1] - a;
+        range_kinds(ks, a, a + (p->recompute_layers < n ? p->recompute_layers : n), nr);
+    }
 }
 
 static double etp_of(const struct lp_run *r)
@@ -444,7 +474,22 @@ static double hf_layer_activation_bytes(const struct lp_run *r, bool moe_layer)
  * norm's input and its first linear's input (replicated across TP unless
  * SP), a dropout mask (1 byte) when the model has dropout, and its
  * TP-split intermediates. */
-static double kind_activation_bytes(const struct lp_run *r, int k)
+static double layer_input_bytes(const struct lp_run *r)
+{
+    const struct lp_parallel *p = &r->par;
+    const double e = r->train.precision == LP_FP32 ? 4.0 : 2.0;
+    const double T = p->micro_batch * (double)r->model.seq_len / p->cp;
+    return T * r->model.hidden * e / (p->sequence_parallel ? p->tp : 1.0);
+}
+
+/* `covered`: a full recomputation redoes the layer, which keeps only its
+ * input. Otherwise the run's selective modules (lp_sim_rc_modules) drop
+ * what they redo: the attention scores (core_attn, unfused), the up
+ * projections' Q, K, V (mla_up_proj), the output of a norm that is a
+ * module of its own (layernorm: MLA's input norm, the MoE pre-MLP norm),
+ * the experts' activation output (moe_act), the shared experts'
+ * intermediates (shared_experts), and all but the block's input (mlp, moe). */
+static double kind_activation_bytes(const struct lp_run *r, int k, bool covered)
 {
     const struct lp_model *m = &r->model;
     const struct lp_parallel *p = &r->par;
@@ -453,10 +498,10 @@ static double kind_activation_bytes(const struct lp_run *r, int k)
     double e = r->train.precision == LP_FP32 ? 4.0 : 2.0;
     double t = p->tp, h = m->hidden, d = lp_arch_head_dim(m);
     double s = (double)m->seq_len / p->cp, T = p->micro_batch * s;
-    if (p->recompute == LP_RECOMPUTE_FULL) /* only the layer input is kept */
-        return T * h * e / (p->sequence_parallel ? t : 1.0);
+    if (covered) return layer_input_bytes(r);
     if (r->fw.kind == LP_FW_HF && mx != LP_MIX_NONE) /* eager PyTorch's saved tensors */
         return hf_layer_activation_bytes(r, ff == LP_FFN_MOE);
+    const unsigned mods = lp_sim_rc_modules(r);
     const double mask = m->dropout ? h : 0.0;
     double repl = 0, split = 0;
     if (mx == LP_MIX_ATTN || mx == LP_MIX_ATTN_LOCAL) {
@@ -468,6 +513,8 @@ static double kind_activation_bytes(const struct lp_run *r, int k)
              * and the shared rope key; split: Q, K, V, projection input */
             repl += e * (2.0 * h + q->q_lora_rank + q->kv_lora_rank + q->qk_rope_head_dim) + mask;
             split += e * a * (2.0 * dqk + 2.0 * q->v_head_dim);
+            if (mods & LP_RC_LAYERNORM) repl -= e * h;
+            if (mods & LP_RC_MLA_UP_PROJ) split -= e * a * (2.0 * dqk + q->v_head_dim);
         } else {
             /* replicated: norm input, QKV input; split: Q, K, V, projection input */
             repl += e * 2.0 * h + mask;
@@ -475,7 +522,7 @@ static double kind_activation_bytes(const struct lp_run *r, int k)
         }
         const double keys =
             mx == LP_MIX_ATTN_LOCAL && m->attention_window < s ? m->attention_window : s;
-        if (!r->train.flash_attention && p->recompute == LP_RECOMPUTE_NONE)
+        if (!r->train.flash_attention && !(mods & LP_RC_CORE_ATTN))
             /* softmax output, dropout mask and output: 5as (softmax output
              * only without dropout) */
             split += a * keys * (m->dropout ? 2.0 * e + 1.0 : e);
@@ -498,18 +545,24 @@ static double kind_activation_bytes(const struct lp_run *r, int k)
         }
     }
     const bool swiglu = m->ffn_act == LP_ACT_SWIGLU;
-    if (ff == LP_FFN_DENSE) {
+    if (ff == LP_FFN_DENSE && (mods & LP_RC_MLP)) {
+        repl += e * h; /* the checkpoint's input */
+    } else if (ff == LP_FFN_DENSE) {
         repl += e * 2.0 * h + mask; /* norm input, fc1 input */
         split += e * (swiglu ? 3.0 : 2.0) * m->ffn_hidden;
+    } else if (ff == LP_FFN_MOE && (mods & LP_RC_MOE)) {
+        repl += e * h;
     } else if (ff == LP_FFN_MOE) {
         const struct lp_moe *q = &m->moe;
         const double load = q->dropless ? q->imbalance : q->capacity_factor;
-        repl += e * 2.0 * h + mask;
+        repl += e * ((mods & LP_RC_LAYERNORM) ? 1.0 : 2.0) * h + mask;
         /* each routed token's fc1 output and activation, and its permuted
          * copy; the shared experts' like a dense MLP */
-        split +=
-            e * q->top_k * load * ((swiglu ? 3.0 : 2.0) * q->ffn_hidden + lp_arch_moe_width(m));
-        split += e * (swiglu ? 3.0 : 2.0) * q->shared_experts * (double)q->shared_ffn_hidden;
+        const double act = (mods & LP_RC_MOE_ACT) ? 0.0 : 1.0; /* the activation's output */
+        split += e * q->top_k * load *
+                 (((swiglu ? 2.0 : 1.0) + act) * q->ffn_hidden + lp_arch_moe_width(m));
+        if (!(mods & LP_RC_SHARED_EXPERTS))
+            split += e * (swiglu ? 3.0 : 2.0) * q->shared_experts * (double)q->shared_ffn_hidden;
     }
     double per_tok = repl / (p->sequence_parallel ? t : 1.0) + split / t;
     return T * per_tok;
@@ -517,7 +570,8 @@ static double kind_activation_bytes(const struct lp_run *r, int k)
 
 double lp_sim_layer_activation_bytes(const struct lp_run *run)
 {
-    return kind_activation_bytes(run, LP_MIX_ATTN * LP_FFN_COUNT + LP_FFN_DENSE);
+    return kind_activation_bytes(run, LP_MIX_ATTN * LP_FFN_COUNT + LP_FFN_DENSE,
+                                 full_covers_all(&run->par));
 }
 
 static int warmup_chunks(const struct lp_run *r, int s, int64_t micro)
@@ -553,31 +607,43 @@ static void memory(const struct lp_run *r, const struct kinds *ks, const struct 
     double act[NKIND] = {0}, kp[NKIND] = {0}, kl[NKIND] = {0};
     for (int j = 0; j < ks->n; j++) {
         const int k = ks->id[j];
-        act[k] = kind_activation_bytes(r, k);
+        act[k] = kind_activation_bytes(r, k, false);
         kp[k] = kind_params(r, k);
         kl[k] = r->train.lora_rank > 0 ? kind_lora(r, k) : 0.0;
     }
-    /* full recomputation redoes one layer at a time: that layer's
-     * activations (the largest kind the model has) are live during it */
+    const double input = layer_input_bytes(r);
+    /* A full recomputation redoes one checkpoint at a time (a group of
+     * recompute_layers layers under uniform): its activations (the largest
+     * kind the model has) are live during it; so are a block's under the
+     * recompute modules mlp and moe. */
+    const unsigned mods = lp_sim_rc_modules(r);
     double redo = 0;
-    if (p->recompute == LP_RECOMPUTE_FULL) {
+    const int group =
+        p->recompute_method == LP_RC_UNIFORM && p->recompute_layers > 1 ? p->recompute_layers : 1;
+    if (p->recompute == LP_RECOMPUTE_FULL || (mods & (LP_RC_MLP | LP_RC_MOE))) {
         struct lp_run tmp = *r;
         tmp.par.recompute = LP_RECOMPUTE_SELECTIVE;
+        tmp.par.recompute_modules = mods & ~(unsigned)(LP_RC_MLP | LP_RC_MOE);
         for (int j = 0; j < ks->n; j++)
-            redo = fmax(redo, kind_activation_bytes(&tmp, ks->id[j]));
+            redo = fmax(redo, kind_activation_bytes(&tmp, ks->id[j], false));
+        if (p->recompute == LP_RECOMPUTE_FULL) redo *= group;
     }
     double best = -1;
     for (int s = 0; s < p->pp; s++) {
         double params = 0, trained = 0, chunk_act = 0;
         for (int c = 0; c < p->vp; c++) {
-            int n[NKIND];
+            int n[NKIND], nr[NKIND], covered = 0;
             chunk_kinds(ks, first, c * p->pp + s, n);
+            full_kinds(ks, p, first, c * p->pp + s, nr);
             for (int j = 0; j < ks->n; j++) {
                 const int k = ks->id[j];
-                chunk_act += n[k] * act[k];
+                chunk_act += (n[k] - nr[k]) * act[k];
+                covered += nr[k];
                 params += n[k] * kp[k];
                 trained += n[k] * kl[k];
             }
+            /* the checkpoints' inputs: one per layer, one per group */
+            chunk_act += input * ((covered + group - 1) / group);
         }
         if (s == 0) params = pr->stage0;
         if (s == p->pp - 1) params = pr->stage_last;
@@ -587,7 +653,7 @@ static void memory(const struct lp_run *r, const struct kinds *ks, const struct 
         double inflight = warmup_chunks(r, s, micro);
         double a = inflight * chunk_act / p->vp + redo;
         if (s == p->pp - 1 && m->mtp_layers > 0) /* MTP layers' activations */
-            a += inflight * m->mtp_layers * act[ks->last];
+            a += inflight * m->mtp_layers * (full_covers_all(p) ? input : act[ks->last]);
         if (s == 0) /* embedding output and its dropout mask */
             a += inflight * T * (e + 1.0) * m->hidden / (p->sequence_parallel ? t : 1.0);
         double temp = RUNTIME_RESERVE_BYTES + 2.0 * T * m->hidden * e; /* comm buffers */
@@ -800,7 +866,9 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.sp = r->par.sequence_parallel;
     k.flash = r->train.flash_attention ? 1 + (int)r->train.attention : 0;
     k.prec = (int)r->train.precision;
-    k.recompute = (int)r->par.recompute;
+    /* the selective modules' redo depends on the framework (attention.py) */
+    k.recompute =
+        (int)r->par.recompute | (int)(lp_sim_rc_modules(r) << 2) | ((int)r->fw.kind << 12);
     k.fused = r->fw.fused_kernels | (r->fw.tp_overlap << 1) | ((int)r->fw.xent << 2) |
               (r->fw.ep_overlap << 4) | ((int)r->fw.dispatcher << 5) |
               (int)(r->fw.cuda_graphs << 7);
@@ -970,6 +1038,8 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     }
 
     const struct lp_shape_cost *sc = shape_cost(s, r);
+    const bool full_all = full_covers_all(p);
+    const bool partial = p->recompute == LP_RECOMPUTE_FULL && !full_all;
     /* each layer kind's forward/backward compute and exposed TP/CP/EP comm */
     struct lp_layer_cost kc[NKIND];
     for (int j = 0; j < ks.n; j++) {
@@ -978,10 +1048,14 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         struct lp_layer_cost *z = &kc[k];
         z->fwd_s = x->fwd_s + y->fwd_s;
         z->bwd_s = x->bwd_s + y->bwd_s;
-        z->recompute_s = x->recompute_s + y->recompute_s;
+        /* a full recomputation of every layer redoes each whole forward */
+        z->recompute_s = x->recompute_s + y->recompute_s + (full_all ? x->full_s + y->full_s : 0.0);
         z->comm_fwd_s = x->comm_fwd_s + y->comm_fwd_s;
         z->comm_bwd_s = x->comm_bwd_s + y->comm_bwd_s;
-        z->comm_recompute_s = x->comm_recompute_s + y->comm_recompute_s;
+        z->comm_recompute_s = x->comm_recompute_s + y->comm_recompute_s +
+                              (full_all ? x->comm_full_s + y->comm_full_s : 0.0);
+        z->full_s = x->full_s + y->full_s;
+        z->comm_full_s = x->comm_full_s + y->comm_full_s;
         z->wgrad_s = x->wgrad_s + y->wgrad_s;
         for (int o = 0; o < LP_OPC_COUNT; o++) {
             z->op_fwd[o] = x->op_fwd[o] + y->op_fwd[o];
@@ -998,16 +1072,17 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     double *fs = s->vs_f, *bs = s->vs_b, *ws = s->vs_w;
     double f_comp[2] = {0, 0}, b_comp[2] = {0, 0}, comm[2] = {0, 0}; /* stage 0, last stage */
     for (int vs = 0; vs < pv; vs++) {
-        int n[NKIND];
+        int n[NKIND], nr[NKIND] = {0}; /* nr: the block method's recomputed layers */
         chunk_kinds(&ks, first, vs, n);
+        if (partial) full_kinds(&ks, p, first, vs, nr);
         double fc = 0, fm = 0, bc = 0, bm = 0, wg = 0;
         for (int k = 0; k < NKIND; k++) {
             if (!n[k]) continue;
             const struct lp_layer_cost *c = &kc[k];
             fc += n[k] * c->fwd_s;
             fm += n[k] * c->comm_fwd_s;
-            bc += n[k] * (c->bwd_s + c->recompute_s);
-            bm += n[k] * (c->comm_bwd_s + c->comm_recompute_s);
+            bc += n[k] * (c->bwd_s + c->recompute_s) + nr[k] * c->full_s;
+            bm += n[k] * (c->comm_bwd_s + c->comm_recompute_s) + nr[k] * c->comm_full_s;
             wg += n[k] * c->wgrad_s;
         }
         if (vs == pv - 1 && m->mtp_layers > 0) { /* MTP modules after the last layer */
@@ -1126,28 +1201,34 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
      * attention or Mamba; MoE; dense MLP; one norm per block), the ends, and
      * forward / backward, over every micro-batch */
     {
-        double mixs = 0, moes = 0, mlps = 0, blocks = 0;
+        double mixs = 0, moes = 0, mlps = 0, blocks = 0, redone = 0;
         for (int c = 0; c < p->vp; c++) {
-            int n[NKIND];
+            int n[NKIND], nr[NKIND] = {0};
             chunk_kinds(&ks, first, c * p->pp + (ci == 0 ? 0 : last), n);
+            if (partial) full_kinds(&ks, p, first, c * p->pp + (ci == 0 ? 0 : last), nr);
             for (int k = 0; k < NKIND; k++) {
                 if (!n[k]) continue;
                 const struct lp_layer_cost *x = &sc->mix[k / LP_FFN_COUNT];
                 const struct lp_layer_cost *y = &sc->ffn[k % LP_FFN_COUNT];
                 const int ff = k % LP_FFN_COUNT;
-                mixs += n[k] * (x->fwd_s + x->bwd_s + x->recompute_s);
-                if (ff == LP_FFN_MOE) moes += n[k] * (y->fwd_s + y->bwd_s + y->recompute_s);
-                if (ff == LP_FFN_DENSE) mlps += n[k] * (y->fwd_s + y->bwd_s + y->recompute_s);
-                blocks += n[k] * ((k / LP_FFN_COUNT != LP_MIX_NONE) + (ff != LP_FFN_NONE));
+                const double nb = (k / LP_FFN_COUNT != LP_MIX_NONE) + (ff != LP_FFN_NONE);
+                const double xr = x->recompute_s + (full_all ? x->full_s : 0.0);
+                const double yr = y->recompute_s + (full_all ? y->full_s : 0.0);
+                mixs += n[k] * (x->fwd_s + x->bwd_s + xr) + nr[k] * x->full_s;
+                if (ff == LP_FFN_MOE) moes += n[k] * (y->fwd_s + y->bwd_s + yr) + nr[k] * y->full_s;
+                if (ff == LP_FFN_DENSE)
+                    mlps += n[k] * (y->fwd_s + y->bwd_s + yr) + nr[k] * y->full_s;
+                blocks += n[k] * nb;
+                redone += nr[k] * nb;
             }
         }
         res->kind_attn_s = mbs * mixs;
         res->kind_moe_s = mbs * moes;
         res->kind_mlp_s = mbs * mlps;
-        /* a third norm forward when recomputed */
+        /* a second norm forward in each fully recomputed block */
         res->kind_norm_s =
-            mbs * blocks *
-            (sc->norm_fwd_s * (p->recompute == LP_RECOMPUTE_FULL ? 2.0 : 1.0) + sc->norm_bwd_s);
+            partial ? mbs * (blocks * (sc->norm_fwd_s + sc->norm_bwd_s) + redone * sc->norm_fwd_s)
+                    : mbs * blocks * (sc->norm_fwd_s * (full_all ? 2.0 : 1.0) + sc->norm_bwd_s);
         const bool firstst = p->pp == 1 || crit == 0, lastst = p->pp == 1 || crit == last;
         res->kind_edge_s = mbs * ((firstst ? in.f_first_extra + in.b_first_extra : 0.0) +
                                   (lastst ? in.f_last_extra + in.b_last_extra : 0.0));

@@ -11,10 +11,13 @@
 struct lp_layer_cost {
     double fwd_s;       /* forward kernels */
     double bwd_s;       /* backward kernels (dgrad + wgrad + elementwise bwd) */
-    double recompute_s; /* forward work redone in backward (selective/full) */
+    double recompute_s; /* forward work redone in backward by a selective recomputation */
     double comm_fwd_s;  /* TP / SP / CP / EP collectives in forward */
     double comm_bwd_s;  /* same, backward */
     double comm_recompute_s;
+    /* what a full recomputation covering this layer redoes: its forward,
+     * and the forward's collectives (sim.c decides which layers it covers) */
+    double full_s, comm_full_s;
     double op_fwd[LP_OPC_COUNT], op_bwd[LP_OPC_COUNT]; /* by operator class */
     double wgrad_s; /* the weight-gradient part of bwd_s (a zero-bubble W pass) */
 };
@@ -38,6 +41,15 @@ struct lp_shape_cost {
     struct lp_layer_cost attn;     /* the attention block alone (per layer-kind breakdown) */
     double norm_fwd_s, norm_bwd_s; /* one norm's kernels (without host time) */
 };
+
+/* The modules a run's selective recomputation redoes (LP_RC_*): those
+ * named, or Megatron's default, the attention core; none unless the run
+ * recomputes selectively. */
+static inline unsigned lp_sim_rc_modules(const struct lp_run *r)
+{
+    if (r->par.recompute != LP_RECOMPUTE_SELECTIVE) return 0;
+    return r->par.recompute_modules ? r->par.recompute_modules : (unsigned)LP_RC_CORE_ATTN;
+}
 
 /* Key of the memo: the fields that change per-layer shapes or costs. */
 struct lp_shape_key {

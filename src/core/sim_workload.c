@@ -113,6 +113,17 @@ static double with_overhead(const struct wl *w, const struct acc *a, int ncoll)
     return a->s + host_exposed(w, a, ncoll);
 }
 
+/* Selective recomputation (Megatron-Core recompute_modules): the forward
+ * kernels a block added to `f` since the snapshot `before` are redone in
+ * the backward; `rc` collects them. */
+static void redo_since(struct acc *rc, const struct acc *f, const struct acc *before)
+{
+    rc->s += f->s - before->s;
+    rc->n += f->n - before->n;
+    for (int k = 0; k < LP_OPC_COUNT; k++)
+        rc->cat[k] += f->cat[k] - before->cat[k];
+}
+
 /* Power-limited clocks. A profile holds kernel times measured (or modelled)
  * in short bursts; over a training run a GPU busy with tensor-core work
  * hits its power limit and lowers its clock, so GEMMs and attention run at
@@ -139,6 +150,27 @@ static void throttle(const struct wl *w, struct acc *a, int ncoll)
  * when the framework overlaps them (`may_overlap`), add host time, and fold
  * it into the layer cost. Leaves the exposed collectives in f->comm and
  * b->comm; returns the forward's time. */
+static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct acc *f,
+                           struct acc *b, double comm_f, double comm_b, int ncoll,
+                           bool may_overlap);
+
+/* Close a block as finish_block does, with `rc` the forward kernels its
+ * selective recomputation redoes (each launched again, throttled like the
+ * rest), and record what a full recomputation of the block would redo:
+ * its whole forward, collectives included. */
+static void close_block(const struct wl *w, struct lp_layer_cost *c, struct acc *f, struct acc *b,
+                        struct acc *rc, double comm_f, double comm_b, int ncoll, bool may_overlap)
+{
+    const double fwd = finish_block(w, c, f, b, comm_f, comm_b, ncoll, may_overlap);
+    c->full_s += fwd;
+    c->comm_full_s += f->comm;
+    if (rc && rc->n > 0) { /* in the backward: the host runs ahead */
+        rc->lockstep = false;
+        throttle(w, rc, 0);
+        c->recompute_s += with_overhead(w, rc, 0);
+    }
+}
+
 static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct acc *f,
                            struct acc *b, double comm_f, double comm_b, int ncoll, bool may_overlap)
 {
@@ -395,24 +427,32 @@ static void norm_kernels(const struct wl *w, double width, struct acc *f, struct
 /* Multi-head latent attention's projections (DeepSeek-V2 Sec 2.1;
  * Megatron-Core MLASelfAttention): the down projections and their norms are
  * replicated across TP, the up projections column-parallel. */
-static void mla_projections(const struct wl *w, struct acc *f, struct acc *b)
+static void mla_projections(const struct wl *w, struct acc *f, struct acc *b, struct acc *rc)
 {
     const struct lp_mla *q = &w->run->model.mla;
     const double T = w->T, h = w->h, dqk = q->qk_nope_head_dim + q->qk_rope_head_dim;
+    /* recompute module "mla_up_proj" (multi_latent_attention.py): the up
+     * projections and the rotary embedding, redone from the latents */
+    const bool redo = (lp_sim_rc_modules(w->run) & LP_RC_MLA_UP_PROJ) != 0;
+    struct acc up;
     if (q->q_lora_rank > 0) {
         linear(w, T, q->q_lora_rank, h, f, b);
         norm_kernels(w, q->q_lora_rank, f, b);
+        up = *f;
         linear(w, T, w->at * dqk, q->q_lora_rank, f, b);
+        if (redo) redo_since(rc, f, &up);
     } else {
         linear(w, T, w->at * dqk, h, f, b);
     }
     linear(w, T, q->kv_lora_rank + q->qk_rope_head_dim, h, f, b);
     norm_kernels(w, q->kv_lora_rank, f, b);
+    up = *f;
     linear(w, T, w->at * (q->qk_nope_head_dim + q->v_head_dim), q->kv_lora_rank, f, b);
     /* rotary on the query's and the shared key's rope part */
     double x = T * (w->at + 1.0) * q->qk_rope_head_dim;
     addk(f, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
     addk(b, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
+    if (redo) redo_since(rc, f, &up);
 }
 
 /* Attention block: norm, QKV (or MLA), rotary, core, output projection,
@@ -423,13 +463,21 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
     const struct lp_mla *q = &r->model.mla;
     const bool mla = q->kv_lora_rank > 0;
     double T = w->T, h = w->h, d = w->d;
-    struct acc f = {0}, b = {0};
+    const unsigned mods = lp_sim_rc_modules(r);
+    struct acc f = {0}, b = {0}, rc = {0};
     elementwise(w, &f, &b);
     /* the attention kernel's head dim: MLA's scores use d_nope + d_rope and
      * its values d_v; FlashAttention's work is s^2 (d_qk + d_v) per head */
     double dk = d, dv = d;
     if (mla) {
-        mla_projections(w, &f, &b);
+        /* Megatron-Core's MLA layer keeps its input norm a module of its
+         * own (the down projections are separate linears): recompute
+         * module "layernorm" redoes it */
+        if (mods & LP_RC_LAYERNORM) {
+            struct acc nb = {0};
+            block_norm(w, &rc, &nb);
+        }
+        mla_projections(w, &f, &b, &rc);
         dk = q->qk_nope_head_dim + q->qk_rope_head_dim;
         dv = q->v_head_dim;
     } else {
@@ -464,16 +512,19 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
         comm_f += fmax(0.0, ring - af);
         comm_b += fmax(0.0, 2.0 * ring - ab);
     }
-    double fwd = finish_block(w, c, &f, &b, comm_f, comm_b, ncoll, true);
-    /* Selective recomputation redoes the attention core in backward
-     * (Korthikanti et al. 2022 Sec 5). FlashAttention already recomputes the
-     * scores inside its backward kernel, so there is nothing left to redo. */
-    if (r->par.recompute == LP_RECOMPUTE_SELECTIVE && attn_impl(r) == LP_ATTN_UNFUSED)
-        c->recompute_s += af;
-    if (r->par.recompute == LP_RECOMPUTE_FULL) {
-        c->recompute_s += fwd;
-        c->comm_recompute_s += f.comm;
+    /* Selective recomputation of the attention core (Korthikanti et al.
+     * 2022 Sec 5). Megatron-Core checkpoints the core whatever its kernel
+     * (attention.py, checkpoint_core_attention: the fused kernel's forward
+     * runs again); Megatron-LM's and Megatron-DeepSpeed's legacy
+     * transformer.py checkpoint only the unfused core, FlashAttention
+     * recomputing its scores inside its own backward. */
+    if ((mods & LP_RC_CORE_ATTN) &&
+        (attn_impl(r) == LP_ATTN_UNFUSED || r->fw.kind == LP_FW_MEGATRON)) {
+        rc.s += af;
+        rc.n += nf;
+        rc.cat[LP_OPC_ATTN] += af;
     }
+    close_block(w, c, &f, &b, &rc, comm_f, comm_b, ncoll, true);
 }
 
 /* Mamba mixer block (Megatron-Core MambaMixer; mamba_ssm kernels): norm,
@@ -548,23 +599,21 @@ static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
         b.graphed = b.n;
         ncoll = 0;
     }
-    double fwd = finish_block(w, c, &f, &b, comm, comm, ncoll, true);
-    if (r->par.recompute == LP_RECOMPUTE_FULL) {
-        c->recompute_s += fwd;
-        c->comm_recompute_s += f.comm;
-    }
+    close_block(w, c, &f, &b, NULL, comm, comm, ncoll, true);
 }
 
 /* fc1, activation, fc2 of an FFN of size f split over t ranks, on T tokens:
  * the dense MLP, a shared expert, or one routed expert's share. */
 static void ffn_core(const struct wl *w, double T, double width, double ft, bool adapt,
-                     struct acc *f, struct acc *b)
+                     struct acc *f, struct acc *b, double *act_f)
 {
     const bool swiglu = w->run->model.ffn_act == LP_ACT_SWIGLU;
     linear_lora(w, T, ft * (swiglu ? 2.0 : 1.0), width, f, b, adapt);
     double x = T * ft;
-    addk(f, LP_OPC_MEM,
-         mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * x * w->e));
+    const double act =
+        mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * x * w->e);
+    if (act_f) *act_f = act;
+    addk(f, LP_OPC_MEM, act);
     addk(b, LP_OPC_MEM,
          mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * x * w->e));
     linear_lora(w, T, width, ft, f, b, adapt);
@@ -577,13 +626,15 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
     struct acc f = {0}, b = {0};
     elementwise(w, &f, &b);
     ffn_core(w, w->T, w->h, (double)r->model.ffn_hidden / w->t,
-             r->train.lora_targets == LP_LORA_ALL, &f, &b);
+             r->train.lora_targets == LP_LORA_ALL, &f, &b, NULL);
     double comm = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
-    double fwd = finish_block(w, c, &f, &b, comm, comm, ncoll, true);
-    if (r->par.recompute == LP_RECOMPUTE_FULL) {
-        c->recompute_s += fwd;
-        c->comm_recompute_s += f.comm;
+    close_block(w, c, &f, &b, NULL, comm, comm, ncoll, true);
+    /* recompute module "mlp" (transformer_layer.py: dense MLPs only): the
+     * whole block, as a full recomputation would */
+    if (lp_sim_rc_modules(r) & LP_RC_MLP) {
+        c->recompute_s += c->full_s;
+        c->comm_recompute_s += c->comm_full_s;
     }
 }
 
@@ -641,8 +692,16 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     /* tokens arriving at each local expert: ep ranks each route Tr * top_k
      * tokens spread over the E experts */
     const double te = Tr * ep * moe->top_k / E * load;
-    struct acc f = {0}, b = {0};
+    const unsigned mods = lp_sim_rc_modules(r);
+    struct acc f = {0}, b = {0}, rc = {0};
     elementwise(w, &f, &b);
+    /* recompute module "layernorm": the MoE layer's pre-MLP norm is a
+     * module of its own in Megatron-Core (the router and the shared experts
+     * read it), unlike the norms TE fuses into LayerNormLinear/LayerNormMLP */
+    if (mods & LP_RC_LAYERNORM) {
+        struct acc nb = {0};
+        block_norm(w, &rc, &nb);
+    }
     linear_lora(w, w->T, E, h, &f, &b, true); /* router (replicated; LoRA targets "all" or "moe") */
     addk(&f, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 2.0 * w->T * E * 4.0));
     addk(&b, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 3.0 * w->T * E * 4.0));
@@ -660,7 +719,13 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
      * inputs quantised per expert: each expert's kernels are launched by the
      * host; the activation is one kernel over all of them. */
     struct acc ef = {0}, eb = {0};
-    ffn_core(w, te, lw, moe->ffn_hidden / etp, true, &ef, &eb);
+    double act = 0;
+    ffn_core(w, te, lw, moe->ffn_hidden / etp, true, &ef, &eb, &act);
+    if (mods & LP_RC_MOE_ACT) { /* "moe_act" (experts.py): the one activation kernel */
+        rc.s += act * local;
+        rc.n++;
+        rc.cat[LP_OPC_MEM] += act * local;
+    }
     ef.s *= local;
     eb.s *= local;
     for (int k = 0; k < LP_OPC_COUNT; k++) {
@@ -681,9 +746,12 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     }
     b.wg += eb.wg;
     b.wn += eb.wn;
-    if (moe->shared_experts > 0)
+    if (moe->shared_experts > 0) {
+        const struct acc before = f;
         ffn_core(w, w->T, h, (double)moe->shared_experts * moe->shared_ffn_hidden / w->t, true, &f,
-                 &b);
+                 &b, NULL);
+        if (mods & LP_RC_SHARED_EXPERTS) redo_since(&rc, &f, &before); /* "shared_experts" */
+    }
     /* permutation copies of the routed tokens (permute and unpermute) */
     addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * Tr * moe->top_k * lw * w->e));
     addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * Tr * moe->top_k * lw * w->e));
@@ -702,12 +770,15 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
      * all-to-alls hide behind the other pass's compute */
     double comm_f = tpc + (r->fw.ep_overlap ? fmax(0.0, a2a - b.s) : a2a);
     double comm_b = tpc + (r->fw.ep_overlap ? fmax(0.0, a2a - f.s) : a2a);
-    double comm = comm_f;
     int ncoll = (tpc > 0 ? (r->par.sequence_parallel ? 2 : 1) : 0) + (r->par.ep > 1 ? 2 : 0);
-    double fwd = finish_block(w, c, &f, &b, comm_f, comm_b, ncoll, false);
-    if (r->par.recompute == LP_RECOMPUTE_FULL) {
-        c->recompute_s += fwd;
-        c->comm_recompute_s += comm;
+    /* recompute module "moe" (moe_layer.py): the whole layer, its dispatch
+     * and combine too, as a full recomputation would; it subsumes the
+     * finer MoE modules */
+    const bool whole = (mods & LP_RC_MOE) != 0;
+    close_block(w, c, &f, &b, whole ? NULL : &rc, comm_f, comm_b, ncoll, false);
+    if (whole) {
+        c->recompute_s += c->full_s;
+        c->comm_recompute_s += c->comm_full_s;
     }
 }
 
@@ -796,16 +867,12 @@ static void moe_block_eager(const struct wl *w, struct lp_layer_cost *c)
     b.wn += e1b.wn + (int)others * erb.wn;
     double comm = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
-    double fwd = finish_block(w, c, &f, &b, comm, comm, ncoll, false);
+    close_block(w, c, &f, &b, NULL, comm, comm, ncoll, false);
     /* the synchronisations: serial host time (their kernels counted above) */
     const double sync = E * EAGER_SYNCS_PER_EXPERT * r->fw.host_op_s;
     c->fwd_s += sync;
     c->op_fwd[LP_OPC_OVERHEAD] += sync;
-    fwd += sync;
-    if (r->par.recompute == LP_RECOMPUTE_FULL) {
-        c->recompute_s += fwd;
-        c->comm_recompute_s += comm;
-    }
+    c->full_s += sync;
 }
 
 /* Vocabulary padded as Megatron does: to a multiple of 128 * tp. */

@@ -316,34 +316,40 @@ static int parse_fp8_scaling(const char *s, int *o)
     *o = (int)v;
     return LP_OK;
 }
-/* "cuda_graphs": a list of scope names (enum lp_graph_scope). */
-static int parse_graph_scopes(const struct lp_jctx *c, const cJSON *o, const char *path,
-                              unsigned *out)
+/* A list of names (key `key`) as a bit mask: bit i for name(i), names
+ * ending at the first NULL; `expect` says which names in errors. */
+static int parse_name_set(const struct lp_jctx *c, const cJSON *o, const char *path,
+                          const char *key, const char *(*name)(int), const char *expect,
+                          unsigned *out)
 {
-    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, "cuda_graphs");
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(o, key);
     char kp[300];
     if (!a) return LP_OK;
-    lp_jpath(kp, sizeof(kp), path, "cuda_graphs");
+    lp_jpath(kp, sizeof(kp), path, key);
     if (!cJSON_IsArray(a))
-        LP_FAIL(c->err, LP_EINVAL,
-                "%s: key '%s': expected a list of \"attn\", \"mamba\", \"moe_router\"", c->file,
-                kp);
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected a list of %s", c->file, kp, expect);
     unsigned m = 0;
     const cJSON *x;
     cJSON_ArrayForEach(x, a)
     {
         int i = 0;
-        while (cJSON_IsString(x) && lp_graph_scope_name(i) &&
-               strcmp(x->valuestring, lp_graph_scope_name(i)) != 0)
+        while (cJSON_IsString(x) && name(i) && strcmp(x->valuestring, name(i)) != 0)
             i++;
-        if (!cJSON_IsString(x) || !lp_graph_scope_name(i))
-            LP_FAIL(c->err, LP_EINVAL,
-                    "%s: key '%s': expected \"attn\", \"mamba\" or \"moe_router\", got %s", c->file,
-                    kp, cJSON_IsString(x) ? x->valuestring : "a non-string");
+        if (!cJSON_IsString(x) || !name(i))
+            LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected a list of %s, got %s", c->file, kp,
+                    expect, cJSON_IsString(x) ? x->valuestring : "a non-string");
         m |= 1u << i;
     }
     *out = m;
     return LP_OK;
+}
+
+/* "cuda_graphs": a list of scope names (enum lp_graph_scope). */
+static int parse_graph_scopes(const struct lp_jctx *c, const cJSON *o, const char *path,
+                              unsigned *out)
+{
+    return parse_name_set(c, o, path, "cuda_graphs", lp_graph_scope_name,
+                          "\"attn\", \"mamba\", \"moe_router\"", out);
 }
 
 static int parse_dispatcher(const char *s, int *o)
@@ -869,6 +875,56 @@ int lp_json_pick_price(const struct lp_jctx *c, const cJSON *root, struct lp_sys
     return LP_OK;
 }
 
+static int parse_rc_method(const char *s, int *o)
+{
+    for (int i = 0; i < LP_RC_METHOD_COUNT; i++)
+        if (strcmp(s, lp_rc_method_name((enum lp_rc_method)i)) == 0) {
+            *o = i;
+            return LP_OK;
+        }
+    return LP_EINVAL;
+}
+
+/* recompute_modules (selective; given alone it means selective, as
+ * Megatron-Bridge's recipes set it) and recompute_method / recompute_layers
+ * (full), each refused beside the other granularity. */
+static int parse_recompute_details(const struct lp_jctx *c, const cJSON *o, const char *path,
+                                   struct lp_parallel *p)
+{
+    struct lp_err *err = c->err;
+    char kp[300];
+    const bool given = cJSON_GetObjectItemCaseSensitive(o, "recompute") != NULL;
+    if (cJSON_GetObjectItemCaseSensitive(o, "recompute_modules")) {
+        unsigned m = 0;
+        LP_TRY(err, parse_name_set(c, o, path, "recompute_modules", lp_rc_module_name,
+                                   "\"core_attn\", \"moe_act\", \"layernorm\", "
+                                   "\"mla_up_proj\", \"mlp\", \"moe\", \"shared_experts\"",
+                                   &m));
+        if (!given) p->recompute = LP_RECOMPUTE_SELECTIVE;
+        lp_jpath(kp, sizeof(kp), path, "recompute_modules");
+        if (p->recompute != LP_RECOMPUTE_SELECTIVE)
+            LP_FAIL(err, LP_EINVAL, "%s: key '%s': recompute modules need recompute \"selective\"",
+                    c->file, kp);
+        if (m == 0)
+            LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected at least one module", c->file, kp);
+        p->recompute_modules = m;
+    }
+    const char *full_keys[] = {"recompute_method", "recompute_layers"};
+    for (int i = 0; i < 2; i++) {
+        if (!cJSON_GetObjectItemCaseSensitive(o, full_keys[i])) continue;
+        lp_jpath(kp, sizeof(kp), path, full_keys[i]);
+        if (p->recompute != LP_RECOMPUTE_FULL)
+            LP_FAIL(err, LP_EINVAL, "%s: key '%s': needs recompute \"full\"", c->file, kp);
+    }
+    int e = (int)p->recompute_method;
+    LP_TRY(err, lp_json_enum(c, o, path, "recompute_method", false, parse_rc_method,
+                             "\"uniform\" or \"block\"", &e));
+    p->recompute_method = (enum lp_rc_method)e;
+    LP_TRY(err,
+           lp_json_int32(c, o, path, "recompute_layers", false, 1, 1 << 20, &p->recompute_layers));
+    return LP_OK;
+}
+
 int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
                      struct lp_parallel *p)
 {
@@ -886,6 +942,9 @@ int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
                                        "etp",
                                        "first_stage_layers",
                                        "last_stage_layers",
+                                       "recompute_modules",
+                                       "recompute_method",
+                                       "recompute_layers",
                                        NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, o, path, keys));
@@ -906,6 +965,7 @@ int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
     LP_TRY(err, lp_json_enum(c, o, path, "recompute", false, parse_recompute,
                              "\"none\", \"selective\" or \"full\"", &e));
     p->recompute = (enum lp_recompute)e;
+    LP_TRY(err, parse_recompute_details(c, o, path, p));
     LP_TRY(err, lp_json_int32(c, o, path, "zero", false, 0, 3, &p->zero));
     if (p->vp > 1) p->schedule = LP_SCHED_INTERLEAVED;
     e = (int)p->schedule;

@@ -87,6 +87,18 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
             bad |= add_num(p, "first_stage_layers", r->par.first_stage_layers);
         if (r->par.last_stage_layers > 0)
             bad |= add_num(p, "last_stage_layers", r->par.last_stage_layers);
+        if (r->par.recompute == LP_RECOMPUTE_SELECTIVE && r->par.recompute_modules) {
+            cJSON *m = cJSON_AddArrayToObject(p, "recompute_modules");
+            bad |= !m;
+            for (int i = 0; m && i < LP_RC_MODULES; i++)
+                if (r->par.recompute_modules & (1u << i))
+                    bad |= !cJSON_AddItemToArray(m, cJSON_CreateString(lp_rc_module_name(i)));
+        }
+        if (r->par.recompute == LP_RECOMPUTE_FULL && r->par.recompute_layers > 0) {
+            bad |= !cJSON_AddStringToObject(p, "recompute_method",
+                                            lp_rc_method_name(r->par.recompute_method));
+            bad |= add_num(p, "recompute_layers", r->par.recompute_layers);
+        }
     }
     /* the run's training settings; "training" itself is the cost projection
      * of the simulate output (DESIGN.md) */

@@ -354,7 +354,140 @@ TEST(schedule_fallback_continuous)
     lp_sim_destroy(&sim);
 }
 
-TH_MAIN(TH_CASE(schedule_fallback_continuous), TH_CASE(simulate_uneven_and_scale_up),
+/* Megatron-Core's recompute_modules and block recomputation: each module
+ * drops exactly the activations it redoes (hand-computed bytes) and costs
+ * time; the attention core is redone under Megatron-Core even with a fused
+ * kernel, not under Megatron-DeepSpeed; recompute_num_layers N with method
+ * block redoes N of L layers, interpolating none and full linearly. */
+TEST(recompute_modules_and_block)
+{
+    struct lp_run r;
+    struct lp_parallel par = {.tp = 1,
+                              .pp = 1,
+                              .dp = 64,
+                              .cp = 1,
+                              .ep = 8,
+                              .vp = 1,
+                              .micro_batch = 1,
+                              .zero = 1,
+                              .schedule = LP_SCHED_1F1B};
+    struct lp_sim *sim = megatron_run("gpt-oss-120b", "dgx-b200", par, &r);
+    ASSERT_TRUE(sim != NULL);
+    r.train.global_batch = 128;
+    r.fw.grad_fp32 = false;
+    struct lp_result none, act, ln;
+    lp_sim_run(sim, &r, &none);
+    r.par.recompute = LP_RECOMPUTE_SELECTIVE;
+    r.par.recompute_modules = LP_RC_MOE_ACT;
+    lp_sim_run(sim, &r, &act);
+    r.par.recompute_modules = LP_RC_MOE_ACT | LP_RC_LAYERNORM;
+    lp_sim_run(sim, &r, &ln);
+    ASSERT_TRUE(none.feasible && act.feasible && ln.feasible);
+    /* one micro-batch in flight (pp 1): every MoE layer drops its experts'
+     * activation output, T * top_k * ffn bf16 values (swiglu: the fc1
+     * output stays), and with layernorm its pre-MLP norm output T * h */
+    const double T = 4096, L = 36;
+    ASSERT_NEAR(none.memory.activations_bytes - act.memory.activations_bytes,
+                L * T * 4 * 2880 * 2.0, 1.0);
+    ASSERT_NEAR(act.memory.activations_bytes - ln.memory.activations_bytes, L * T * 2880 * 2.0,
+                1.0);
+    ASSERT_TRUE(act.iteration_time_s > none.iteration_time_s);
+    ASSERT_TRUE(ln.iteration_time_s > act.iteration_time_s);
+    /* the whole MoE block redone: more time, only its input kept */
+    r.par.recompute_modules = LP_RC_MOE;
+    struct lp_result moe;
+    lp_sim_run(sim, &r, &moe);
+    ASSERT_TRUE(moe.iteration_time_s > ln.iteration_time_s);
+    ASSERT_TRUE(moe.memory.activations_bytes < ln.memory.activations_bytes);
+
+    /* the attention core with FlashAttention: redone by Megatron-Core only */
+    struct lp_result sel, plain;
+    r.par.recompute_modules = LP_RC_CORE_ATTN;
+    lp_sim_run(sim, &r, &sel);
+    ASSERT_TRUE(sel.iteration_time_s > none.iteration_time_s);
+    lp_framework_defaults(LP_FW_MEGATRON_DEEPSPEED, &r.fw);
+    r.par.recompute = LP_RECOMPUTE_NONE;
+    lp_sim_run(sim, &r, &plain);
+    r.par.recompute = LP_RECOMPUTE_SELECTIVE;
+    r.par.recompute_modules = 0; /* Megatron's default: the attention core */
+    lp_sim_run(sim, &r, &sel);
+    ASSERT_NEAR(sel.iteration_time_s, plain.iteration_time_s, 1e-12);
+    lp_sim_destroy(&sim);
+
+    /* block: N of L layers fully recomputed; one GPU, one stage: the time
+     * is linear in N */
+    par = (struct lp_parallel){.tp = 1,
+                               .pp = 1,
+                               .dp = 1,
+                               .cp = 1,
+                               .ep = 1,
+                               .vp = 1,
+                               .micro_batch = 1,
+                               .zero = 1,
+                               .schedule = LP_SCHED_1F1B};
+    sim = megatron_run("gpt3-1.3b", "dgx-h100", par, &r);
+    ASSERT_TRUE(sim != NULL);
+    r.train.global_batch = 4;
+    struct lp_result n0, nb, nf;
+    lp_sim_run(sim, &r, &n0);
+    r.par.recompute = LP_RECOMPUTE_FULL;
+    lp_sim_run(sim, &r, &nf);
+    r.par.recompute_method = LP_RC_BLOCK;
+    r.par.recompute_layers = 5;
+    lp_sim_run(sim, &r, &nb);
+    ASSERT_TRUE(n0.feasible && nb.feasible && nf.feasible);
+    ASSERT_NEAR((nb.iteration_time_s - n0.iteration_time_s) /
+                    (nf.iteration_time_s - n0.iteration_time_s),
+                5.0 / 24.0, 1e-9);
+    ASSERT_TRUE(nb.memory.activations_bytes < n0.memory.activations_bytes &&
+                nb.memory.activations_bytes > nf.memory.activations_bytes);
+    /* uniform groups of 4: a quarter of the checkpoints, four layers redone
+     * at once: the same time as full */
+    r.par.recompute_method = LP_RC_UNIFORM;
+    r.par.recompute_layers = 4;
+    lp_sim_run(sim, &r, &nb);
+    ASSERT_NEAR(nb.iteration_time_s, nf.iteration_time_s, 1e-12);
+    lp_sim_destroy(&sim);
+}
+
+/* Recompute keys in a run file: modules imply selective, contradictions
+ * and unknown names are refused with the key named. */
+TEST(recompute_keys)
+{
+#define RC_BASE                                                                                    \
+    "{\"model\": \"gpt-oss-120b\", \"system\": \"dgx-h100\", \"parallel\": {\"ep\": 8, "           \
+    "\"dp\": 8, %s}, \"training\": {\"global_batch\": 64}}"
+    char text[512];
+    struct lp_run r;
+    struct lp_err err;
+    lp_err_clear(&err);
+    snprintf(text, sizeof(text), RC_BASE, "\"recompute_modules\": [\"moe_act\", \"layernorm\"]");
+    ASSERT_OK(lp_parse_run(text, "t.json", &r, &err));
+    ASSERT_EQ_INT(r.par.recompute, LP_RECOMPUTE_SELECTIVE);
+    ASSERT_EQ_INT((int)r.par.recompute_modules, LP_RC_MOE_ACT | LP_RC_LAYERNORM);
+    snprintf(text, sizeof(text), RC_BASE,
+             "\"recompute\": \"full\", \"recompute_method\": \"block\", "
+             "\"recompute_layers\": 3");
+    ASSERT_OK(lp_parse_run(text, "t.json", &r, &err));
+    ASSERT_EQ_INT(r.par.recompute_method, LP_RC_BLOCK);
+    ASSERT_EQ_INT(r.par.recompute_layers, 3);
+    static const char *bad[][2] = {
+        {"\"recompute\": \"full\", \"recompute_modules\": [\"moe_act\"]", "recompute_modules"},
+        {"\"recompute_modules\": [\"attn\"]", "core_attn"},
+        {"\"recompute_modules\": []", "at least one"},
+        {"\"recompute_layers\": 2", "recompute_layers"},
+        {"\"recompute\": \"full\", \"recompute_method\": \"blocks\"", "recompute_method"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        snprintf(text, sizeof(text), RC_BASE, bad[i][0]);
+        lp_err_clear(&err);
+        ASSERT_TRUE(lp_parse_run(text, "t.json", &r, &err) != 0);
+        ASSERT_TRUE(strstr(err.msg, bad[i][1]) != NULL);
+    }
+#undef RC_BASE
+}
+
+TH_MAIN(TH_CASE(recompute_modules_and_block), TH_CASE(recompute_keys),
+        TH_CASE(schedule_fallback_continuous), TH_CASE(simulate_uneven_and_scale_up),
         TH_CASE(model_card_counts), TH_CASE(gqa_head_dim_flops), TH_CASE(mla_flops_and_params),
         TH_CASE(moe_shared_and_fine_grained), TH_CASE(mamba_flops_and_params),
         TH_CASE(uneven_split))

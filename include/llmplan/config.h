@@ -318,6 +318,7 @@ enum lp_attention {
     LP_ATTENTION_FLASH2 = 0, /* FlashAttention-2 / cuDNN fused attention */
     LP_ATTENTION_FLASH1,     /* FlashAttention v1 (CUDA) */
     LP_ATTENTION_TRITON,     /* Triton FlashAttention (MPT attn_impl "triton") */
+    LP_ATTENTION_CUDNN,      /* cuDNN fused attention through Transformer Engine (Megatron-Core) */
     LP_ATTENTION_COUNT
 };
 

@@ -39,15 +39,20 @@ enum lp_gemm_layout {
 };
 
 /* Attention kernels. "fused" is FlashAttention-2 (or any kernel of its
- * class: cuDNN fused attention); "flash1" the original FlashAttention CUDA
- * kernel (Dao et al. 2022); "triton" the Triton FlashAttention kernel (used
- * by MPT / llm-foundry's attn_impl "triton"). Tables of flash1 and triton
- * are optional: analytical profiles carry them, measured ones need not. */
+ * class); "flash1" the original FlashAttention CUDA kernel (Dao et al.
+ * 2022); "triton" the Triton FlashAttention kernel (used by MPT /
+ * llm-foundry's attn_impl "triton"); "cudnn" cuDNN's fused flash attention
+ * as Transformer Engine runs it (FusedAttention, F16_arbitrary_seqlen),
+ * which TE prefers on Hopper and newer. Tables of flash1, triton and cudnn
+ * are optional: analytical profiles carry them; a measured profile's fused
+ * table is cuDNN's kernel (llmplan-profile measures cuDNN), so it stands in
+ * for a missing cudnn table. */
 enum lp_attn_impl {
     LP_ATTN_FUSED = 0,
     LP_ATTN_UNFUSED,
     LP_ATTN_FLASH1,
     LP_ATTN_TRITON,
+    LP_ATTN_CUDNN,
     LP_ATTN_IMPL_COUNT
 };
 /* Speed of flash1 and triton relative to FlashAttention-2 where a profile

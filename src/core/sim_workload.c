@@ -375,7 +375,8 @@ static enum lp_attn_impl attn_impl(const struct lp_run *r)
     static const enum lp_attn_impl fused_impl[LP_ATTENTION_COUNT] = {
         [LP_ATTENTION_FLASH2] = LP_ATTN_FUSED,
         [LP_ATTENTION_FLASH1] = LP_ATTN_FLASH1,
-        [LP_ATTENTION_TRITON] = LP_ATTN_TRITON};
+        [LP_ATTENTION_TRITON] = LP_ATTN_TRITON,
+        [LP_ATTENTION_CUDNN] = LP_ATTN_CUDNN};
     return !r->train.flash_attention                           ? LP_ATTN_UNFUSED
            : (unsigned)r->train.attention < LP_ATTENTION_COUNT ? fused_impl[r->train.attention]
                                                                : LP_ATTN_FUSED;

@@ -165,6 +165,26 @@ static const double sy_triton_fb[2][2][SY_ATTN_NS] = {
     {{90, 102, 98, 98, 100, 100}, {59, 75, 79, 76, 79, 80}},
     {{78, 85, 90, 93, 95, 95}, {50, 61, 68, 74, 78, 80}},
 };
+/* cuDNN's fused flash attention (Transformer Engine's FusedAttention, the
+ * kernel Megatron-Core runs on Hopper), relative to FlashAttention-2: the
+ * forward TFLOP/s of both in one benchmark on the H100 (Shah et al. 2024,
+ * FlashAttention-3, forward figure; fp16, 16k tokens; seq 512..16384):
+ *   FlashAttention-2 K0210-K0215 (d64), K0239-K0244 (d128), K0268-K0273
+ *     (d128 causal);
+ *   cuDNN K0222-K0227 (d64), K0251-K0256 (d128), K0280-K0285 (d128
+ *     causal).
+ * d64 causal (no rows) takes d64's ratio times d128's causal/full ratio;
+ * the backward takes the forward's ratio (no row measures cuDNN's
+ * backward: assumption). Only Hopper GPUs (sm90: H100, H200) carry these
+ * ratios; elsewhere the cudnn tables equal the fused ones (no measurement:
+ * on Ampere Transformer Engine prefers FlashAttention-2 itself, and no
+ * Blackwell row exists). [d64 full, d128 full, d128 causal][seq], TFLOP/s */
+static const double sy_h100_fa2_fwd[3][SY_ATTN_NS] = {
+    {282, 306, 318, 321, 322, 324}, {309, 350, 362, 368, 370, 370}, {191, 260, 298, 319, 333, 335}};
+static const double sy_h100_cudnn_fwd[3][SY_ATTN_NS] = {
+    {335, 373, 395, 408, 412, 413}, {497, 574, 617, 609, 600, 595}, {315, 410, 484, 518, 529, 539}};
+/* GPUs with Hopper's SM (sy_h100_cudnn_fwd applies) */
+static const char *const sy_hopper_gpus[] = {"h100", "h200"};
 /* Query-block rows of a FlashAttention thread block (FA2: 128). */
 #define SY_ATTN_BLOCK 128.0
 
@@ -258,6 +278,7 @@ struct sy_ctx {
     double frac[LP_PREC_TABLES]; /* MAMF achieved fraction used */
     const char *frac_src[LP_PREC_TABLES];
     int attn_class;            /* 0 ampere, 1 hopper */
+    bool sm90;                 /* a Hopper GPU: cuDNN's measured speed-up applies */
     double intra_bw, inter_bw; /* reference links */
     int gpus_per_node;
     bool nvls;
@@ -359,23 +380,38 @@ static enum lp_prec attn_prec(const struct lp_gpu *g, enum lp_prec p)
 /* Speed of an older fused kernel relative to FlashAttention-2 at (seq,
  * head_dim): the measured ratio, linear in log(seq) and log(d) between the
  * measured points, held outside them. 1 for FlashAttention-2 itself. */
+/* k[s] / ref[s] at seq s: linear in log(s) between the measured points,
+ * held outside them. */
+static double seq_ratio(const double *k, const double *ref, double s)
+{
+    double q = s < sy_attn_seq[0] ? sy_attn_seq[0] : s;
+    if (q > sy_attn_seq[SY_ATTN_NS - 1]) q = sy_attn_seq[SY_ATTN_NS - 1];
+    int i = 0;
+    while (i < SY_ATTN_NS - 2 && q > sy_attn_seq[i + 1])
+        i++;
+    const double w = log(q / sy_attn_seq[i]) / log(sy_attn_seq[i + 1] / sy_attn_seq[i]);
+    const double a = k[i] / ref[i], b = k[i + 1] / ref[i + 1];
+    return a + w * (b - a);
+}
+
 static double attn_impl_ratio(const struct sy_ctx *c, enum lp_attn_impl impl, bool causal, double s,
                               double d)
 {
-    if (impl != LP_ATTN_FLASH1 && impl != LP_ATTN_TRITON) return 1.0;
     double r[2];
-    for (int di = 0; di < 2; di++) {
-        const double *ref = sy_fa2_fb[c->attn_class][di][causal];
-        const double *k = impl == LP_ATTN_FLASH1 ? sy_fa1_fb[c->attn_class][di][causal]
-                                                 : sy_triton_fb[di][causal];
-        double q = s < sy_attn_seq[0] ? sy_attn_seq[0] : s;
-        if (q > sy_attn_seq[SY_ATTN_NS - 1]) q = sy_attn_seq[SY_ATTN_NS - 1];
-        int i = 0;
-        while (i < SY_ATTN_NS - 2 && q > sy_attn_seq[i + 1])
-            i++;
-        const double w = log(q / sy_attn_seq[i]) / log(sy_attn_seq[i + 1] / sy_attn_seq[i]);
-        const double a = k[i] / ref[i], b = k[i + 1] / ref[i + 1];
-        r[di] = a + w * (b - a);
+    if (impl == LP_ATTN_CUDNN) {
+        if (!c->sm90) return 1.0;
+        const double d128 =
+            seq_ratio(sy_h100_cudnn_fwd[causal ? 2 : 1], sy_h100_fa2_fwd[causal ? 2 : 1], s);
+        r[0] = seq_ratio(sy_h100_cudnn_fwd[0], sy_h100_fa2_fwd[0], s);
+        if (causal) r[0] *= d128 / seq_ratio(sy_h100_cudnn_fwd[1], sy_h100_fa2_fwd[1], s);
+        r[1] = d128;
+    } else if (impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) {
+        for (int di = 0; di < 2; di++)
+            r[di] = seq_ratio(impl == LP_ATTN_FLASH1 ? sy_fa1_fb[c->attn_class][di][causal]
+                                                     : sy_triton_fb[di][causal],
+                              sy_fa2_fb[c->attn_class][di][causal], s);
+    } else {
+        return 1.0;
     }
     double w = log((d < 64 ? 64 : d > 128 ? 128 : d) / 64.0) / log(2.0);
     return r[0] + w * (r[1] - r[0]);
@@ -686,6 +722,11 @@ static int add_provenance(const struct sy_ctx *c, const struct lp_system *ref, s
                      "FlashAttention-2 tables x measured Triton/FA2 fwd+bwd TFLOP/s ratio (A100 "
                      "K0038-K0130 / K0044-K0136%s)",
                      c->attn_class ? "; no H100 fwd+bwd row: A100 ratio, assumption" : ""));
+    LP_TRY(err, prov(p, err, "attn_cudnn", "%s",
+                     c->sm90 ? "FlashAttention-2 tables x measured cuDNN/FA2 forward TFLOP/s "
+                               "ratio on the H100 (K0222-K0285 / K0210-K0273), backward "
+                               "at the forward's ratio (assumption)"
+                             : "= the fused tables (no measured cuDNN row for this GPU)"));
     LP_TRY(err, prov(p, err, "attn_class_rule",
                      "hopper series when dense bf16/fp16 peak > %.0f TFLOP/s (assumption)",
                      SY_ATTN_HOPPER_PEAK / 1e12));
@@ -756,6 +797,8 @@ int lp_profile_synth(const struct lp_gpu *gpu, const struct lp_system *ref_syste
     const double half_peak =
         gpu->peak_flops[LP_BF16] > 0 ? gpu->peak_flops[LP_BF16] : gpu->peak_flops[LP_FP16];
     c.attn_class = half_peak > SY_ATTN_HOPPER_PEAK ? 1 : 0;
+    for (int i = 0; i < COUNT(sy_hopper_gpus); i++)
+        c.sm90 |= name_has(gpu->name, sy_hopper_gpus[i]);
     if (ref_system) {
         c.intra_bw = ref_system->intra.bw_Bps;
         c.inter_bw = ref_system->inter.bw_Bps;

@@ -382,7 +382,7 @@ static int parse_schedule(const char *s, int *o)
 static int parse_attention(const char *s, int *o)
 {
     /* the order of enum lp_attention, then "unfused" */
-    static const char *const n[] = {"flash2", "flash1", "triton", "unfused", NULL};
+    static const char *const n[] = {"flash2", "flash1", "triton", "cudnn", "unfused", NULL};
     return parse_among(s, o, n);
 }
 static int parse_xent(const char *s, int *o)
@@ -1059,8 +1059,9 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
     if (cJSON_GetObjectItemCaseSensitive(o, "attention")) {
         const bool flash_given = cJSON_GetObjectItemCaseSensitive(o, "flash_attention") != NULL;
         e = 0;
-        LP_TRY(err, lp_json_enum(c, o, path, "attention", false, parse_attention,
-                                 "\"flash2\", \"flash1\", \"triton\" or \"unfused\"", &e));
+        LP_TRY(err,
+               lp_json_enum(c, o, path, "attention", false, parse_attention,
+                            "\"flash2\", \"flash1\", \"triton\", \"cudnn\" or \"unfused\"", &e));
         const bool flash = e != LP_ATTENTION_COUNT;
         if (flash_given && flash != t->flash_attention) {
             char kp[256];

@@ -134,14 +134,22 @@ static int patch_double(const char *path, double from, double to)
 {
     FILE *f = fopen(path, "r+b");
     if (!f) return -1;
-    unsigned char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof(buf), f);
+    /* the whole file: where a table lands depends on how many precede it */
+    size_t cap = 1 << 16, n = 0, got;
+    unsigned char *buf = malloc(cap);
+    while (buf && (got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        unsigned char *bigger = n == cap ? realloc(buf, cap *= 2) : buf;
+        if (!bigger) free(buf);
+        buf = bigger;
+    }
     unsigned char a[8], b[8];
     memcpy(a, &from, 8);
     memcpy(b, &to, 8);
     long at = -1;
-    for (size_t i = 0; i + 8 <= n && at < 0; i++)
+    for (size_t i = 0; buf && i + 8 <= n && at < 0; i++)
         if (!memcmp(buf + i, a, 8)) at = (long)i;
+    free(buf);
     int rc = -1;
     if (at >= 0 && fseek(f, at, SEEK_SET) == 0 && fwrite(b, 1, 8, f) == 8) rc = 0;
     fclose(f);

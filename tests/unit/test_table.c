@@ -68,9 +68,9 @@ TEST(slots_map_to_tables)
     ASSERT_TRUE(lp_profile_slot_table(p, i_tri) == &p->attn[LP_ATTN_TRITON][0][0][LP_BF16]);
     ASSERT_EQ_STR(lp_profile_slot(i_tri)->path, "/attention/triton/full/fwd/bf16");
     ASSERT_TRUE(!lp_profile_slot(i_tri)->required);
-    ASSERT_TRUE(lp_profile_slot_table(p, 12 + 64 + LP_MEM_ADAM) == &p->mem[LP_MEM_ADAM]);
-    ASSERT_TRUE(lp_profile_slot_table(p, 12 + 64 + 12 + 2 * 2 + 1) == &p->coll[2][1]);
-    ASSERT_EQ_STR(lp_profile_slot(12 + 64 + 12 + 2 * 2 + 1)->path, "/coll/reducescatter/inter");
+    ASSERT_TRUE(lp_profile_slot_table(p, 12 + 80 + LP_MEM_ADAM) == &p->mem[LP_MEM_ADAM]);
+    ASSERT_TRUE(lp_profile_slot_table(p, 12 + 80 + 12 + 2 * 2 + 1) == &p->coll[2][1]);
+    ASSERT_EQ_STR(lp_profile_slot(12 + 80 + 12 + 2 * 2 + 1)->path, "/coll/reducescatter/inter");
     for (int i = 0; i < LP_PROFILE_SLOTS; i++)
         for (int j = i + 1; j < LP_PROFILE_SLOTS; j++)
             ASSERT_TRUE(lp_profile_slot_table(p, i) != lp_profile_slot_table(p, j));
@@ -497,10 +497,40 @@ TEST(cost_table_and_fallbacks)
     lp_profile_destroy(&p);
 }
 
+/* cuDNN's fused attention: on a Hopper GPU the FlashAttention-2 table
+ * times the measured cuDNN/FA2 forward ratio of the FA3 paper's H100
+ * figure (d128 causal, seq 4096: K0283 518 over K0271 319 TFLOP/s; the
+ * backward at the same ratio), elsewhere the fused table itself. */
+TEST(synth_cudnn_attention)
+{
+    struct lp_gpu g;
+    a100(&g);
+    struct lp_profile *p = NULL;
+    ASSERT_OK(lp_profile_synth(&g, NULL, &p, NULL));
+    const double x[3] = {64, 4096, 128};
+    for (int ps = 0; ps < LP_PASS_COUNT; ps++)
+        ASSERT_NEAR(lp_table_lookup(&p->attn[LP_ATTN_CUDNN][1][ps][LP_BF16], x, NULL),
+                    lp_table_lookup(&p->attn[LP_ATTN_FUSED][1][ps][LP_BF16], x, NULL), 1e-12);
+    lp_profile_destroy(&p);
+    snprintf(g.name, sizeof(g.name), "h100-sxm");
+    g.peak_flops[LP_FP16] = g.peak_flops[LP_BF16] = 989.4e12;
+    g.mem_bw_Bps = 3.35e12;
+    g.sms = 132;
+    ASSERT_OK(lp_profile_synth(&g, NULL, &p, NULL));
+    ASSERT_CONTAINS(lp_profile_get_prov(p, "attn_cudnn"), "K0222-K0285");
+    for (int ps = 0; ps < LP_PASS_COUNT; ps++) {
+        const double tf = lp_table_lookup(&p->attn[LP_ATTN_FUSED][1][ps][LP_BF16], x, NULL);
+        const double tc = lp_table_lookup(&p->attn[LP_ATTN_CUDNN][1][ps][LP_BF16], x, NULL);
+        /* both include the 3 us launch; the compute part scales */
+        ASSERT_NEAR((tf - 3e-6) / (tc - 3e-6), 518.0 / 319.0, 1e-3);
+    }
+    lp_profile_destroy(&p);
+}
+
 TH_MAIN(TH_CASE(names), TH_CASE(slots_map_to_tables), TH_CASE(exact_at_grid_points),
         TH_CASE(loglog_exact_for_power_laws), TH_CASE(monotone_between_points),
         TH_CASE(clamping_below_and_on_non_size_axes), TH_CASE(extrapolation_along_size_axes),
         TH_CASE(single_point_axis), TH_CASE(check_refuses_bad_tables), TH_CASE(copy_and_checksum),
         TH_CASE(synth_a100), TH_CASE(synth_without_system_and_without_bf16),
         TH_CASE(synth_monotone_across_gpus), TH_CASE(profile_check_required),
-        TH_CASE(cost_table_and_fallbacks))
+        TH_CASE(cost_table_and_fallbacks), TH_CASE(synth_cudnn_attention))

@@ -275,6 +275,48 @@ static void quantize(const struct wl *w, double M, double N, double K, struct ac
     }
 }
 
+/* Transformer Engine's userbuffers overlap of the TP linears (Megatron
+ * tp_comm_overlap, which needs sequence parallelism), with TE's default
+ * methods (module/base.py initialize_ub): ring exchange runs a GEMM as t
+ * chunks of M/t rows, each beside the exchange of the next (the column-
+ * parallel QKV and fc1 forwards, the row-parallel projection and fc2 data
+ * gradients); pipeline as UB_SPLITS chunks of M/UB_SPLITS rows on the SMs
+ * its reduce-scatter leaves (UB_SMS of them; the row-parallel forwards);
+ * bulk overlaps (the other data and weight gradients) leave the GEMM whole.
+ * The collectives themselves hide behind the block (finish_block). */
+#define UB_SPLITS 4.0
+#define UB_SMS 16.0
+enum tp_linear { TP_COLUMN, TP_ROW };
+
+static double chunked(const struct wl *w, enum lp_gemm_layout l, double chunks, double m, double n,
+                      double k)
+{
+    return chunks * gemm(w, l, m / chunks, n, k);
+}
+
+/* A TP linear of role `role` (no adapter): as linear_lora, its forward
+ * and data-gradient GEMMs split the userbuffers way when TP overlap runs. */
+static void linear_tp(const struct wl *w, enum tp_linear role, double M, double N, double K,
+                      struct acc *fwd, struct acc *bwd)
+{
+    const struct lp_run *r = w->run;
+    if (!(r->fw.tp_overlap && r->par.sequence_parallel && w->t > 1) || r->train.lora_rank > 0) {
+        linear_lora(w, M, N, K, fwd, bwd, r->train.lora_targets == LP_LORA_ALL);
+        return;
+    }
+    if (w->q > 0) quantize(w, M, N, K, fwd, bwd);
+    const double sms = r->system.gpu.sms > UB_SMS ? r->system.gpu.sms : 0.0;
+    if (role == TP_COLUMN) {
+        addk(fwd, LP_OPC_GEMM, chunked(w, LP_GEMM_FWD, w->t, M, N, K));
+        addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_DGRAD, M, K, N));
+    } else {
+        const double margin = sms > 0 ? sms / (sms - UB_SMS) : 1.0;
+        addk(fwd, LP_OPC_GEMM, margin * chunked(w, LP_GEMM_FWD, UB_SPLITS, M, N, K));
+        addk(bwd, LP_OPC_GEMM, chunked(w, LP_GEMM_DGRAD, w->t, M, K, N));
+    }
+    addw(bwd, gemm(w, LP_GEMM_WGRAD, K, N, M));
+}
+
 /* Forward GEMM (M x K) x (K x N) and its two backward GEMMs; with LoRA an
  * adapter when every linear layer carries one. */
 static void linear(const struct wl *w, double M, double N, double K, struct acc *fwd,
@@ -482,7 +524,7 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
         dk = q->qk_nope_head_dim + q->qk_rope_head_dim;
         dv = q->v_head_dim;
     } else {
-        linear(w, T, (w->at + 2.0 * w->gt) * d, h, &f, &b);
+        linear_tp(w, TP_COLUMN, T, (w->at + 2.0 * w->gt) * d, h, &f, &b);
         if (r->model.pos == LP_POS_ROTARY) {
             double x = T * (w->at + w->gt) * d;
             addk(&f, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
@@ -496,7 +538,7 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
     attn_core(w, local, 0.5 * (dk + dv), &af, &ab, &nf, &nb);
     add_attn(&f, af, nf);
     add_attn(&b, ab, nb);
-    linear(w, T, h, w->at * dv, &f, &b);
+    linear_tp(w, TP_ROW, T, h, w->at * dv, &f, &b);
 
     double comm_f = tp_comm(w), comm_b = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
@@ -605,11 +647,15 @@ static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
 
 /* fc1, activation, fc2 of an FFN of size f split over t ranks, on T tokens:
  * the dense MLP, a shared expert, or one routed expert's share. */
-static void ffn_core(const struct wl *w, double T, double width, double ft, bool adapt,
+static void ffn_core(const struct wl *w, double T, double width, double ft, bool adapt, bool tp,
                      struct acc *f, struct acc *b, double *act_f)
 {
     const bool swiglu = w->run->model.ffn_act == LP_ACT_SWIGLU;
-    linear_lora(w, T, ft * (swiglu ? 2.0 : 1.0), width, f, b, adapt);
+    /* tp: the dense MLP, whose fc1 and fc2 are TP linears (userbuffers) */
+    if (tp)
+        linear_tp(w, TP_COLUMN, T, ft * (swiglu ? 2.0 : 1.0), width, f, b);
+    else
+        linear_lora(w, T, ft * (swiglu ? 2.0 : 1.0), width, f, b, adapt);
     double x = T * ft;
     const double act =
         mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * x * w->e);
@@ -617,7 +663,10 @@ static void ffn_core(const struct wl *w, double T, double width, double ft, bool
     addk(f, LP_OPC_MEM, act);
     addk(b, LP_OPC_MEM,
          mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * x * w->e));
-    linear_lora(w, T, width, ft, f, b, adapt);
+    if (tp)
+        linear_tp(w, TP_ROW, T, width, ft, f, b);
+    else
+        linear_lora(w, T, width, ft, f, b, adapt);
 }
 
 /* Dense MLP block: norm, fc1, activation, fc2, residual. */
@@ -627,7 +676,7 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
     struct acc f = {0}, b = {0};
     elementwise(w, &f, &b);
     ffn_core(w, w->T, w->h, (double)r->model.ffn_hidden / w->t,
-             r->train.lora_targets == LP_LORA_ALL, &f, &b, NULL);
+             r->train.lora_targets == LP_LORA_ALL, true, &f, &b, NULL);
     double comm = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     close_block(w, c, &f, &b, NULL, comm, comm, ncoll, true);
@@ -721,7 +770,7 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
      * host; the activation is one kernel over all of them. */
     struct acc ef = {0}, eb = {0};
     double act = 0;
-    ffn_core(w, te, lw, moe->ffn_hidden / etp, true, &ef, &eb, &act);
+    ffn_core(w, te, lw, moe->ffn_hidden / etp, true, false, &ef, &eb, &act);
     if (mods & LP_RC_MOE_ACT) { /* "moe_act" (experts.py): the one activation kernel */
         rc.s += act * local;
         rc.n++;
@@ -749,8 +798,8 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     b.wn += eb.wn;
     if (moe->shared_experts > 0) {
         const struct acc before = f;
-        ffn_core(w, w->T, h, (double)moe->shared_experts * moe->shared_ffn_hidden / w->t, true, &f,
-                 &b, NULL);
+        ffn_core(w, w->T, h, (double)moe->shared_experts * moe->shared_ffn_hidden / w->t, true,
+                 false, &f, &b, NULL);
         if (mods & LP_RC_SHARED_EXPERTS) redo_since(&rc, &f, &before); /* "shared_experts" */
     }
     /* permutation copies of the routed tokens (permute and unpermute) */

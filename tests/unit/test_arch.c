@@ -486,8 +486,45 @@ TEST(recompute_keys)
 #undef RC_BASE
 }
 
+/* TP overlap with userbuffers splits the GEMMs beside the collectives
+ * (TE's ring exchange and pipeline methods): the layer's GEMM time grows,
+ * and without sequence parallelism (no userbuffers) it does not. */
+TEST(userbuffers_split_gemms)
+{
+    struct lp_run r;
+    struct lp_parallel par = {.tp = 8,
+                              .pp = 8,
+                              .dp = 1,
+                              .cp = 1,
+                              .ep = 1,
+                              .vp = 1,
+                              .micro_batch = 1,
+                              .sequence_parallel = true,
+                              .zero = 1,
+                              .schedule = LP_SCHED_1F1B};
+    struct lp_sim *sim = megatron_run("llama3-70b", "dgx-h100", par, &r);
+    ASSERT_TRUE(sim != NULL);
+    r.par.recompute = LP_RECOMPUTE_FULL;
+    r.train.global_batch = 8;
+    struct lp_result plain, ub, nosp, nosp_ub;
+    lp_sim_run(sim, &r, &plain);
+    r.fw.tp_overlap = true;
+    lp_sim_run(sim, &r, &ub);
+    ASSERT_TRUE(plain.feasible && ub.feasible);
+    ASSERT_TRUE(ub.layer_fwd_s[LP_OPC_GEMM] > plain.layer_fwd_s[LP_OPC_GEMM]);
+    ASSERT_TRUE(ub.layer_bwd_s[LP_OPC_GEMM] > plain.layer_bwd_s[LP_OPC_GEMM]);
+    ASSERT_TRUE(ub.layer_fwd_s[LP_OPC_COMM] < plain.layer_fwd_s[LP_OPC_COMM]);
+    r.par.sequence_parallel = false;
+    lp_sim_run(sim, &r, &nosp_ub);
+    r.fw.tp_overlap = false;
+    lp_sim_run(sim, &r, &nosp);
+    ASSERT_NEAR(nosp_ub.layer_fwd_s[LP_OPC_GEMM], nosp.layer_fwd_s[LP_OPC_GEMM], 1e-15);
+    lp_sim_destroy(&sim);
+}
+
 TH_MAIN(TH_CASE(recompute_modules_and_block), TH_CASE(recompute_keys),
-        TH_CASE(schedule_fallback_continuous), TH_CASE(simulate_uneven_and_scale_up),
-        TH_CASE(model_card_counts), TH_CASE(gqa_head_dim_flops), TH_CASE(mla_flops_and_params),
+        TH_CASE(userbuffers_split_gemms), TH_CASE(schedule_fallback_continuous),
+        TH_CASE(simulate_uneven_and_scale_up), TH_CASE(model_card_counts),
+        TH_CASE(gqa_head_dim_flops), TH_CASE(mla_flops_and_params),
         TH_CASE(moe_shared_and_fine_grained), TH_CASE(mamba_flops_and_params),
         TH_CASE(uneven_split))

@@ -10,6 +10,7 @@
  *   n_mat = 2) this is 72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h)) per iteration.
  *   MoE layers count top_k experts' MLP per token (and the router). */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -840,8 +841,24 @@ static double model_flops(const struct lp_run *r, double per_token)
     return passes * per_token * s * (double)r->train.global_batch;
 }
 
-/* Solve the pipeline schedule (memoised when no trace is recorded); the
- * closed form stands in when the exact solver's scratch is too small. */
+/* Solve the pipeline schedule; the closed form stands in when the exact
+ * solver's scratch is too small. */
+static void solve(struct lp_sim *s, const struct lp_sched_in *in, struct lp_event *ev, int cap,
+                  int *nev, double *end_first, double *end_last)
+{
+    struct lp_sched_out *so = &s->sout;
+    int rc = s->sched_reference ? lp_sched_exact_ref(s, in, so, ev, cap, nev)
+                                : lp_sched_exact(s, in, so, ev, cap, nev);
+    if (rc != 0) {
+        double t = lp_sched_closed_form(in);
+        so->stage_end_s[0] = so->stage_end_s[in->p > 1024 ? 0 : in->p - 1] = t;
+        if (nev) *nev = 0;
+    }
+    *end_first = so->stage_end_s[0];
+    *end_last = so->stage_end_s[in->p > 1024 ? 0 : in->p - 1];
+}
+
+/* The pipeline schedule, memoised when no trace is recorded. */
 static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_event *ev, int cap,
                      int *nev, double *end_first, double *end_last)
 {
@@ -852,30 +869,39 @@ static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_e
     k.v = in->v;
     k.kind = (int)in->kind;
     k.blocking = in->p2p_blocking;
-    const size_t pv = (size_t)in->p * (size_t)in->v;
-    k.stages = lp_hash_bytes(in->f, pv * sizeof(double), FNV_OFFSET);
-    k.stages = lp_hash_bytes(in->b, pv * sizeof(double), k.stages);
-    if (in->kind == LP_SCHED_ZB) k.stages = lp_hash_bytes(in->w, pv * sizeof(double), k.stages);
     k.ff = in->f_first_extra;
     k.bf = in->b_first_extra;
     k.fl = in->f_last_extra;
     k.bl = in->b_last_extra;
     k.c = in->p2p_s;
-    size_t slot = (size_t)(lp_hash_bytes(&k, sizeof(k), FNV_OFFSET) % LP_SCHED_MEMO);
-    if (!ev && s->sused[slot] && memcmp(&s->skey[slot], &k, sizeof(k)) == 0) {
+    const bool zb = in->kind == LP_SCHED_ZB; /* only zb reads w */
+    const int pv = in->p * in->v;
+    bool memo = true;
+    for (int i = 0; i < pv && memo; i++) {
+        struct lp_sched_run *r = k.nruns > 0 ? &k.run[k.nruns - 1] : NULL;
+        const double w = zb ? in->w[i] : 0.0;
+        if (r && memcmp(&r->f, &in->f[i], sizeof(double)) == 0 &&
+            memcmp(&r->b, &in->b[i], sizeof(double)) == 0 &&
+            memcmp(&r->w, &w, sizeof(double)) == 0) {
+            r->n++;
+        } else if (k.nruns < LP_SCHED_RUNS) {
+            k.run[k.nruns++] = (struct lp_sched_run){.f = in->f[i], .b = in->b[i], .w = w, .n = 1};
+        } else {
+            memo = false; /* too many distinct stages to key */
+        }
+    }
+    const size_t klen = offsetof(struct lp_sched_key, run) + (size_t)k.nruns * sizeof(k.run[0]);
+    size_t slot = (size_t)(lp_hash_bytes(&k, klen, FNV_OFFSET) % LP_SCHED_MEMO);
+    if (!ev && memo && s->sused[slot] && memcmp(&s->skey[slot], &k, klen) == 0) {
+        s->sched_hits++;
         *end_first = s->sval[slot].end_first;
         *end_last = s->sval[slot].end_last;
         return;
     }
-    struct lp_sched_out *so = &s->sout;
-    if (lp_sched_exact(s, in, so, ev, cap, nev) != 0) {
-        double t = lp_sched_closed_form(in);
-        so->stage_end_s[0] = so->stage_end_s[in->p > 1024 ? 0 : in->p - 1] = t;
-        if (nev) *nev = 0;
-    }
-    *end_first = so->stage_end_s[0];
-    *end_last = so->stage_end_s[in->p > 1024 ? 0 : in->p - 1];
-    s->skey[slot] = k;
+    s->sched_misses++;
+    solve(s, in, ev, cap, nev, end_first, end_last);
+    if (!memo) return;
+    memcpy(&s->skey[slot], &k, klen);
     s->sval[slot].end_first = *end_first;
     s->sval[slot].end_last = *end_last;
     s->sused[slot] = true;

@@ -863,7 +863,7 @@ static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_e
                      int *nev, double *end_first, double *end_last)
 {
     struct lp_sched_key k;
-    memset(&k, 0, sizeof(k));
+    memset(&k, 0, offsetof(struct lp_sched_key, idx));
     k.p = in->p;
     k.m = in->m;
     k.v = in->v;
@@ -876,22 +876,27 @@ static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_e
     k.c = in->p2p_s;
     const bool zb = in->kind == LP_SCHED_ZB; /* only zb reads w */
     const int pv = in->p * in->v;
-    bool memo = true;
+    bool memo = pv <= LP_SCHED_MEMO_VS;
     for (int i = 0; i < pv && memo; i++) {
-        struct lp_sched_run *r = k.nruns > 0 ? &k.run[k.nruns - 1] : NULL;
-        const double w = zb ? in->w[i] : 0.0;
-        if (r && memcmp(&r->f, &in->f[i], sizeof(double)) == 0 &&
-            memcmp(&r->b, &in->b[i], sizeof(double)) == 0 &&
-            memcmp(&r->w, &w, sizeof(double)) == 0) {
-            r->n++;
-        } else if (k.nruns < LP_SCHED_RUNS) {
-            k.run[k.nruns++] = (struct lp_sched_run){.f = in->f[i], .b = in->b[i], .w = w, .n = 1};
-        } else {
-            memo = false; /* too many distinct stages to key */
+        const struct lp_sched_stage st = {.f = in->f[i], .b = in->b[i], .w = zb ? in->w[i] : 0.0};
+        int d = 0;
+        while (d < k.ndist && memcmp(&k.dist[d], &st, sizeof(st)) != 0)
+            d++;
+        if (d == k.ndist) {
+            if (d == LP_SCHED_DIST) {
+                memo = false; /* too many distinct stages to key */
+                break;
+            }
+            k.dist[k.ndist++] = st;
         }
+        k.idx[i] = (unsigned char)d;
     }
-    const size_t klen = offsetof(struct lp_sched_key, run) + (size_t)k.nruns * sizeof(k.run[0]);
-    size_t slot = (size_t)(lp_hash_bytes(&k, klen, FNV_OFFSET) % LP_SCHED_MEMO);
+    const size_t klen = offsetof(struct lp_sched_key, idx) + (size_t)(memo ? pv : 0);
+    /* the slot from the header and the distinct stages (the memcmp below
+     * checks the per-stage entries too) */
+    const size_t hlen =
+        offsetof(struct lp_sched_key, dist) + (size_t)k.ndist * sizeof(struct lp_sched_stage);
+    size_t slot = (size_t)(lp_hash_bytes(&k, hlen, FNV_OFFSET) % LP_SCHED_MEMO);
     if (!ev && memo && s->sused[slot] && memcmp(&s->skey[slot], &k, klen) == 0) {
         s->sched_hits++;
         *end_first = s->sval[slot].end_first;

@@ -58,21 +58,23 @@ struct lp_shape_key {
 
 /* Memo of solved schedules, keyed exactly on what the solution depends on:
  * p, m, v, the schedule, blocking sends, the first/last-stage extras, the
- * p2p time and the per-virtual-stage f, b (and, for zb, w), the latter as
- * runs of equal (f, b, w) (uniform pipelines have one run, uneven ones
- * three). A pipeline with more runs than LP_SCHED_RUNS is solved without the
- * memo. The key is compared byte for byte, so a hit returns exactly what the
- * solver would (a hash collision cannot). */
-#define LP_SCHED_RUNS 8
-struct lp_sched_run {
+ * p2p time and the per-virtual-stage f, b (and, for zb, w), the latter as a
+ * dictionary of the distinct (f, b, w) and each virtual stage's entry in it
+ * (uniform pipelines have one entry; uneven splits two or three, in any
+ * order). A pipeline with more than LP_SCHED_DIST distinct stages or more
+ * than LP_SCHED_MEMO_VS virtual stages is solved without the memo. The key is
+ * compared byte for byte, so a hit returns exactly what the solver would (a
+ * hash collision cannot). */
+#define LP_SCHED_DIST 8
+#define LP_SCHED_MEMO_VS 512
+struct lp_sched_stage {
     double f, b, w;
-    int n; /* virtual stages in the run */
-    int pad;
 };
 struct lp_sched_key {
-    int p, m, v, kind, blocking, nruns;
+    int p, m, v, kind, blocking, ndist;
     double ff, bf, fl, bl, c;
-    struct lp_sched_run run[LP_SCHED_RUNS];
+    struct lp_sched_stage dist[LP_SCHED_DIST];
+    unsigned char idx[LP_SCHED_MEMO_VS]; /* [vs]: its entry in dist */
 };
 /* Layer kinds (a mixer and an FFN, arch.h) and the layer count up to which
  * the simulator keeps per-kind prefix counts. */

@@ -26,6 +26,7 @@ REPEAT=${REPEAT:-3}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export LLMPLAN_DATA=${LLMPLAN_DATA:-$ROOT/data}
 [ -x "$LLMPLAN" ] || { echo "no $LLMPLAN (build first)" >&2; exit 1; }
+[ -x /usr/bin/time ] || { echo "needs /usr/bin/time (Debian package time)" >&2; exit 1; }
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 extra=()

@@ -115,4 +115,56 @@ TEST(fast_equals_reference)
     lp_sim_destroy(&sim);
 }
 
-TH_MAIN(TH_CASE(fast_equals_reference))
+/* The schedule memo returns exactly what solving would: GPT-3 175B
+ * configurations in sweep order (ZeRO innermost: memo hits), including
+ * uneven pipelines (pp not dividing the 96 layers: the first and last stages
+ * differ from the rest, so the memo key must keep each virtual stage's
+ * costs in order), on one simulator, against each on a fresh simulator
+ * (empty memos). Every result field compared bit for bit. (A key without
+ * the micro-batch count fails this test.) */
+TEST(memo_returns_the_solution)
+{
+    struct lp_run base;
+    lp_fixture_gpt3_run(&base);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &base.system.gpu);
+    struct lp_sim *warm = NULL;
+    ASSERT_OK(lp_sim_create(&cm, &warm, NULL));
+    const int pps[] = {5, 6, 7, 8, 12}, mbs[] = {1, 2};
+    const enum lp_schedule kinds[] = {LP_SCHED_1F1B, LP_SCHED_ZB, LP_SCHED_GPIPE,
+                                      LP_SCHED_INTERLEAVED};
+    int compared = 0, feasible = 0;
+    for (int a = 0; a < 5; a++)
+        for (int k = 0; k < 4; k++)
+            for (int b = 0; b < 2; b++)
+                for (int dz = 0; dz < 6; dz++) {
+                    /* dp 2 and 4 (other micro-batch counts, same stage
+                     * costs: a key without m would collide), ZeRO 0-2 */
+                    const int dp = dz < 3 ? 2 : 4, z = dz % 3;
+                    struct lp_run r = base;
+                    r.par.tp = 8;
+                    r.par.pp = pps[a];
+                    r.par.dp = dp;
+                    r.par.micro_batch = mbs[b];
+                    r.par.schedule = kinds[k];
+                    r.par.vp = kinds[k] == LP_SCHED_INTERLEAVED ? 2 : 1;
+                    r.train.global_batch = 16 * mbs[b] * pps[a];
+                    r.par.zero = z;
+                    r.par.recompute = LP_RECOMPUTE_FULL;
+                    if (lp_sim_validate(&r) != LP_REASON_NONE) continue;
+                    struct lp_sim *cold = NULL;
+                    ASSERT_OK(lp_sim_create(&cm, &cold, NULL));
+                    struct lp_result r1, r2;
+                    lp_sim_run(warm, &r, &r1);
+                    lp_sim_run(cold, &r, &r2);
+                    lp_sim_destroy(&cold);
+                    ASSERT_TRUE(memcmp(&r1, &r2, sizeof(r1)) == 0);
+                    compared++;
+                    feasible += r1.feasible;
+                }
+    ASSERT_TRUE(warm->sched_hits > 0); /* the memo was exercised */
+    ASSERT_TRUE(compared > 40 && feasible > 20);
+    lp_sim_destroy(&warm);
+}
+
+TH_MAIN(TH_CASE(fast_equals_reference), TH_CASE(memo_returns_the_solution))

@@ -788,11 +788,12 @@ void lp_sim_destroy(struct lp_sim **sp)
     *sp = NULL;
 }
 
-static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_run *r)
+/* mh: model_hash(&r->model), which the caller has computed already */
+static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_run *r, uint64_t mh)
 {
     struct lp_shape_key k;
     memset(&k, 0, sizeof(k));
-    k.model_hash = model_hash(&r->model);
+    k.model_hash = mh;
     k.system_hash = system_hash(&r->system);
     k.tp = r->par.tp;
     k.cp = r->par.cp;
@@ -991,7 +992,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     }
     count_params(rm, &ks, first, &pr);
     memory(rm, &ks, &pr, first, micro, &res->memory);
-    count_params(r, &ks, first, &pr);
+    if (r != rm) count_params(r, &ks, first, &pr); /* the same run unless a dataset's view */
     res->memory_per_gpu_bytes = res->memory.total_bytes;
     if (res->memory.total_bytes > r->system.gpu.mem_bytes) {
         res->reason = LP_REASON_OOM;
@@ -1000,7 +1001,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         return 0;
     }
 
-    const struct lp_shape_cost *sc = shape_cost(s, r);
+    const struct lp_shape_cost *sc = shape_cost(s, r, mh);
     /* each layer kind's forward/backward compute and exposed TP/CP/EP comm */
     struct lp_layer_cost kc[NKIND];
     for (int j = 0; j < ks.n; j++) {

@@ -154,6 +154,7 @@ static int send_notices(struct lp_search *s, struct master *m, struct lp_err *er
 /* Answer one request (blocking receive of a request known to be there). */
 static int serve(struct lp_search *s, struct master *m, struct lp_err *err)
 {
+    const double t0 = now_s();
     uint64_t req[5];
     MPI_Status st;
     MPI_TRY(err, MPI_Recv(req, 5, MPI_UINT64_T, MPI_ANY_SOURCE, TAG_REQ, s->comm, &st));
@@ -172,6 +173,8 @@ static int serve(struct lp_search *s, struct master *m, struct lp_err *err)
         m->flushed++;
     }
     MPI_TRY(err, MPI_Send(rep, 4, MPI_UINT64_T, w, TAG_WORK, s->comm));
+    s->served++;
+    s->serve_s += now_s() - t0;
     return LP_OK;
 }
 

@@ -427,6 +427,10 @@ static void summary(const struct lp_search *s, const struct lp_counts *t,
     } else {
         fprintf(stderr, "search: no feasible configuration\n");
     }
+    if (s->size > 1)
+        fprintf(stderr, "search: rank 0 answered %llu work requests, %.1f us each (%.3f s)\n",
+                (unsigned long long)s->served,
+                s->served ? 1e6 * s->serve_s / (double)s->served : 0.0, s->serve_s);
     fprintf(stderr, "search: wrote %s/plans.json%s\n", s->opt.out_dir,
             s->opt.dataset ? " and sweep.h5" : "");
 }

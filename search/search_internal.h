@@ -95,6 +95,11 @@ struct lp_search {
     double wall_before_s;  /* wall time of previous (interrupted) runs */
     double t_start;
     double progress_due; /* next progress line (rank 0) */
+    /* rank 0: work requests answered, and the time spent answering them
+     * (receive, bookkeeping, reply), for the summary line (docs/search.md,
+     * "Scaling") */
+    uint64_t served;
+    double serve_s;
     struct lp_h5 *h5;
     char h5_path[LP_SWEEP_PATH_LEN + 32];
     /* the dataset's rows [0, h5_rows) as of the last write, and a checksum

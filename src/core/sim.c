@@ -10,6 +10,7 @@
  *   n_mat = 2) this is 72*B*s*l*h^2*(1 + s/(6h) + V/(12*l*h)) per iteration.
  *   MoE layers count top_k experts' MLP per token (and the router). */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -853,11 +854,12 @@ void lp_sim_destroy(struct lp_sim **sp)
     *sp = NULL;
 }
 
-static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_run *r)
+/* mh: model_hash(&r->model), which the caller has computed already */
+static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_run *r, uint64_t mh)
 {
     struct lp_shape_key k;
     memset(&k, 0, sizeof(k));
-    k.model_hash = model_hash(&r->model);
+    k.model_hash = mh;
     k.system_hash = system_hash(&r->system);
     k.tp = r->par.tp;
     k.cp = r->par.cp;
@@ -908,42 +910,72 @@ static double model_flops(const struct lp_run *r, double per_token)
     return passes * per_token * s * (double)r->train.global_batch;
 }
 
-/* Solve the pipeline schedule (memoised when no trace is recorded); the
- * closed form stands in when the exact solver's scratch is too small. */
-static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_event *ev, int cap,
-                     int *nev, double *end_first, double *end_last)
+/* Solve the pipeline schedule; the closed form stands in when the exact
+ * solver's scratch is too small. */
+static void solve(struct lp_sim *s, const struct lp_sched_in *in, struct lp_event *ev, int cap,
+                  int *nev, double *end_first, double *end_last)
 {
-    struct lp_sched_key k;
-    memset(&k, 0, sizeof(k));
-    k.p = in->p;
-    k.m = in->m;
-    k.v = in->v;
-    k.kind = (int)in->kind;
-    k.blocking = in->p2p_blocking;
-    const size_t pv = (size_t)in->p * (size_t)in->v;
-    k.stages = lp_hash_bytes(in->f, pv * sizeof(double), FNV_OFFSET);
-    k.stages = lp_hash_bytes(in->b, pv * sizeof(double), k.stages);
-    if (in->kind == LP_SCHED_ZB) k.stages = lp_hash_bytes(in->w, pv * sizeof(double), k.stages);
-    k.ff = in->f_first_extra;
-    k.bf = in->b_first_extra;
-    k.fl = in->f_last_extra;
-    k.bl = in->b_last_extra;
-    k.c = in->p2p_s;
-    size_t slot = (size_t)(lp_hash_bytes(&k, sizeof(k), FNV_OFFSET) % LP_SCHED_MEMO);
-    if (!ev && s->sused[slot] && memcmp(&s->skey[slot], &k, sizeof(k)) == 0) {
-        *end_first = s->sval[slot].end_first;
-        *end_last = s->sval[slot].end_last;
-        return;
-    }
     struct lp_sched_out *so = &s->sout;
-    if (lp_sched_exact(s, in, so, ev, cap, nev) != 0) {
+    int rc = s->sched_reference ? lp_sched_exact_ref(s, in, so, ev, cap, nev)
+                                : lp_sched_exact(s, in, so, ev, cap, nev);
+    if (rc != 0) {
         double t = lp_sched_closed_form(in);
         so->stage_end_s[0] = so->stage_end_s[in->p > 1024 ? 0 : in->p - 1] = t;
         if (nev) *nev = 0;
     }
     *end_first = so->stage_end_s[0];
     *end_last = so->stage_end_s[in->p > 1024 ? 0 : in->p - 1];
-    s->skey[slot] = k;
+}
+
+/* The pipeline schedule, memoised when no trace is recorded. */
+static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_event *ev, int cap,
+                     int *nev, double *end_first, double *end_last)
+{
+    struct lp_sched_key k;
+    memset(&k, 0, offsetof(struct lp_sched_key, idx));
+    k.p = in->p;
+    k.m = in->m;
+    k.v = in->v;
+    k.kind = (int)in->kind;
+    k.blocking = in->p2p_blocking;
+    k.ff = in->f_first_extra;
+    k.bf = in->b_first_extra;
+    k.fl = in->f_last_extra;
+    k.bl = in->b_last_extra;
+    k.c = in->p2p_s;
+    const bool zb = in->kind == LP_SCHED_ZB; /* only zb reads w */
+    const int pv = in->p * in->v;
+    bool memo = pv <= LP_SCHED_MEMO_VS;
+    for (int i = 0; i < pv && memo; i++) {
+        const struct lp_sched_stage st = {.f = in->f[i], .b = in->b[i], .w = zb ? in->w[i] : 0.0};
+        int d = 0;
+        while (d < k.ndist && memcmp(&k.dist[d], &st, sizeof(st)) != 0)
+            d++;
+        if (d == k.ndist) {
+            if (d == LP_SCHED_DIST) {
+                memo = false; /* too many distinct stages to key */
+                break;
+            }
+            k.dist[k.ndist++] = st;
+        }
+        k.idx[i] = (unsigned char)d;
+    }
+    const size_t klen = offsetof(struct lp_sched_key, idx) + (size_t)(memo ? pv : 0);
+    /* the slot from the header and the distinct stages (the memcmp below
+     * checks the per-stage entries too) */
+    const size_t hlen =
+        offsetof(struct lp_sched_key, dist) + (size_t)k.ndist * sizeof(struct lp_sched_stage);
+    size_t slot = (size_t)(lp_hash_bytes(&k, hlen, FNV_OFFSET) % LP_SCHED_MEMO);
+    if (!ev && memo && s->sused[slot] && memcmp(&s->skey[slot], &k, klen) == 0) {
+        s->sched_hits++;
+        *end_first = s->sval[slot].end_first;
+        *end_last = s->sval[slot].end_last;
+        return;
+    }
+    s->sched_misses++;
+    solve(s, in, ev, cap, nev, end_first, end_last);
+    if (!memo) return;
+    memcpy(&s->skey[slot], &k, klen);
     s->sval[slot].end_first = *end_first;
     s->sval[slot].end_last = *end_last;
     s->sused[slot] = true;
@@ -1028,7 +1060,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     }
     count_params(rm, &ks, first, &pr);
     memory(rm, &ks, &pr, first, micro, &res->memory);
-    count_params(r, &ks, first, &pr);
+    if (r != rm) count_params(r, &ks, first, &pr); /* the same run unless a dataset's view */
     res->memory_per_gpu_bytes = res->memory.total_bytes;
     if (res->memory.total_bytes > r->system.gpu.mem_bytes) {
         res->reason = LP_REASON_OOM;
@@ -1037,7 +1069,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         return 0;
     }
 
-    const struct lp_shape_cost *sc = shape_cost(s, r);
+    const struct lp_shape_cost *sc = shape_cost(s, r, mh);
     const bool full_all = full_covers_all(p);
     const bool partial = p->recompute == LP_RECOMPUTE_FULL && !full_all;
     /* each layer kind's forward/backward compute and exposed TP/CP/EP comm */

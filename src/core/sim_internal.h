@@ -68,12 +68,25 @@ struct lp_shape_key {
 #define LP_SIM_MEMO 512
 #define LP_SCHED_MEMO 1024
 
-/* Memo of solved schedules: simulate() gives every stage the same f and b
- * plus first/last-stage extras, so these fields determine the solution. */
+/* Memo of solved schedules, keyed exactly on what the solution depends on:
+ * p, m, v, the schedule, blocking sends, the first/last-stage extras, the
+ * p2p time and the per-virtual-stage f, b (and, for zb, w), the latter as a
+ * dictionary of the distinct (f, b, w) and each virtual stage's entry in it
+ * (uniform pipelines have one entry; uneven splits two or three, in any
+ * order). A pipeline with more than LP_SCHED_DIST distinct stages or more
+ * than LP_SCHED_MEMO_VS virtual stages is solved without the memo. The key is
+ * compared byte for byte, so a hit returns exactly what the solver would (a
+ * hash collision cannot). */
+#define LP_SCHED_DIST 8
+#define LP_SCHED_MEMO_VS 512
+struct lp_sched_stage {
+    double f, b, w;
+};
 struct lp_sched_key {
-    int p, m, v, kind, blocking;
-    uint64_t stages; /* hash of the per-virtual-stage f, b and w */
+    int p, m, v, kind, blocking, ndist;
     double ff, bf, fl, bl, c;
+    struct lp_sched_stage dist[LP_SCHED_DIST];
+    unsigned char idx[LP_SCHED_MEMO_VS]; /* [vs]: its entry in dist */
 };
 /* Layer kinds (a mixer and an FFN, arch.h) and the layer count up to which
  * the simulator keeps per-kind prefix counts. */
@@ -117,15 +130,21 @@ struct lp_sched_out {
 };
 
 /* Exact solution on the dependency graph; returns -1 if scratch is too small
- * (the caller then uses the closed form). ev/cap/nev optional (trace). */
+ * (the caller then uses the closed form). ev/cap/nev optional (trace).
+ * zb (v = 1): every stage runs its 1F1B sequence of forward (F) and
+ * input-gradient (B) passes, and a pending weight-gradient pass (W) whenever
+ * the next F/B's input has not arrived yet; remaining Ws at the end, in
+ * global time order. O(p v m) operations (zb: O(p m log p)). */
 int lp_sched_exact(struct lp_sim *s, const struct lp_sched_in *in, struct lp_sched_out *out,
                    struct lp_event *ev, int cap, int *nev);
-/* zb (v = 1): every stage runs its 1F1B sequence of forward (F) and
- * input-gradient (B) passes, and a pending weight-gradient pass (W) whenever
- * the next F/B's input has not arrived yet; remaining Ws at the end. Solved in
- * global time order, O(p^2 m). */
-int lp_sched_zb(const struct lp_sched_in *in, struct lp_sched_out *out, double *fin_f,
-                double *fin_b, struct lp_event *ev, int cap, int *nev);
+/* The reference solvers: the same schedules, written for clarity (a
+ * division per operation; zb scans every stage per event, O(p^2 m)).
+ * lp_sched_exact's results are bit-identical to theirs; tests and bench_sim
+ * --reference use them. */
+int lp_sched_exact_ref(struct lp_sim *s, const struct lp_sched_in *in, struct lp_sched_out *out,
+                       struct lp_event *ev, int cap, int *nev);
+int lp_sched_zb_ref(const struct lp_sched_in *in, struct lp_sched_out *out, double *fin_f,
+                    double *fin_b, struct lp_event *ev, int cap, int *nev);
 
 /* Closed form, for schedules too large for the exact solver's scratch: the
  * busiest stage's m micro-batches (its chunks and any embedding / loss
@@ -149,6 +168,8 @@ struct lp_sim {
     struct lp_sched_val sval[LP_SCHED_MEMO];
     bool sused[LP_SCHED_MEMO];
     struct lp_sched_out sout; /* solver output scratch (16 KiB) */
+    bool sched_reference;     /* bench_sim: solve with the reference solvers */
+    uint64_t sched_hits, sched_misses;
     /* the layer kinds of the last model seen, and their prefix counts over
      * its layers (LP_KIND_PREFIX_LAYERS at most): a chunk's kinds in O(kinds) */
     uint64_t kinds_model;

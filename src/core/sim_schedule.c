@@ -115,14 +115,75 @@ static void finish(struct lp_sched_out *out, const double *end, int p, int ne, i
     if (nev) *nev = ne;
 }
 
-int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
-                   struct lp_event *ev, int cap, int *nev)
+/* Operation (bwd, virtual stage vs, micro-batch mb) on its stage, whose
+ * previous operation ended at *cursor: if its input has arrived, its start
+ * and duration, its finish stored in F or B, the cursor moved past it (and
+ * past the send when a send keeps the sender busy); false when the input has
+ * not arrived yet. The one rule of both solvers below. */
+/* inlined into both solvers' loops (as a call it costs ~20% of a solve) */
+#if defined(__GNUC__)
+#define LP_INLINE inline __attribute__((always_inline))
+#else
+#define LP_INLINE inline
+#endif
+static LP_INLINE bool run_op(const struct lp_sched_in *in, double *F, double *B, bool bwd, int vs,
+                             int mb, double *cursor, double *start, double *dur)
+{
+    const int p = in->p, m = in->m, pv = in->p * in->v;
+    double ready;
+    bool cross;
+    if (!bwd) {
+        if (vs == 0) {
+            ready = 0.0;
+            cross = false;
+        } else {
+            ready = F[at(vs - 1, m, mb)];
+            cross = p > 1;
+        }
+        *dur = in->f[vs] + (vs == 0 ? in->f_first_extra : 0.0) +
+               (vs == pv - 1 ? in->f_last_extra : 0.0);
+    } else {
+        if (vs == pv - 1) {
+            ready = F[at(vs, m, mb)];
+            cross = false;
+        } else {
+            ready = B[at(vs + 1, m, mb)];
+            cross = p > 1;
+        }
+        *dur = in->b[vs] + (vs == 0 ? in->b_first_extra : 0.0) +
+               (vs == pv - 1 ? in->b_last_extra : 0.0);
+    }
+    if (ready < 0.0) return false;
+    if (cross) ready += in->p2p_s;
+    *start = *cursor > ready ? *cursor : ready;
+    const double fin = *start + *dur;
+    if (!bwd)
+        F[at(vs, m, mb)] = fin;
+    else
+        B[at(vs, m, mb)] = fin;
+    *cursor = fin;
+    /* a send that is not overlapped keeps the sender busy */
+    const bool sends = bwd ? vs > 0 : vs < pv - 1;
+    if (in->p2p_blocking && sends && p > 1) *cursor += in->p2p_s;
+    return true;
+}
+
+/* Put stage c on the worklist unless it is there. */
+static void wake(int *stack, int *top, bool *queued, int c)
+{
+    if (queued[c]) return;
+    stack[(*top)++] = c;
+    queued[c] = true;
+}
+
+int lp_sched_exact_ref(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
+                       struct lp_event *ev, int cap, int *nev)
 {
     int p = in->p, v = in->v, m = in->m, pv = p * v, mv = m * v;
     size_t n = (size_t)pv * (size_t)m;
     if (p > 1024 || n > sim->sched_cap) return -1;
     double *F = sim->sched_f, *B = sim->sched_b;
-    if (in->kind == LP_SCHED_ZB) return lp_sched_zb(in, out, F, B, ev, cap, nev);
+    if (in->kind == LP_SCHED_ZB) return lp_sched_zb_ref(in, out, F, B, ev, cap, nev);
     for (size_t i = 0; i < n; i++)
         F[i] = B[i] = -1.0;
     int next[1024], wu[1024];
@@ -135,7 +196,6 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     }
     long done = 0, total = (long)p * 2 * mv;
     int ne = 0;
-    bool sync = in->p2p_blocking;
     /* Worklist: a stage runs until its next operation's input is missing;
      * the stage that produces that input pushes it back. Every operation is
      * executed once and every stage is examined at most once per operation
@@ -153,54 +213,16 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
             struct op o;
             stage_op(in, wu[s], next[s], &o);
             int vs = o.chunk * p + s;
-            double ready, dur;
-            bool cross;
-            if (!o.bwd) {
-                if (vs == 0) {
-                    ready = 0.0;
-                    cross = false;
-                } else {
-                    ready = F[at(vs - 1, m, o.mb)];
-                    cross = p > 1;
-                }
-                dur = in->f[vs] + (vs == 0 ? in->f_first_extra : 0.0) +
-                      (vs == pv - 1 ? in->f_last_extra : 0.0);
-            } else {
-                if (vs == pv - 1) {
-                    ready = F[at(vs, m, o.mb)];
-                    cross = false;
-                } else {
-                    ready = B[at(vs + 1, m, o.mb)];
-                    cross = p > 1;
-                }
-                dur = in->b[vs] + (vs == 0 ? in->b_first_extra : 0.0) +
-                      (vs == pv - 1 ? in->b_last_extra : 0.0);
-            }
-            if (ready < 0.0) break;
-            if (cross) ready += in->p2p_s;
-            double start = cursor[s] > ready ? cursor[s] : ready;
-            double fin = start + dur;
-            if (!o.bwd)
-                F[at(vs, m, o.mb)] = fin;
-            else
-                B[at(vs, m, o.mb)] = fin;
-            cursor[s] = fin;
-            /* a send that is not overlapped keeps the sender busy */
+            double start, dur;
+            if (!run_op(in, F, B, o.bwd, vs, o.mb, &cursor[s], &start, &dur)) break;
             bool sends = o.bwd ? vs > 0 : vs < pv - 1;
-            if (sync && sends && p > 1) cursor[s] += in->p2p_s;
             out->stage_busy_s[s] += dur;
             record(ev, cap, &ne, s, o.mb, o.chunk, o.bwd ? LP_EV_BWD : LP_EV_FWD, start, dur,
                    sends && p > 1 ? in->p2p_s : 0.0);
             next[s]++;
             done++;
             /* wake the stage this output feeds */
-            if (sends && p > 1) {
-                int c = o.bwd ? (vs - 1) % p : (vs + 1) % p;
-                if (!queued[c]) {
-                    stack[top++] = c;
-                    queued[c] = true;
-                }
-            }
+            if (sends && p > 1) wake(stack, &top, queued, o.bwd ? (vs - 1) % p : (vs + 1) % p);
         }
     }
     if (done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
@@ -250,8 +272,26 @@ static double zb_ready(const struct lp_sched_in *in, const double *F, const doub
     return r < 0.0 ? r : r + in->p2p_s;
 }
 
-int lp_sched_zb(const struct lp_sched_in *in, struct lp_sched_out *out, double *F, double *B,
-                struct lp_event *ev, int cap, int *nev)
+/* zb: stage s's F or B pass o starting at start: its duration (B without
+ * its W part), its finish stored in F or B. */
+static double zb_pass(const struct lp_sched_in *in, double *F, double *B, int s, const struct op *o,
+                      double start)
+{
+    const int p = in->p;
+    double dur;
+    if (!o->bwd) {
+        dur = in->f[s] + (s == 0 ? in->f_first_extra : 0.0) + (s == p - 1 ? in->f_last_extra : 0.0);
+        F[at(s, in->m, o->mb)] = start + dur;
+    } else {
+        dur = in->b[s] - in->w[s] + (s == 0 ? in->b_first_extra : 0.0) +
+              (s == p - 1 ? in->b_last_extra : 0.0);
+        B[at(s, in->m, o->mb)] = start + dur;
+    }
+    return dur;
+}
+
+int lp_sched_zb_ref(const struct lp_sched_in *in, struct lp_sched_out *out, double *F, double *B,
+                    struct lp_event *ev, int cap, int *nev)
 {
     int p = in->p, m = in->m;
     if (p > 1024 || in->v != 1) return -1;
@@ -312,18 +352,9 @@ int lp_sched_zb(const struct lp_sched_in *in, struct lp_sched_out *out, double *
             struct op o;
             stage_op(in, wu[s], next[s], &o);
             mb = o.mb;
-            if (!o.bwd) {
-                dur = in->f[s] + (s == 0 ? in->f_first_extra : 0.0) +
-                      (s == p - 1 ? in->f_last_extra : 0.0);
-                F[at(s, m, mb)] = start + dur;
-                kind = LP_EV_FWD;
-            } else {
-                dur = in->b[s] - in->w[s] + (s == 0 ? in->b_first_extra : 0.0) +
-                      (s == p - 1 ? in->b_last_extra : 0.0);
-                B[at(s, m, mb)] = start + dur;
-                kind = LP_EV_BWD;
-                wpend[s]++;
-            }
+            dur = zb_pass(in, F, B, s, &o, start);
+            kind = o.bwd ? LP_EV_BWD : LP_EV_FWD;
+            if (o.bwd) wpend[s]++;
             next[s]++;
         }
         t[s] = start + dur;
@@ -333,6 +364,236 @@ int lp_sched_zb(const struct lp_sched_in *in, struct lp_sched_out *out, double *
         record(ev, cap, &ne, s, mb, 0, kind, start, dur, sends && p > 1 ? in->p2p_s : 0.0);
         remaining--;
     }
+    finish(out, t, p, ne, nev);
+    return 0;
+}
+
+/* ---- The fast solvers ----
+ * The same operations in the same order on every stage, and the same
+ * floating-point expression for every start and finish time, so the results
+ * are bit-identical to the reference solvers above (an operation's finish
+ * time depends only on its stage's previous operation and its input, not on
+ * the order in which the solver visits the stages; for zb the order of events
+ * is the same total order). tests/unit/test_sched_fast.c compares them on
+ * random pipelines. What changes is the bookkeeping:
+ *  - a stage's next operation comes from two running counters, its forward
+ *    and its backward items, each decomposed incrementally into micro-batch
+ *    and chunk, instead of a division and two remainders per operation;
+ *  - zb takes the stage that acts next from a tournament tree over the
+ *    stages keyed (time, W last, stage), the order of the reference's scan,
+ *    updated for the stage that acted and the neighbour its output feeds (the
+ *    only stages whose next action can change): O(log p) per event instead
+ *    of a scan over all p stages, O(p m log p) in all instead of O(p^2 m). */
+
+/* Item k of a stage's forward or backward sequence: r = k mod p,
+ * c = (k mod pv) / p, g = k / pv (item() above). */
+struct seq {
+    int r, c, g;
+};
+
+static void seq_next(struct seq *q, int p, int v)
+{
+    if (++q->r == p) {
+        q->r = 0;
+        if (++q->c == v) {
+            q->c = 0;
+            q->g++;
+        }
+    }
+}
+
+/* Whether operation j of a stage with w warm-up forwards (of 2 mv) is a
+ * backward (stage_op above). */
+static bool is_bwd(int j, int w, int mv)
+{
+    return j >= w && (j >= 2 * mv - w || ((j - w) & 1));
+}
+
+struct walker {
+    int j, w; /* operations done, warm-up forwards */
+    struct seq f, b;
+};
+
+static int zb_fast(const struct lp_sched_in *in, struct lp_sched_out *out, double *F, double *B,
+                   struct lp_event *ev, int cap, int *nev);
+
+int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
+                   struct lp_event *ev, int cap, int *nev)
+{
+    const int p = in->p, v = in->v, m = in->m, pv = p * v, mv = m * v;
+    const size_t n = (size_t)pv * (size_t)m;
+    if (p > 1024 || n > sim->sched_cap) return -1;
+    double *F = sim->sched_f, *B = sim->sched_b;
+    if (in->kind == LP_SCHED_ZB) return zb_fast(in, out, F, B, ev, cap, nev);
+    for (size_t i = 0; i < n; i++)
+        F[i] = B[i] = -1.0;
+    struct walker wk[1024];
+    double cursor[1024];
+    int stack[1024], top = 0;
+    bool queued[1024];
+    for (int s = p - 1; s >= 0; s--) {
+        wk[s] = (struct walker){.j = 0, .w = warmup(in, s)};
+        cursor[s] = 0.0;
+        out->stage_busy_s[s] = 0.0;
+        stack[top++] = s;
+        queued[s] = true;
+    }
+    long done = 0;
+    const long total = (long)p * 2 * mv;
+    int ne = 0;
+    const bool multi = p > 1;
+    while (top > 0) {
+        const int s = stack[--top];
+        queued[s] = false;
+        struct walker *q = &wk[s];
+        while (q->j < 2 * mv) {
+            const bool bwd = is_bwd(q->j, q->w, mv);
+            const struct seq *it = bwd ? &q->b : &q->f;
+            const int mb = it->g * p + it->r;
+            const int chunk = bwd ? v - 1 - it->c : it->c;
+            const int vs = chunk * p + s;
+            double start, dur;
+            if (!run_op(in, F, B, bwd, vs, mb, &cursor[s], &start, &dur)) break;
+            const bool sends = bwd ? vs > 0 : vs < pv - 1;
+            if (bwd)
+                seq_next(&q->b, p, v);
+            else
+                seq_next(&q->f, p, v);
+            out->stage_busy_s[s] += dur;
+            if (ev)
+                record(ev, cap, &ne, s, mb, chunk, bwd ? LP_EV_BWD : LP_EV_FWD, start, dur,
+                       sends && multi ? in->p2p_s : 0.0);
+            q->j++;
+            done++;
+            if (sends && multi) /* wake the stage this output feeds */
+                wake(stack, &top, queued,
+                     bwd ? (s == 0 ? p - 1 : s - 1) : (s == p - 1 ? 0 : s + 1));
+        }
+    }
+    if (done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
+    finish(out, cursor, p, ne, nev);
+    return 0;
+}
+
+/* zb: one stage's next action, as the reference's scan decides it. */
+struct zb_stage {
+    int next, wu, wpend, wdone;
+    double t;
+    double when; /* < 0: nothing it can do until another stage acts */
+    bool w;      /* its next action is a pending W */
+};
+
+static void zb_when(const struct lp_sched_in *in, const double *F, const double *B, int s,
+                    struct zb_stage *z)
+{
+    const int m = in->m;
+    z->when = -1.0;
+    z->w = false;
+    if (z->next < 2 * m) {
+        struct op o; /* v = 1: no division */
+        stage_op(in, z->wu, z->next, &o);
+        const double r = zb_ready(in, F, B, s, o.bwd, o.mb);
+        if (r >= 0.0 && r <= z->t) {
+            z->when = z->t;
+        } else if (z->wpend > 0) {
+            z->when = z->t;
+            z->w = true;
+        } else if (r >= 0.0) {
+            z->when = r;
+        }
+    } else if (z->wpend > 0) {
+        z->when = z->t;
+        z->w = true;
+    }
+}
+
+/* A node of the tournament tree: the stage that acts first below it, keyed
+ * (when, tie): earlier first; at the same time a forward/backward before a W,
+ * then the lower stage (the reference's scan order): tie = (W << 11) | stage.
+ * A stage with nothing to do has when = +inf. */
+struct zb_node {
+    double when;
+    int tie;
+};
+
+static void zb_update(struct zb_node *tree, int leaves, const struct zb_stage *z, int s)
+{
+    int i = leaves + s;
+    tree[i].when = z[s].when >= 0.0 ? z[s].when : INFINITY;
+    tree[i].tie = (z[s].w ? 1 << 11 : 0) | s;
+    for (i /= 2; i >= 1; i /= 2) {
+        const struct zb_node *l = &tree[2 * i], *r = &tree[2 * i + 1];
+        tree[i] = l->when < r->when || (l->when == r->when && l->tie < r->tie) ? *l : *r;
+    }
+}
+
+static int zb_fast(const struct lp_sched_in *in, struct lp_sched_out *out, double *F, double *B,
+                   struct lp_event *ev, int cap, int *nev)
+{
+    const int p = in->p, m = in->m;
+    if (p > 1024 || in->v != 1) return -1;
+    for (size_t i = 0; i < (size_t)p * (size_t)m; i++)
+        F[i] = B[i] = -1.0;
+    struct zb_stage z[1024];
+    int leaves = 1;
+    while (leaves < p)
+        leaves *= 2;
+    struct zb_node tree[2048];
+    for (int i = 0; i < 2 * leaves; i++)
+        tree[i] = (struct zb_node){.when = INFINITY, .tie = i};
+    for (int s = 0; s < p; s++) {
+        z[s] = (struct zb_stage){.wu = warmup(in, s)};
+        out->stage_busy_s[s] = 0.0;
+        zb_when(in, F, B, s, &z[s]);
+    }
+    for (int s = 0; s < p; s++)
+        zb_update(tree, leaves, z, s);
+    long remaining = (long)p * 3 * m;
+    int ne = 0;
+    while (remaining > 0) {
+        if (!(tree[1].when < INFINITY)) return -2; /* a dependency cycle: cannot happen */
+        const int s = tree[1].tie & 2047;
+        struct zb_stage *q = &z[s];
+        const double start = q->when;
+        double dur;
+        enum lp_event_kind kind;
+        int mb, fed = -1;
+        if (q->w) {
+            dur = in->w[s];
+            kind = LP_EV_WGRAD;
+            mb = q->wdone++;
+            q->wpend--;
+        } else {
+            struct op o;
+            stage_op(in, q->wu, q->next, &o);
+            mb = o.mb;
+            dur = zb_pass(in, F, B, s, &o, start);
+            kind = o.bwd ? LP_EV_BWD : LP_EV_FWD;
+            if (o.bwd) {
+                q->wpend++;
+                fed = s - 1;
+            } else {
+                fed = s + 1 < p ? s + 1 : -1;
+            }
+            q->next++;
+        }
+        q->t = start + dur;
+        const bool sends = !q->w && (kind == LP_EV_BWD ? s > 0 : s < p - 1);
+        if (in->p2p_blocking && sends && p > 1) q->t += in->p2p_s;
+        out->stage_busy_s[s] += dur;
+        if (ev) record(ev, cap, &ne, s, mb, 0, kind, start, dur, sends && p > 1 ? in->p2p_s : 0.0);
+        remaining--;
+        zb_when(in, F, B, s, q);
+        zb_update(tree, leaves, z, s);
+        if (fed >= 0) { /* its next action changes only if it waited for this input */
+            const struct zb_stage was = z[fed];
+            zb_when(in, F, B, fed, &z[fed]);
+            if (z[fed].when != was.when || z[fed].w != was.w) zb_update(tree, leaves, z, fed);
+        }
+    }
+    double t[1024];
+    for (int s = 0; s < p; s++)
+        t[s] = z[s].t;
     finish(out, t, p, ne, nev);
     return 0;
 }

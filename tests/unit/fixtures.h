@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "llmplan/config.h"
+#include "llmplan/profile.h"
+#include "llmplan/sim.h"
 
 /* GPT-3 175B on a DGX A100-like node (hand-set figures, no preset files):
  * TP 8, PP 8, DP 16, SP, selective recomputation, ZeRO-1, 1F1B, batch 1536,
@@ -57,6 +59,19 @@ static inline void lp_fixture_gpt3_run(struct lp_run *r)
     r->train.flash_attention = true;
     r->train.tokens = 300e9;
     lp_framework_defaults(LP_FW_MEGATRON, &r->fw);
+}
+
+/* A simulator for exercising the schedule solver alone (its cost model is
+ * never consulted). NULL when out of memory. */
+static inline struct lp_sim *lp_fixture_schedule_sim(void)
+{
+    struct lp_cost_model cm;
+    struct lp_gpu g;
+    memset(&g, 0, sizeof(g));
+    g.mem_bw_Bps = 1e12;
+    lp_cost_model_roofline(&cm, &g);
+    struct lp_sim *sim = NULL;
+    return lp_sim_create(&cm, &sim, NULL) == 0 ? sim : NULL;
 }
 
 #endif

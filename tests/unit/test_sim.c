@@ -74,23 +74,10 @@ TEST(korthikanti_activations)
     ASSERT_NEAR(lp_sim_layer_activation_bytes(&r), 2 * s * 4 * h, 1e-12);
 }
 
-/* A simulator for exercising the schedule solver alone (its cost model is
- * never consulted). */
-static struct lp_sim *schedule_sim(void)
-{
-    struct lp_cost_model cm;
-    struct lp_gpu g;
-    memset(&g, 0, sizeof(g));
-    g.mem_bw_Bps = 1e12;
-    lp_cost_model_roofline(&cm, &g);
-    struct lp_sim *sim = NULL;
-    return lp_sim_create(&cm, &sim, NULL) == 0 ? sim : NULL;
-}
-
 static double run_sched(int p, int m, int v, enum lp_schedule k, double f, double b, double c,
                         struct lp_sched_out *out)
 {
-    struct lp_sim *sim = schedule_sim();
+    struct lp_sim *sim = lp_fixture_schedule_sim();
     if (!sim) return -1;
     double fs[256], bs[256]; /* one per virtual stage */
     for (int i = 0; i < p * v && i < 256; i++) {
@@ -573,7 +560,7 @@ TEST(layer_ops_sum)
  * (B the input-gradient, W the weight-gradient pass; b = B + W). */
 TEST(zero_bubble)
 {
-    struct lp_sim *sim = schedule_sim();
+    struct lp_sim *sim = lp_fixture_schedule_sim();
     ASSERT_TRUE(sim != NULL);
     double cases[][3] = {{1.0, 1.0, 1.0}, {1.0, 1.2, 0.8}, {0.7, 1.0, 0.9}, {1.0, 0.5, 1.0}};
     int ps[] = {2, 4, 8}, ms[] = {8, 16, 33};

@@ -1,0 +1,170 @@
+/* The fast schedule solvers (lp_sched_exact) against the reference solvers
+ * (lp_sched_exact_ref) on random pipelines: every output bit-equal.
+ *
+ * Bit-equality, not a tolerance, is the requirement: the fast solvers compute
+ * every finish time with the same floating-point expression from the same
+ * operands (src/core/sim_schedule.c), only the bookkeeping differs, so any
+ * difference at all is a bug (and would change sweep.h5). The random cases
+ * mix equal and unequal stage costs (ties are where the order of events
+ * matters: zb's choice between a W and a late input), zero and non-zero p2p,
+ * blocking and overlapped sends, first/last-stage extras, and every schedule. */
+#include <stdint.h>
+#include <string.h>
+
+#include "fixtures.h"
+#include "harness.h"
+#include "sim_internal.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rng(void)
+{
+    /* xorshift64* (Vigna 2016): deterministic, so a failure reproduces */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 2685821657736338717ULL;
+}
+
+static int pick(int n)
+{
+    return (int)(rng() % (uint64_t)n);
+}
+
+/* a stage cost: from a few round values (ties) or any double in (0, 2) */
+static double cost(void)
+{
+    static const double round[] = {0.25, 0.5, 1.0, 1.5};
+    if (pick(2)) return round[pick(4)];
+    return (double)(rng() >> 11) * 0x1.0p-52 + 1e-3;
+}
+
+#define MAXV 256
+#define EVCAP 40000
+
+static int same_events(const struct lp_event *a, const struct lp_event *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i].stage != b[i].stage || a[i].stream != b[i].stream || a[i].micro != b[i].micro ||
+            a[i].chunk != b[i].chunk || a[i].kind != b[i].kind ||
+            memcmp(&a[i].start_s, &b[i].start_s, sizeof(double)) != 0 ||
+            memcmp(&a[i].dur_s, &b[i].dur_s, sizeof(double)) != 0)
+            return 0;
+    return 1;
+}
+
+TEST(fast_equals_reference)
+{
+    struct lp_sim *sim = lp_fixture_schedule_sim();
+    ASSERT_TRUE(sim != NULL);
+    static struct lp_event ev1[EVCAP], ev2[EVCAP];
+    static struct lp_sched_out o1, o2;
+    const enum lp_schedule kinds[] = {LP_SCHED_GPIPE, LP_SCHED_1F1B, LP_SCHED_INTERLEAVED,
+                                      LP_SCHED_ZB};
+    int checked = 0;
+    for (int t = 0; t < 3000; t++) {
+        const enum lp_schedule kind = kinds[pick(4)];
+        const int p = pick(5) == 0 ? 1 + pick(64) : 1 + pick(12);
+        int v = 1;
+        if (kind == LP_SCHED_INTERLEAVED) {
+            v = 2 + pick(3);
+            if (p == 1 || p * v > MAXV) continue;
+        }
+        /* interleaving needs micro-batches divisible by pp (lp_sim_validate) */
+        int m = 1 + pick(40);
+        if (kind == LP_SCHED_INTERLEAVED) m = p * (1 + pick(6));
+        double f[MAXV], b[MAXV], w[MAXV];
+        const bool uniform = pick(3) == 0;
+        const double fu = cost(), bu = cost();
+        for (int i = 0; i < p * v; i++) {
+            f[i] = uniform ? fu : cost();
+            b[i] = uniform ? bu : cost();
+            w[i] = pick(4) == 0 ? 0.0 : b[i] * (pick(2) ? 0.5 : (double)(rng() >> 11) * 0x1.0p-53);
+        }
+        struct lp_sched_in in = {
+            .p = p,
+            .m = m,
+            .v = v,
+            .kind = kind,
+            .f = f,
+            .b = b,
+            .w = w,
+            .f_first_extra = pick(2) ? 0.0 : cost(),
+            .b_first_extra = pick(2) ? 0.0 : cost(),
+            .f_last_extra = pick(2) ? 0.0 : cost(),
+            .b_last_extra = pick(2) ? 0.0 : cost(),
+            .p2p_s = pick(3) == 0 ? 0.0 : 0.1 * cost(),
+            .p2p_blocking = pick(2),
+        };
+        const bool trace = pick(4) == 0;
+        int n1 = 0, n2 = 0;
+        ASSERT_OK(lp_sched_exact_ref(sim, &in, &o1, trace ? ev1 : NULL, EVCAP, &n1));
+        ASSERT_OK(lp_sched_exact(sim, &in, &o2, trace ? ev2 : NULL, EVCAP, &n2));
+        if (memcmp(&o1.makespan_s, &o2.makespan_s, sizeof(double)) != 0 ||
+            memcmp(o1.stage_end_s, o2.stage_end_s, (size_t)p * sizeof(double)) != 0 ||
+            memcmp(o1.stage_busy_s, o2.stage_busy_s, (size_t)p * sizeof(double)) != 0) {
+            fprintf(stderr, "  case %d: kind %d p %d v %d m %d: %.17g vs %.17g\n", t, (int)kind, p,
+                    v, m, o1.makespan_s, o2.makespan_s);
+            ASSERT_TRUE(0);
+        }
+        ASSERT_EQ_INT(n1, n2);
+        ASSERT_TRUE(same_events(ev1, ev2, n1));
+        checked++;
+    }
+    ASSERT_TRUE(checked > 2500);
+    lp_sim_destroy(&sim);
+}
+
+/* The schedule memo returns exactly what solving would: GPT-3 175B
+ * configurations in sweep order (ZeRO innermost: memo hits), including
+ * uneven pipelines (pp not dividing the 96 layers: the first and last stages
+ * differ from the rest, so the memo key must keep each virtual stage's
+ * costs in order), on one simulator, against each on a fresh simulator
+ * (empty memos). Every result field compared bit for bit. (A key without
+ * the micro-batch count fails this test.) */
+TEST(memo_returns_the_solution)
+{
+    struct lp_run base;
+    lp_fixture_gpt3_run(&base);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &base.system.gpu);
+    struct lp_sim *warm = NULL;
+    ASSERT_OK(lp_sim_create(&cm, &warm, NULL));
+    const int pps[] = {5, 6, 7, 8, 12}, mbs[] = {1, 2};
+    const enum lp_schedule kinds[] = {LP_SCHED_1F1B, LP_SCHED_ZB, LP_SCHED_GPIPE,
+                                      LP_SCHED_INTERLEAVED};
+    int compared = 0, feasible = 0;
+    for (int a = 0; a < 5; a++)
+        for (int k = 0; k < 4; k++)
+            for (int b = 0; b < 2; b++)
+                for (int dz = 0; dz < 6; dz++) {
+                    /* dp 2 and 4 (other micro-batch counts, same stage
+                     * costs: a key without m would collide), ZeRO 0-2 */
+                    const int dp = dz < 3 ? 2 : 4, z = dz % 3;
+                    struct lp_run r = base;
+                    r.par.tp = 8;
+                    r.par.pp = pps[a];
+                    r.par.dp = dp;
+                    r.par.micro_batch = mbs[b];
+                    r.par.schedule = kinds[k];
+                    r.par.vp = kinds[k] == LP_SCHED_INTERLEAVED ? 2 : 1;
+                    r.train.global_batch = 16 * mbs[b] * pps[a];
+                    r.par.zero = z;
+                    r.par.recompute = LP_RECOMPUTE_FULL;
+                    if (lp_sim_validate(&r) != LP_REASON_NONE) continue;
+                    struct lp_sim *cold = NULL;
+                    ASSERT_OK(lp_sim_create(&cm, &cold, NULL));
+                    struct lp_result r1, r2;
+                    lp_sim_run(warm, &r, &r1);
+                    lp_sim_run(cold, &r, &r2);
+                    lp_sim_destroy(&cold);
+                    ASSERT_TRUE(memcmp(&r1, &r2, sizeof(r1)) == 0);
+                    compared++;
+                    feasible += r1.feasible;
+                }
+    ASSERT_TRUE(warm->sched_hits > 0); /* the memo was exercised */
+    ASSERT_TRUE(compared > 40 && feasible > 20);
+    lp_sim_destroy(&warm);
+}
+
+TH_MAIN(TH_CASE(fast_equals_reference), TH_CASE(memo_returns_the_solution))

@@ -21,3 +21,16 @@ def simulate(llmplan, runs, who):
     if len(res) != len(runs):
         sys.exit(f"{who}: expected {len(runs)} results, got {len(res)}")
     return res
+
+
+def save_plot(fig, ax, path, xlabel, ylabel, title=None, legend_size=8):
+    """Label, lay out and write one matplotlib figure (PNG, 120 dpi), then close it."""
+    import matplotlib.pyplot as plt
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize=legend_size)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -182,13 +182,8 @@ def plots(out, points, base, best_u, no_slower, front):
         ax.annotate(lab, (q["days"], q["cost"] / 1e6), textcoords="offset points", xytext=(6, dy),
                     fontsize=8, color=c)
     ax.set_xscale("log")
-    ax.set_xlabel("training days (270B tokens)")
-    ax.set_ylabel("cost, $M")
-    ax.set_title("MT-NLG 530B in vTrain's space (llmplan)")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "cost_vs_days.png"), dpi=120)
-    plt.close(fig)
+    lp_batch.save_plot(fig, ax, os.path.join(out, "cost_vs_days.png"), "training days (270B tokens)",
+                       "cost, $M", "MT-NLG 530B in vTrain's space (llmplan)")
 
     fig, ax = plt.subplots(figsize=(7, 5))
     for pp in PP:
@@ -199,13 +194,8 @@ def plots(out, points, base, best_u, no_slower, front):
     ax.scatter([base["gpus"]], [100 * base["mfu"]], s=80, facecolors="none", edgecolors="red",
                lw=2, label="baseline")
     ax.set_xscale("log")
-    ax.set_xlabel("GPUs")
-    ax.set_ylabel("MFU, %")
-    ax.set_title("MT-NLG 530B: utilisation by layout (llmplan)")
-    ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out, "utilisation.png"), dpi=120)
-    plt.close(fig)
+    lp_batch.save_plot(fig, ax, os.path.join(out, "utilisation.png"), "GPUs", "MFU, %",
+                       "MT-NLG 530B: utilisation by layout (llmplan)", legend_size=7)
 
 
 if __name__ == "__main__":

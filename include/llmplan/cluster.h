@@ -84,7 +84,8 @@ struct lp_cluster_out {
 
 /* Replay the trace under policy p. Fails on allocation, on a bad input
  * (LP_EINVAL: allocations not ascending, fcfs / planned job without gpus)
- * only. out is owned by the caller: lp_cluster_out_free. */
+ * only. out is overwritten (free an earlier result first) and owned by the
+ * caller: lp_cluster_out_free. */
 int lp_cluster_run(const struct lp_cluster_in *in, enum lp_policy p, struct lp_cluster_out *out,
                    struct lp_err *err);
 /* NULL-safe; leaves *o zeroed. */

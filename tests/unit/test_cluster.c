@@ -160,6 +160,7 @@ TEST(elastic_restart_by_hand)
     for (int s = 0; s < o.nseg; s++)
         if (o.seg[s].restart) restart_gpu_s += o.seg[s].gpus * (o.seg[s].end_s - o.seg[s].start_s);
     ASSERT_NEAR(restart_gpu_s, 2 * 0.5 + 4 * 0.5, 1e-12);
+    lp_cluster_out_free(&o);
     /* fcfs needs every job's gpus */
     struct lp_err err;
     lp_err_clear(&err);

@@ -81,11 +81,16 @@ static int own_config(const struct lp_jctx *c, const cJSON *root, const cJSON *j
     LP_TRY(c->err, lp_json_int32(c, par, path, "cp", false, 1, 1 << 24, &cp));
     LP_TRY(c->err, lp_json_int32(c, par, path, "dp", false, 1, 1 << 24, &dp));
     long long mp = (long long)tp * pp * cp;
-    if (js->gpus % mp != 0 || (dp > 0 && dp * mp != js->gpus))
+    if (dp > 0 && dp * mp != js->gpus)
         LP_FAIL(c->err, LP_EINVAL,
-                "%s: key 'jobs[%d].gpus': expected tp x pp x cp x dp = %d GPUs (tp %d, pp %d, "
-                "cp %d%s), got %d",
-                c->file, i, js->gpus, tp, pp, cp, dp > 0 ? ", dp given" : "", js->gpus);
+                "%s: key 'jobs[%d].gpus': expected tp x pp x cp x dp = %lld (tp %d, pp %d, cp %d, "
+                "dp %d), got %d",
+                c->file, i, dp * mp, tp, pp, cp, dp, js->gpus);
+    if (js->gpus % mp != 0)
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key 'jobs[%d].gpus': expected a multiple of tp x pp x cp = %lld (tp %d, pp "
+                "%d, cp %d), got %d",
+                c->file, i, mp, tp, pp, cp, js->gpus);
     int rc = LP_OK;
     cJSON *run = cJSON_CreateObject();
     if (!run) LP_FAIL(c->err, LP_ENOMEM, "out of memory");

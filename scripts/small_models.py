@@ -30,6 +30,8 @@ import os
 import subprocess
 import sys
 
+import lp_batch
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MODELS = ["llama-100m", "llama-500m", "llama-1b", "llama-2b"]
@@ -83,17 +85,7 @@ def run_grid():
 
 
 def simulate(llmplan, runs):
-    env = dict(os.environ)
-    env.setdefault("LLMPLAN_DATA", os.path.join(ROOT, "data"))
-    text = "\n".join(json.dumps(r["run"]) for r in runs) + "\n"
-    p = subprocess.run([llmplan, "simulate", "--batch", "-"], input=text, capture_output=True,
-                       text=True, env=env)
-    if p.returncode != 0:
-        sys.exit(f"small_models: llmplan simulate --batch failed: {p.stderr.strip()}")
-    res = [json.loads(x) for x in p.stdout.splitlines() if x.strip()]
-    if len(res) != len(runs):
-        sys.exit(f"small_models: expected {len(runs)} results, got {len(res)}")
-    return res
+    return lp_batch.simulate(llmplan, [r["run"] for r in runs], "small_models")
 
 
 def model_params(llmplan):

@@ -42,8 +42,6 @@ static void usage(FILE *f)
 /* Choose and load the cost model: an explicit --profile, else the GPU's
  * shipped profile. *prof is owned by the caller. */
 int lp_cli_cost_model(const char *profile_arg, const struct lp_gpu *gpu, struct lp_profile **prof,
-                      struct lp_cost_model *cm, char *used, size_t used_len, struct lp_err *err);
-int lp_cli_cost_model(const char *profile_arg, const struct lp_gpu *gpu, struct lp_profile **prof,
                       struct lp_cost_model *cm, char *used, size_t used_len, struct lp_err *err)
 {
     *prof = NULL;

@@ -64,7 +64,7 @@ static void fill_row(struct lp_row *w, uint64_t index, const int *digit, const s
 {
     memset(w, 0, sizeof(*w));
     w->index = index;
-    w->model = sw->values[LP_DIM_MODEL][digit[LP_DIM_MODEL]];
+    w->model = digit[LP_DIM_MODEL]; /* the index into models[] (lp_space_decode) */
     w->system = sw->values[LP_DIM_SYSTEM][digit[LP_DIM_SYSTEM]];
     w->gpus = sw->values[LP_DIM_GPUS][digit[LP_DIM_GPUS]];
     w->tp = run->par.tp;

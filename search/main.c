@@ -25,6 +25,9 @@ static void usage(FILE *f)
             "  models | gpus | systems list the shipped presets (data/)\n"
             "  loss PARAMS TOKENS [--fit F]\n"
             "                          the loss a model reaches (Chinchilla fit)\n"
+            "  schedule JOBS.json [--policy P] [--gantt DIR]\n"
+            "                          several training jobs on one cluster (fcfs, planned,\n"
+            "                          elastic): makespan, job completion times, utilisation\n"
             "\n"
             "options:\n"
             "  -h, --help              this text; `llmplan <command> --help` for each command\n"
@@ -62,6 +65,7 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "search")) return lp_cmd_search(argc - 1, argv + 1);
     if (!strcmp(cmd, "profile")) return lp_cmd_profile(argc - 1, argv + 1);
     if (!strcmp(cmd, "loss")) return lp_cmd_loss(argc - 1, argv + 1);
+    if (!strcmp(cmd, "schedule")) return lp_cmd_schedule(argc - 1, argv + 1);
     if (!strcmp(cmd, "models") || !strcmp(cmd, "gpus") || !strcmp(cmd, "systems"))
         return lp_cmd_presets(argc - 1, argv + 1);
     fprintf(stderr, "llmplan: unknown command '%s' (see llmplan --help)\n", cmd);

@@ -222,6 +222,36 @@ static int attr_u64(const struct lp_search *s, hid_t obj, const char *name, uint
     return LP_OK;
 }
 
+/* A one-dimensional attribute of n values (an empty one for n = 0). */
+static int attr_array(const struct lp_search *s, hid_t obj, const char *name, hid_t ftype,
+                      hid_t mtype, int n, const void *buf, struct lp_err *err)
+{
+    hsize_t dim = (hsize_t)n;
+    hid_t sp = n ? H5Screate_simple(1, &dim, NULL) : H5Screate(H5S_NULL);
+    hid_t a = H5Acreate2(obj, name, ftype, sp, H5P_DEFAULT, H5P_DEFAULT);
+    herr_t rc = a < 0 ? -1 : (n ? H5Awrite(a, mtype, buf) : 0);
+    if (a >= 0) H5Aclose(a);
+    H5Sclose(sp);
+    H5_TRY(err, rc, name);
+    return LP_OK;
+}
+
+/* model_params: each model's parameter count (lp_model_params), in the
+ * order of model_names: what a loss fit L(N, D) needs of a generated shape. */
+static int attr_model_params(const struct lp_search *s, hid_t obj, struct lp_err *err)
+{
+    const char *name = "model_params";
+    int n = s->sweep->nvalues[LP_DIM_MODEL];
+    if (H5Aexists(obj, name) > 0) H5_TRY(err, H5Adelete(obj, name), name);
+    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
+    if (!v) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    for (int i = 0; i < n; i++)
+        v[i] = lp_model_params(&s->sweep->models[i]);
+    int rc = attr_array(s, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, n, v, err);
+    free(v);
+    return rc;
+}
+
 /* An array of fixed-length strings. */
 static int attr_names(const struct lp_search *s, hid_t obj, const char *name,
                       const char *(*get)(const struct lp_search *, int), int n, struct lp_err *err)
@@ -238,16 +268,10 @@ static int attr_names(const struct lp_search *s, hid_t obj, const char *name,
     hid_t t = H5Tcopy(H5T_C_S1);
     H5Tset_size(t, w);
     H5Tset_strpad(t, H5T_STR_NULLTERM);
-    hsize_t dim = (hsize_t)n;
-    hid_t sp = n ? H5Screate_simple(1, &dim, NULL) : H5Screate(H5S_NULL);
-    hid_t a = H5Acreate2(obj, name, t, sp, H5P_DEFAULT, H5P_DEFAULT);
-    herr_t rc = a < 0 ? -1 : (n ? H5Awrite(a, t, buf) : 0);
-    if (a >= 0) H5Aclose(a);
-    H5Sclose(sp);
+    int rc = attr_array(s, obj, name, t, t, n, buf, err);
     H5Tclose(t);
     free(buf);
-    H5_TRY(err, rc, name);
-    return LP_OK;
+    return rc;
 }
 
 static const char *model_name(const struct lp_search *s, int i)
@@ -693,6 +717,7 @@ static int write_attrs(struct lp_search *s, bool complete, const struct lp_count
     LP_TRY(err, attr_u64(s, f, "skipped", total->v[LP_COUNT_SKIPPED], err));
     LP_TRY(err, attr_u64(s, f, "complete", complete, err));
     LP_TRY(err, attr_names(s, f, "model_names", model_name, s->sweep->nvalues[LP_DIM_MODEL], err));
+    LP_TRY(err, attr_model_params(s, f, err));
     LP_TRY(err,
            attr_names(s, f, "system_names", system_name, s->sweep->nvalues[LP_DIM_SYSTEM], err));
     LP_TRY(err, attr_names(s, f, "reason_names", reason_name, LP_REASON_COUNT, err));

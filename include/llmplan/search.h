@@ -55,7 +55,10 @@ const char *lp_dim_name(enum lp_dim d);
 
 /* A parsed sweep description. values[d][0..nvalues[d]-1] are the values of
  * dimension d, in the order the space enumerates them: for LP_DIM_MODEL and
- * LP_DIM_SYSTEM the indices 0..n-1 into models[] / systems[]; for enums their
+ * LP_DIM_SYSTEM the indices 0..n-1 into models[] / systems[] (the model
+ * digit is the index itself: a generator can give up to LP_SWEEP_MAX_MODELS
+ * models, include/llmplan/shapes.h, of which values[] lists the first
+ * LP_SWEEP_MAX_VALUES); for enums their
  * integer codes (enum lp_recompute, enum lp_schedule); for sp 0/1. dp_values
  * is a filter on the derived dp (ndp == 0: any dp, the "auto" default). */
 struct lp_sweep {

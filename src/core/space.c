@@ -120,7 +120,9 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
     int dg[LP_DIM_COUNT];
     lp_space_digits(s, index, dg);
 #define VAL(d) (sw->values[(d)][dg[(d)]])
-    const struct lp_model *m = &sw->models[VAL(LP_DIM_MODEL)];
+    /* the model digit is the index into models[] (generated shapes can be
+     * more than values[] holds; sweep_json.c load_models) */
+    const struct lp_model *m = &sw->models[dg[LP_DIM_MODEL]];
     const struct lp_system *sys = &sw->systems[VAL(LP_DIM_SYSTEM)];
     const int gpus = VAL(LP_DIM_GPUS);
     const int tp = VAL(LP_DIM_TP), pp = VAL(LP_DIM_PP), cp = VAL(LP_DIM_CP);

@@ -58,4 +58,10 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
  * systems: each must have it (lp_system_pick_price). */
 int lp_json_pick_price(const struct lp_jctx *c, const cJSON *root, struct lp_system *sys, int n);
 
+/* A model entry {"generator": {...}} (shapes_json.c): is item one, and its
+ * shapes (at most cap into out; *n: how many there are). */
+bool lp_json_is_generator(const cJSON *item);
+int lp_json_generator(const struct lp_jctx *c, const cJSON *item, const char *path,
+                      struct lp_model *out, int cap, int *n);
+
 #endif

@@ -5,12 +5,14 @@
  * is one line naming the file, the key and what was expected; unknown keys
  * are refused. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json_util.h"
 #include "llmplan/io.h"
 #include "llmplan/search.h"
+#include "llmplan/shapes.h"
 
 /* A growing list of the values of one dimension, with duplicate and size
  * checks that name the key. */
@@ -164,6 +166,69 @@ static int bool_values(const struct lp_jctx *c, const cJSON *v, const char *kp, 
     return LP_OK;
 }
 
+static void item_path(const cJSON *v, const char *key, int i, char *kp, size_t len)
+{
+    if (cJSON_IsArray(v))
+        snprintf(kp, len, "%s[%d]", key, i);
+    else
+        snprintf(kp, len, "%s", key);
+}
+
+/* sweep.h5 names every model in one fixed-width string attribute, which
+ * HDF5's default (compact) attribute storage caps at 64 KiB */
+#define MODEL_NAMES_BYTES 60000
+
+/* The models: presets, inline models and generated shapes ({"generator":
+ * ...}, shapes_json.c), at most LP_SWEEP_MAX_MODELS in all. The model
+ * dimension's digit is the index into models[] (values[LP_DIM_MODEL] keeps
+ * the identity for the first LP_SWEEP_MAX_VALUES). */
+static int load_models(const struct lp_jctx *c, const cJSON *v, const char *key, int n,
+                       struct lp_sweep *sw)
+{
+    long total = 0;
+    int i = 0;
+    char kp[256];
+    for (const cJSON *it = cJSON_IsArray(v) ? v->child : v; it;
+         it = cJSON_IsArray(v) ? it->next : NULL, i++) {
+        int k = 1;
+        item_path(v, key, i, kp, sizeof(kp));
+        if (lp_json_is_generator(it)) LP_TRY(c->err, lp_json_generator(c, it, kp, NULL, 0, &k));
+        total += k;
+        if (total > LP_SWEEP_MAX_MODELS)
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key '%s': expected at most %d models in all (generated shapes "
+                    "included), got more than that",
+                    c->file, key, LP_SWEEP_MAX_MODELS);
+    }
+    sw->models = calloc((size_t)total, sizeof(struct lp_model));
+    if (!sw->models) LP_FAIL(c->err, LP_ENOMEM, "out of memory (%ld models)", total);
+    int m = 0;
+    size_t longest = 0;
+    i = 0;
+    for (const cJSON *it = cJSON_IsArray(v) ? v->child : v; it && i < n;
+         it = cJSON_IsArray(v) ? it->next : NULL, i++) {
+        item_path(v, key, i, kp, sizeof(kp));
+        int k = 1;
+        if (lp_json_is_generator(it))
+            LP_TRY(c->err, lp_json_generator(c, it, kp, &sw->models[m], (int)(total - m), &k));
+        else
+            LP_TRY(c->err, lp_json_model(c, it, kp, &sw->models[m]));
+        m += k;
+    }
+    for (int j = 0; j < m; j++) {
+        if (j < LP_SWEEP_MAX_VALUES) sw->values[LP_DIM_MODEL][j] = j;
+        size_t len = strlen(sw->models[j].name) + 1;
+        if (len > longest) longest = len;
+    }
+    if ((size_t)m * longest > MODEL_NAMES_BYTES)
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key '%s': %d models with names up to %zu characters do not fit sweep.h5's "
+                "model_names attribute (%d bytes); use fewer models or shorter names",
+                c->file, key, m, longest - 1, MODEL_NAMES_BYTES);
+    sw->nvalues[LP_DIM_MODEL] = m;
+    return LP_OK;
+}
+
 /* "model" / "models" (or "system" / "systems"): one item or a list. */
 static int load_list(const struct lp_jctx *c, const cJSON *root, const char *one, const char *many,
                      bool is_model, struct lp_sweep *sw)
@@ -184,28 +249,19 @@ static int load_list(const struct lp_jctx *c, const cJSON *root, const char *one
     if (n < 1 || n > LP_SWEEP_MAX_VALUES)
         LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected 1 to %d entries, got %d", c->file, key,
                 LP_SWEEP_MAX_VALUES, n);
-    void *arr = calloc((size_t)n, is_model ? sizeof(struct lp_model) : sizeof(struct lp_system));
+    if (is_model) return load_models(c, v, key, n, sw);
+    void *arr = calloc((size_t)n, sizeof(struct lp_system));
     if (!arr) LP_FAIL(c->err, LP_ENOMEM, "out of memory");
-    if (is_model)
-        sw->models = arr;
-    else
-        sw->systems = arr;
-    enum lp_dim d = is_model ? LP_DIM_MODEL : LP_DIM_SYSTEM;
+    sw->systems = arr;
     int i = 0;
     for (const cJSON *it = cJSON_IsArray(v) ? v->child : v; it;
          it = cJSON_IsArray(v) ? it->next : NULL, i++) {
         char kp[256];
-        if (cJSON_IsArray(v))
-            snprintf(kp, sizeof(kp), "%s[%d]", key, i);
-        else
-            snprintf(kp, sizeof(kp), "%s", key);
-        if (is_model)
-            LP_TRY(c->err, lp_json_model(c, it, kp, &sw->models[i]));
-        else
-            LP_TRY(c->err, lp_json_system(c, it, kp, &sw->systems[i]));
-        sw->values[d][i] = i;
+        item_path(v, key, i, kp, sizeof(kp));
+        LP_TRY(c->err, lp_json_system(c, it, kp, &sw->systems[i]));
+        sw->values[LP_DIM_SYSTEM][i] = i;
     }
-    sw->nvalues[d] = n;
+    sw->nvalues[LP_DIM_SYSTEM] = n;
     return LP_OK;
 }
 

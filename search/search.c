@@ -69,6 +69,9 @@ static void usage(FILE *f)
             "  --resume           continue from DIR/checkpoint.bin (start afresh if none)\n"
             "  --no-dataset       do not write sweep.h5\n"
             "  --profile P        override the sweep's \"profile\": FILE.h5, roofline or synth\n"
+            "  --allow-profile-mismatch\n"
+            "                     use profiles measured on another GPU than the system's\n"
+            "                     (refused otherwise; warns and flags plans.json)\n"
             "  --sustained-frac F override every GPU's sustained fraction of its profile's\n"
             "                     compute throughput (docs/calibration.md)\n"
             "  --chunk N          smallest index range handed to a rank (default %d)\n"
@@ -124,6 +127,8 @@ static int parse_args(int argc, char **argv, struct lp_search_opts *o, const cha
             o->resume = true;
         } else if (!strcmp(a, "--no-dataset")) {
             o->dataset = false;
+        } else if (!strcmp(a, "--allow-profile-mismatch")) {
+            o->allow_mismatch = true;
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = true;
         } else if (!strcmp(a, "--profile") && more) {
@@ -278,11 +283,11 @@ static int load_sweep(struct lp_search *s, struct lp_err *err)
     return LP_OK;
 }
 
-/* The cost model of each system: --profile, else the sweep's "profile", else
- * data/profiles/<gpu>.h5. Local (every rank loads its own). */
+/* The cost model of each system (search/cost_model.c: --profile, else the
+ * system's own profile, else the sweep's "profile", else
+ * data/profiles/<gpu>.h5). Local (every rank loads its own). */
 static int load_cost_models(struct lp_search *s, struct lp_err *err)
 {
-    const char *choice = s->opt.profile ? s->opt.profile : s->sweep->profile;
     size_t off = 0;
     s->nsys = s->sweep->nvalues[LP_DIM_SYSTEM];
     /* before the cost models copy the GPUs; part of profile_desc, so a resume
@@ -292,34 +297,29 @@ static int load_cost_models(struct lp_search *s, struct lp_err *err)
             s->sweep->systems[i].gpu.sustained_frac = s->opt.sustained;
     for (int i = 0; i < s->nsys; i++) {
         const struct lp_system *sys = &s->sweep->systems[i];
-        char desc[700];
-        if (!strcmp(choice, "roofline")) {
-            lp_cost_model_roofline(&s->cm[i], &sys->gpu);
-            snprintf(desc, sizeof(desc), "roofline");
-        } else if (!strcmp(choice, "synth")) {
-            LP_TRY(err, lp_profile_synth(&sys->gpu, sys, &s->prof[i], err));
-            lp_cost_model_table(&s->cm[i], s->prof[i], &sys->gpu);
-            snprintf(desc, sizeof(desc), "synth:%s (%016llx)", sys->gpu.name,
-                     (unsigned long long)lp_profile_checksum(s->prof[i]));
-        } else {
-            char path[LP_SWEEP_PATH_LEN];
-            if (choice[0]) {
-                snprintf(path, sizeof(path), "%s", choice);
-            } else {
-                lp_profile_default_path(sys->gpu.name, path, sizeof(path));
-                struct stat st;
-                if (stat(path, &st) != 0)
-                    LP_FAIL(err, LP_ENOTFOUND,
-                            "%s: no kernel profile for GPU '%s' (%s); generate one with "
-                            "`llmplan profile synth --gpu %s`, or set \"profile\": \"synth\" or "
-                            "\"roofline\" in the sweep",
-                            s->opt.sweep_path, sys->gpu.name, path, sys->gpu.name);
-            }
-            LP_TRY(err, lp_profile_read_h5(path, &s->prof[i], err));
-            LP_TRY(err, lp_profile_plausible(s->prof[i], &sys->gpu, err));
-            lp_cost_model_table(&s->cm[i], s->prof[i], &sys->gpu);
-            snprintf(desc, sizeof(desc), "%s (%016llx)", path,
-                     (unsigned long long)s->prof[i]->checksum);
+        char desc[700], used[600];
+        bool mismatch = false;
+        const char *choice = lp_cli_profile_choice(s->opt.profile, sys, s->sweep->profile);
+        int rc = lp_cli_cost_model(choice, sys, s->opt.allow_mismatch, &s->prof[i], &s->cm[i], used,
+                                   sizeof(used), &mismatch, err);
+        if (rc < 0) {
+            char msg[LP_ERR_MSG];
+            snprintf(msg, sizeof(msg), "%s", err->msg);
+            LP_FAIL(err, rc, "%s: system %s: %s", s->opt.sweep_path, sys->name, msg);
+        }
+        if (!s->prof[i])
+            snprintf(desc, sizeof(desc), "%s", used);
+        else
+            snprintf(desc, sizeof(desc), "%s (%016llx)", used,
+                     (unsigned long long)(s->prof[i]->path[0] ? s->prof[i]->checksum
+                                                              : lp_profile_checksum(s->prof[i])));
+        if (mismatch) {
+            if (s->rank == 0) lp_cli_warn_mismatch("search", s->prof[i], sys);
+            const size_t d = strlen(desc);
+            snprintf(desc + d, sizeof(desc) - d, ", MEASURED ON %s", s->prof[i]->gpu);
+            const size_t m = strlen(s->mismatch_desc);
+            snprintf(s->mismatch_desc + m, sizeof(s->mismatch_desc) - m, "%s%s: profile of %s",
+                     m ? "; " : "", sys->name, s->prof[i]->gpu);
         }
         if (sys->gpu.sustained_frac > 0) {
             const size_t d = strlen(desc);
@@ -493,7 +493,8 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
                                      s->opt.sweep_path,
                                      s->profile_desc,
                                      s->sweep->train.tokens > 0 ? s->sweep->train.tokens
-                                                                : s->sweep->train.tokens_per_param};
+                                                                : s->sweep->train.tokens_per_param,
+                                     s->mismatch_desc};
         if (rc == LP_OK) rc = lp_plans_write(path, &all, &total, &info, err);
         if (rc == LP_OK) lp_checkpoint_remove(s);
     }

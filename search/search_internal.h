@@ -56,6 +56,7 @@ struct lp_search_opts {
     char out_dir[LP_SWEEP_PATH_LEN];
     const char *profile; /* --profile override, or NULL */
     bool resume, dataset, quiet;
+    bool allow_mismatch; /* --allow-profile-mismatch */
     uint64_t min_chunk;  /* --chunk */
     uint64_t segment;    /* --segment: indices per scheduling segment */
     double checkpoint_s; /* --checkpoint: rows + checkpoint at least this often */
@@ -81,6 +82,9 @@ struct lp_search {
     struct lp_cost_model cm[LP_SWEEP_MAX_VALUES];
     struct lp_sim *sim[LP_SWEEP_MAX_VALUES];
     char profile_desc[2048]; /* "path (checksum)" per system, for provenance */
+    /* systems whose profile was measured on another GPU (allowed by
+     * --allow-profile-mismatch), for plans.json's stats.profile_gpu_mismatch */
+    char mismatch_desc[1024];
     /* this rank's partial state */
     struct lp_results res;
     struct lp_counts counts;

@@ -69,7 +69,8 @@ struct lp_sweep {
     struct lp_training train;
     struct lp_framework_opts fw;
     /* "" = data/profiles/<gpu>.h5 of each system's GPU; "roofline"; "synth";
-     * or a profile file path (used for every system). */
+     * or a profile file path (used for every system without its own
+     * lp_system.profile: a system key, or the sweep's "profile" map). */
     char profile[LP_SWEEP_PATH_LEN];
     int top_k;                      /* default 10 */
     char output[LP_SWEEP_PATH_LEN]; /* "" = not given (the CLI decides) */
@@ -226,6 +227,8 @@ struct lp_plans_info {
     const char *sweep;   /* sweep file, as given */
     const char *profile; /* cost model(s) used, for provenance */
     double tokens;       /* the sweep's token budget (selects the cost objective) */
+    /* "" or the systems run with another GPU's profile (--allow-profile-mismatch) */
+    const char *profile_mismatch;
 };
 
 /* Write plans.json atomically: time_optimal, cost_optimal (null when nothing

@@ -126,6 +126,8 @@ static int build(cJSON *root, const struct lp_results *res, const struct lp_coun
                                                     : "cost_per_iteration_usd") ||
           !cJSON_AddStringToObject(st, "sweep", info->sweep ? info->sweep : "") ||
           !cJSON_AddStringToObject(st, "profile", info->profile ? info->profile : "") ||
+          (info->profile_mismatch && info->profile_mismatch[0] &&
+           !cJSON_AddStringToObject(st, "profile_gpu_mismatch", info->profile_mismatch)) ||
           !cJSON_AddNumberToObject(st, "wall_s", info->wall_s) ||
           !cJSON_AddNumberToObject(st, "configs_per_s", configs_per_s) ||
           !cJSON_AddNumberToObject(st, "ranks", info->ranks);

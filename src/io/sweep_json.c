@@ -333,6 +333,46 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
     return LP_OK;
 }
 
+/* "profile": one for every system (a string), or {"system name": profile}
+ * giving each listed system its own (lp_system.profile, as a system's own
+ * "profile" key does); search/cost_model.c decides which applies. */
+static int parse_profile(const struct lp_jctx *c, const cJSON *v, struct lp_sweep *sw)
+{
+    if (!v) return LP_OK;
+    if (cJSON_IsString(v)) {
+        if (strlen(v->valuestring) >= sizeof(sw->profile))
+            LP_FAIL(c->err, LP_EINVAL, "%s: key 'profile': expected at most %zu characters",
+                    c->file, sizeof(sw->profile) - 1);
+        snprintf(sw->profile, sizeof(sw->profile), "%s", v->valuestring);
+        return LP_OK;
+    }
+    if (!cJSON_IsObject(v))
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key 'profile': expected a profile (a file, \"synth\" or \"roofline\") or "
+                "an object {system name: profile}",
+                c->file);
+    for (const cJSON *it = v->child; it; it = it->next) {
+        int k = 0;
+        while (k < sw->nvalues[LP_DIM_SYSTEM] && strcmp(sw->systems[k].name, it->string) != 0)
+            k++;
+        if (k == sw->nvalues[LP_DIM_SYSTEM])
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key 'profile.%s': expected the name of a system of "
+                    "the sweep",
+                    c->file, it->string);
+        if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof(sw->systems[k].profile))
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key 'profile.%s': expected a profile file, \"synth\" or \"roofline\" "
+                    "(at most %zu characters)",
+                    c->file, it->string, sizeof(sw->systems[k].profile) - 1);
+        for (int i = 0; i < sw->nvalues[LP_DIM_SYSTEM]; i++)
+            if (!strcmp(sw->systems[i].name, it->string))
+                snprintf(sw->systems[i].profile, sizeof(sw->systems[i].profile), "%s",
+                         it->valuestring);
+    }
+    return LP_OK;
+}
+
 static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_sweep *sw)
 {
     static const char *const keys[] = {"name",    "comment", "model",  "models",   "system",
@@ -368,7 +408,7 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_swee
 
     LP_TRY(err, parse_space(c, cJSON_GetObjectItemCaseSensitive(root, "space"), sw));
 
-    LP_TRY(err, lp_json_str(c, root, "", "profile", false, sw->profile, sizeof(sw->profile)));
+    LP_TRY(err, parse_profile(c, cJSON_GetObjectItemCaseSensitive(root, "profile"), sw));
     LP_TRY(err, lp_json_int32(c, root, "", "top_k", false, 1, 100000, &sw->top_k));
     LP_TRY(err, lp_json_str(c, root, "", "output", false, sw->output, sizeof(sw->output)));
     return LP_OK;

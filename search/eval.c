@@ -141,7 +141,14 @@ int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_ev
             fill_row(&s->rows.r[s->rows.n++], i, digit, s->sweep, run, &res);
             rows++;
         }
-        LP_TRY_GOTO(err, rc, lp_results_offer(&s->res, i, run, &res, err), out);
+        /* constraints before any ranking: an excluded plan stays a feasible
+         * dataset row but is never offered to the front, top-k or groups */
+        const enum lp_constraint why_not =
+            res.feasible ? lp_constraints_check(&s->sweep->cons, run, &res) : LP_CONS_NONE;
+        if (why_not != LP_CONS_NONE)
+            cnt[LP_COUNT_EXCLUDED_BY_CONSTRAINT + why_not]++;
+        else
+            LP_TRY_GOTO(err, rc, lp_results_offer(&s->res, i, run, &res, err), out);
         i++;
         if (max_evals && ++evals >= max_evals) break;
     }

@@ -418,14 +418,25 @@ static void summary(const struct lp_search *s, const struct lp_counts *t,
             (unsigned long long)(v[LP_COUNT_EVALUATED] - v[LP_COUNT_FEASIBLE]),
             (unsigned long long)v[LP_COUNT_SKIPPED], wall, s->size,
             wall > 0 ? (double)v[LP_COUNT_DONE] / wall : 0.0);
+    uint64_t excluded = 0;
+    for (int c = 0; c < LP_CONS_COUNT; c++)
+        excluded += v[LP_COUNT_EXCLUDED_BY_CONSTRAINT + c];
+    if (excluded)
+        fprintf(stderr, "search: %llu feasible configurations excluded by the constraints\n",
+                (unsigned long long)excluded);
     const struct lp_entry *e = lp_results_best(r, LP_OBJ_TIME);
-    if (e) {
+    if (!e) fprintf(stderr, "search: no feasible configuration\n");
+    for (int o = 0; e && o < LP_OBJ_COUNT; o++) {
+        const struct lp_entry *b = lp_results_best(r, (enum lp_objective)o);
         fprintf(stderr,
-                "search: fastest: %s on %d GPUs tp=%d pp=%d dp=%d cp=%d mb=%d: %.3f s/iter\n",
-                e->run.model.name, e->res.gpus, e->run.par.tp, e->run.par.pp, e->run.par.dp,
-                e->run.par.cp, e->run.par.micro_batch, e->res.iteration_time_s);
-    } else {
-        fprintf(stderr, "search: no feasible configuration\n");
+                "search: %s: %s on %d GPUs of %s tp=%d pp=%d dp=%d cp=%d mb=%d: %.3f s/iter",
+                o == LP_OBJ_TIME ? "fastest" : "cheapest", b->run.model.name, b->res.gpus,
+                b->run.system.name, b->run.par.tp, b->run.par.pp, b->run.par.dp, b->run.par.cp,
+                b->run.par.micro_batch, b->res.iteration_time_s);
+        if (b->res.time_days > 0)
+            fprintf(stderr, ", %.1f days, $%.4g\n", b->res.time_days, b->res.cost_usd);
+        else
+            fprintf(stderr, ", $%.4g per iteration\n", b->res.cost_per_iteration_usd);
     }
     fprintf(stderr, "search: wrote %s/plans.json%s\n", s->opt.out_dir,
             s->opt.dataset ? " and sweep.h5" : "");
@@ -449,6 +460,7 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
     if (agree(s, load_cost_models(s, err)) < 0) return 1;
     if (agree(s, lp_space_init(&s->space, s->sweep, err)) < 0) return 1;
     if (agree(s, lp_results_init(&s->res, s->sweep->top_k, err)) < 0) return 1;
+    lp_results_group_by(&s->res, &s->space);
     bool resumed = false;
     if (restore(s, &resumed, err) < 0) return 1;
     if (s->rank == 0 && !s->opt.quiet)
@@ -494,7 +506,8 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
                                      s->profile_desc,
                                      s->sweep->train.tokens > 0 ? s->sweep->train.tokens
                                                                 : s->sweep->train.tokens_per_param,
-                                     s->mismatch_desc};
+                                     s->mismatch_desc,
+                                     s->sweep};
         if (rc == LP_OK) rc = lp_plans_write(path, &all, &total, &info, err);
         if (rc == LP_OK) lp_checkpoint_remove(s);
     }

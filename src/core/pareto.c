@@ -233,12 +233,14 @@ void lp_results_free(struct lp_results *r)
     free(r->front.e);
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         topk_free(&r->top[o]);
+    free(r->groups);
     memset(r, 0, sizeof(*r));
 }
 
 void lp_results_clear(struct lp_results *r)
 {
     r->front.n = 0;
+    r->ngroups = 0;
     for (int o = 0; o < LP_OBJ_COUNT; o++) {
         struct lp_topk *t = &r->top[o];
         t->n = 0;
@@ -300,6 +302,88 @@ static int front_add(struct lp_entry_set *s, const struct lp_entry *e, struct lp
     return set_insert_at(s, pos, e, err);
 }
 
+/* ---- best per group ("best_by") ---- */
+
+void lp_results_group_by(struct lp_results *r, const struct lp_space *s)
+{
+    const struct lp_sweep *sw = s->sweep;
+    r->ngroup_dims = sw->nbest_by;
+    for (int g = 0; g < sw->nbest_by; g++) {
+        r->gstride[g] = s->stride[sw->best_by[g]];
+        r->gradix[g] = s->radix[sw->best_by[g]];
+    }
+}
+
+static uint64_t group_key(const struct lp_results *r, uint64_t index)
+{
+    uint64_t key = 0;
+    for (int g = 0; g < r->ngroup_dims; g++) {
+        const uint64_t digit = r->gstride[g] ? index / r->gstride[g] % (uint64_t)r->gradix[g] : 0;
+        key = key * (uint64_t)r->gradix[g] + digit;
+    }
+    return key;
+}
+
+int lp_group_digit(const struct lp_results *r, uint64_t key, int g)
+{
+    for (int h = r->ngroup_dims - 1; h > g; h--)
+        key /= (uint64_t)r->gradix[h];
+    return (int)(key % (uint64_t)r->gradix[g]);
+}
+
+/* Position of key in the sorted group list (or where it would go). */
+static size_t group_find(const struct lp_results *r, uint64_t key)
+{
+    size_t lo = 0, hi = r->ngroups;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (r->groups[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Whether e would improve its group (cheap: no copy). */
+static bool group_wants(const struct lp_results *r, uint64_t index, struct key k)
+{
+    if (r->ngroup_dims == 0) return false;
+    const uint64_t key = group_key(r, index);
+    const size_t at = group_find(r, key);
+    if (at == r->ngroups || r->groups[at].key != key) return true;
+    for (int o = 0; o < LP_OBJ_COUNT; o++)
+        if (cmp_obj(k, key_of(&r->groups[at].best[o]), (enum lp_objective)o) < 0) return true;
+    return false;
+}
+
+static int group_add(struct lp_results *r, const struct lp_entry *e, struct lp_err *err)
+{
+    if (r->ngroup_dims == 0) return LP_OK;
+    const uint64_t key = group_key(r, e->index);
+    const size_t at = group_find(r, key);
+    if (at == r->ngroups || r->groups[at].key != key) {
+        if (r->ngroups == r->gcap) {
+            const size_t cap = r->gcap ? 2 * r->gcap : 16;
+            struct lp_group *g = realloc(r->groups, cap * sizeof(*g));
+            if (!g) LP_FAIL(err, LP_ENOMEM, "out of memory growing best_by to %zu groups", cap);
+            r->groups = g;
+            r->gcap = cap;
+        }
+        memmove(&r->groups[at + 1], &r->groups[at], (r->ngroups - at) * sizeof(*r->groups));
+        r->ngroups++;
+        r->groups[at].key = key;
+        for (int o = 0; o < LP_OBJ_COUNT; o++)
+            r->groups[at].best[o] = *e;
+        return LP_OK;
+    }
+    const struct key ke = key_of(e);
+    for (int o = 0; o < LP_OBJ_COUNT; o++)
+        if (cmp_obj(ke, key_of(&r->groups[at].best[o]), (enum lp_objective)o) < 0)
+            r->groups[at].best[o] = *e;
+    return LP_OK;
+}
+
 int lp_results_add(struct lp_results *r, const struct lp_entry *e, struct lp_err *err)
 {
     if (!e->res.feasible) return LP_OK;
@@ -308,6 +392,7 @@ int lp_results_add(struct lp_results *r, const struct lp_entry *e, struct lp_err
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         LP_TRY(err, topk_add(&r->top[o], (size_t)r->top_k, e, (enum lp_objective)o, err));
     LP_TRY(err, front_add(&r->front, e, err));
+    LP_TRY(err, group_add(r, e, err));
     return LP_OK;
 }
 
@@ -328,6 +413,7 @@ int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *
         for (size_t i = 0; i < r->front.n && want; i++)
             if (dominates(key_of(&r->front.e[i]), k)) want = false;
     }
+    if (!want) want = group_wants(r, index, k);
     if (!want) return LP_OK;
     struct lp_entry e;
     memset(&e, 0, sizeof(e));
@@ -344,6 +430,9 @@ int lp_results_merge(struct lp_results *dst, const struct lp_results *src, struc
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         for (size_t i = 0; i < src->top[o].n; i++)
             LP_TRY(err, lp_results_add(dst, &src->top[o].store[i], err));
+    for (size_t i = 0; i < src->ngroups; i++)
+        for (int o = 0; o < LP_OBJ_COUNT; o++)
+            LP_TRY(err, lp_results_add(dst, &src->groups[i].best[o], err));
     return LP_OK;
 }
 
@@ -355,11 +444,13 @@ int lp_results_pack(const struct lp_results *r, struct lp_entry **buf, uint64_t 
     const struct lp_entry *sets[3] = {r->front.e, r->top[LP_OBJ_TIME].store,
                                       r->top[LP_OBJ_COST].store};
     const size_t ns[3] = {r->front.n, r->top[LP_OBJ_TIME].n, r->top[LP_OBJ_COST].n};
-    size_t total = 0;
+    const size_t ng = r->ngroups * LP_OBJ_COUNT;
+    size_t total = ng;
     for (int i = 0; i < 3; i++) {
         counts[i] = ns[i];
         total += ns[i];
     }
+    counts[2] += ng; /* the groups' bests travel with the last list */
     *buf = malloc((total ? total : 1) * sizeof(**buf));
     if (!*buf) LP_FAIL(err, LP_ENOMEM, "out of memory packing %zu results", total);
     size_t off = 0;
@@ -367,6 +458,9 @@ int lp_results_pack(const struct lp_results *r, struct lp_entry **buf, uint64_t 
         if (ns[i]) memcpy(*buf + off, sets[i], ns[i] * sizeof(**buf));
         off += ns[i];
     }
+    for (size_t g = 0; g < r->ngroups; g++)
+        for (int o = 0; o < LP_OBJ_COUNT; o++)
+            (*buf)[off++] = r->groups[g].best[o];
     return LP_OK;
 }
 

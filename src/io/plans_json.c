@@ -92,6 +92,87 @@ static int add_plans(cJSON *root, const struct lp_results *res, struct lp_err *e
     return rc;
 }
 
+/* The value of dimension d at `digit` as JSON: a name for models, systems
+ * and the enum dimensions, a bool for sequence_parallel, else a number. */
+static cJSON *dim_value(const struct lp_sweep *sw, enum lp_dim d, int digit)
+{
+    const int v = sw->values[d][digit];
+    switch (d) {
+    case LP_DIM_MODEL:
+        return cJSON_CreateString(sw->models[v].name);
+    case LP_DIM_SYSTEM:
+        return cJSON_CreateString(sw->systems[v].name);
+    case LP_DIM_RECOMPUTE:
+        return cJSON_CreateString(lp_recompute_name((enum lp_recompute)v));
+    case LP_DIM_SCHEDULE:
+        return cJSON_CreateString(lp_schedule_name((enum lp_schedule)v));
+    case LP_DIM_SP:
+        return cJSON_CreateBool(v != 0);
+    default:
+        return cJSON_CreateNumber(v);
+    }
+}
+
+/* "best_by": the fastest and the cheapest plan of every group of the
+ * sweep's best_by dimensions that has a feasible plan, in index order. */
+static int add_groups(cJSON *root, const struct lp_results *res, const struct lp_sweep *sw,
+                      struct lp_err *err)
+{
+    cJSON *bb = cJSON_AddObjectToObject(root, "best_by");
+    cJSON *dims = bb ? cJSON_AddArrayToObject(bb, "dimensions") : NULL;
+    cJSON *groups = bb ? cJSON_AddArrayToObject(bb, "groups") : NULL;
+    if (!groups) LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+    for (int g = 0; g < sw->nbest_by; g++)
+        if (!cJSON_AddItemToArray(dims, cJSON_CreateString(lp_dim_name(sw->best_by[g]))))
+            LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+    for (size_t i = 0; i < res->ngroups; i++) {
+        const struct lp_group *gr = &res->groups[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(groups, o))
+            LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+        for (int g = 0; g < sw->nbest_by; g++) {
+            cJSON *val = dim_value(sw, sw->best_by[g], lp_group_digit(res, gr->key, g));
+            if (!val) LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+            cJSON_AddItemToObject(o, lp_dim_name(sw->best_by[g]), val);
+        }
+        for (int ob = 0; ob < LP_OBJ_COUNT; ob++) {
+            cJSON *p = plan_json(&gr->best[ob], err);
+            if (!p) return err ? err->code : LP_ENOMEM;
+            cJSON_AddItemToObject(o, ob == LP_OBJ_TIME ? "fastest" : "cheapest", p);
+        }
+    }
+    return LP_OK;
+}
+
+/* The constraints as given, and how many feasible plans each excluded. */
+static int add_constraints(cJSON *st, const struct lp_constraints *k, const struct lp_counts *c,
+                           struct lp_err *err)
+{
+    const double given[LP_CONS_COUNT] = {0,
+                                         k->max_gpus,
+                                         k->max_days,
+                                         k->max_cost_usd,
+                                         k->min_headroom_gib,
+                                         k->min_headroom_frac,
+                                         k->min_mfu};
+    cJSON *cons = cJSON_AddObjectToObject(st, "constraints");
+    cJSON *by = cJSON_AddObjectToObject(st, "excluded_by_constraint");
+    if (!cons || !by) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    uint64_t total = 0;
+    for (int i = 1; i < LP_CONS_COUNT; i++) {
+        const char *name = lp_constraint_name((enum lp_constraint)i);
+        const uint64_t n = c->v[LP_COUNT_EXCLUDED_BY_CONSTRAINT + i];
+        total += n;
+        if (given[i] > 0 && !cJSON_AddNumberToObject(cons, name, given[i]))
+            LP_FAIL(err, LP_ENOMEM, "out of memory");
+        if (n && !cJSON_AddNumberToObject(by, name, (double)n))
+            LP_FAIL(err, LP_ENOMEM, "out of memory");
+    }
+    if (!cJSON_AddNumberToObject(st, "excluded", (double)total))
+        LP_FAIL(err, LP_ENOMEM, "out of memory");
+    return LP_OK;
+}
+
 static int add_reasons(cJSON *stats, const char *key, const uint64_t *by_reason, struct lp_err *err)
 {
     cJSON *o = cJSON_AddObjectToObject(stats, key);
@@ -107,6 +188,8 @@ static int build(cJSON *root, const struct lp_results *res, const struct lp_coun
                  const struct lp_plans_info *info, struct lp_err *err)
 {
     LP_TRY(err, add_plans(root, res, err));
+    const struct lp_sweep *sw = info->sweep_desc;
+    if (sw && sw->nbest_by > 0) LP_TRY(err, add_groups(root, res, sw, err));
     cJSON *st = cJSON_AddObjectToObject(root, "stats");
     if (!st) LP_FAIL(err, LP_ENOMEM, "out of memory");
     uint64_t infeasible = c->v[LP_COUNT_EVALUATED] - c->v[LP_COUNT_FEASIBLE];
@@ -120,6 +203,7 @@ static int build(cJSON *root, const struct lp_results *res, const struct lp_coun
     if (!cJSON_AddNumberToObject(st, "skipped", (double)c->v[LP_COUNT_SKIPPED]))
         LP_FAIL(err, LP_ENOMEM, "out of memory");
     LP_TRY(err, add_reasons(st, "skipped_by_reason", &c->v[LP_COUNT_SKIPPED_BY_REASON], err));
+    if (sw && lp_constraints_any(&sw->cons)) LP_TRY(err, add_constraints(st, &sw->cons, c, err));
     bad = !cJSON_AddStringToObject(st, "objective_time", "iteration_time_s") ||
           !cJSON_AddStringToObject(st, "objective_cost",
                                    info->tokens > 0 ? "training.cost_usd"

@@ -17,6 +17,7 @@
 struct vlist {
     int n;
     int *v;
+    int max; /* capacity; 0 = LP_SWEEP_MAX_VALUES */
 };
 
 static int vlist_push(const struct lp_jctx *c, const char *kp, struct vlist *l, int x)
@@ -25,9 +26,9 @@ static int vlist_push(const struct lp_jctx *c, const char *kp, struct vlist *l, 
         if (l->v[i] == x)
             LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected distinct values, got %d twice",
                     c->file, kp, x);
-    if (l->n >= LP_SWEEP_MAX_VALUES)
-        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected at most %d values", c->file, kp,
-                LP_SWEEP_MAX_VALUES);
+    const int max = l->max ? l->max : LP_SWEEP_MAX_VALUES;
+    if (l->n >= max)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected at most %d values", c->file, kp, max);
     l->v[l->n++] = x;
     return LP_OK;
 }
@@ -238,7 +239,7 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
     static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb"};
     struct lp_err *err = c->err;
     int buf[LP_SWEEP_MAX_VALUES];
-    struct vlist l = {0, buf};
+    struct vlist l = {0, buf, 0};
     char kp[64];
     if (space) LP_TRY(err, lp_json_check_keys(c, space, "space", keys));
 
@@ -373,11 +374,70 @@ static int parse_profile(const struct lp_jctx *c, const cJSON *v, struct lp_swee
     return LP_OK;
 }
 
+/* "gpus": N | [N, ...] | {min, max, step} (step an integer, "xK" or
+ * "node": every multiple of the smallest gpus_per_node of the sweep's
+ * systems) | "auto" (every such node multiple up to constraints.max_gpus),
+ * up to LP_SWEEP_MAX_GPU_VALUES values. */
+static int gpu_values(const struct lp_jctx *c, const cJSON *v, const struct lp_sweep *sw,
+                      struct vlist *l)
+{
+    int node = 0;
+    for (int i = 0; i < sw->nvalues[LP_DIM_SYSTEM]; i++)
+        if (node == 0 || sw->systems[i].gpus_per_node < node) node = sw->systems[i].gpus_per_node;
+    const cJSON *st = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "step") : NULL;
+    const bool is_auto = cJSON_IsString(v) && !strcmp(v->valuestring, "auto");
+    if (!is_auto && !(cJSON_IsString(st) && !strcmp(st->valuestring, "node")))
+        return int_values(c, v, "gpus", 1, 1 << 24, false, l, NULL);
+    int lo = node, hi = sw->cons.max_gpus;
+    if (is_auto) {
+        if (hi <= 0)
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key 'gpus': \"auto\" (every multiple of a node) needs "
+                    "constraints.max_gpus as its largest value",
+                    c->file);
+    } else {
+        static const char *const keys[] = {"min", "max", "step", NULL};
+        LP_TRY(c->err, lp_json_check_keys(c, v, "gpus", keys));
+        LP_TRY(c->err, lp_json_int32(c, v, "gpus", "min", true, 1, 1 << 24, &lo));
+        LP_TRY(c->err, lp_json_int32(c, v, "gpus", "max", true, 1, 1 << 24, &hi));
+    }
+    l->n = 0;
+    for (long long x = ((long long)lo + node - 1) / node * node; x <= hi; x += node)
+        LP_TRY(c->err, vlist_push(c, "gpus", l, (int)x));
+    return LP_OK;
+}
+
+/* "best_by": a dimension name or a list of them (at most LP_GROUP_MAX;
+ * model, system, gpus, and every other dimension of the space). */
+static int parse_best_by(const struct lp_jctx *c, const cJSON *v, struct lp_sweep *sw)
+{
+    sw->nbest_by = 0;
+    if (!v) return LP_OK;
+    const cJSON *first = cJSON_IsArray(v) ? v->child : v;
+    for (const cJSON *it = first; it; it = cJSON_IsArray(v) ? it->next : NULL) {
+        int d = -1;
+        for (int k = 0; cJSON_IsString(it) && k < LP_DIM_COUNT; k++)
+            if (!strcmp(it->valuestring, lp_dim_name((enum lp_dim)k))) d = k;
+        if (d < 0 || sw->nbest_by == LP_GROUP_MAX)
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key 'best_by': expected up to %d dimension names (model, system, gpus, "
+                    "tp, pp, ...; docs/search.md)",
+                    c->file, LP_GROUP_MAX);
+        for (int k = 0; k < sw->nbest_by; k++)
+            if ((int)sw->best_by[k] == d)
+                LP_FAIL(c->err, LP_EINVAL, "%s: key 'best_by': \"%s\" given twice", c->file,
+                        it->valuestring);
+        sw->best_by[sw->nbest_by++] = (enum lp_dim)d;
+    }
+    return LP_OK;
+}
+
 static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_sweep *sw)
 {
     static const char *const keys[] = {"name",    "comment", "model",  "models",   "system",
                                        "systems", "gpus",    "space",  "training", "framework",
-                                       "profile", "top_k",   "output", "prices",   NULL};
+                                       "profile", "top_k",   "output", "prices",   "constraints",
+                                       "best_by", NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, root, "", keys));
     LP_TRY(err, lp_json_str(c, root, "", "name", false, sw->name, sizeof(sw->name)));
@@ -401,10 +461,47 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_swee
                 "%s: missing key 'gpus': expected a GPU count, a list of them or "
                 "{min, max, step}",
                 c->file);
-    int buf[LP_SWEEP_MAX_VALUES];
-    struct vlist l = {0, buf};
-    LP_TRY(err, int_values(c, v, "gpus", 1, 1 << 24, false, &l, NULL));
-    store(sw, LP_DIM_GPUS, &l);
+    const char *ckeys[LP_CONS_COUNT]; /* the names of src/core/constraints.c */
+    for (int i = 1; i < LP_CONS_COUNT; i++)
+        ckeys[i - 1] = lp_constraint_name((enum lp_constraint)i);
+    ckeys[LP_CONS_COUNT - 1] = NULL;
+    const cJSON *cons = cJSON_GetObjectItemCaseSensitive(root, "constraints");
+    if (cons) {
+        struct lp_constraints *k = &sw->cons;
+        LP_TRY(err, lp_json_check_keys(c, cons, "constraints", ckeys));
+        LP_TRY(err, lp_json_int32(c, cons, "constraints", lp_constraint_name(LP_CONS_MAX_GPUS),
+                                  false, 1, 1 << 24, &k->max_gpus));
+        LP_TRY(err, lp_json_num(c, cons, "constraints", lp_constraint_name(LP_CONS_MAX_DAYS), false,
+                                0, true, &k->max_days));
+        LP_TRY(err, lp_json_num(c, cons, "constraints", lp_constraint_name(LP_CONS_MAX_COST), false,
+                                0, true, &k->max_cost_usd));
+        LP_TRY(err,
+               lp_json_num(c, cons, "constraints", lp_constraint_name(LP_CONS_MIN_HEADROOM_GIB),
+                           false, 0, true, &k->min_headroom_gib));
+        LP_TRY(err,
+               lp_json_num(c, cons, "constraints", lp_constraint_name(LP_CONS_MIN_HEADROOM_FRAC),
+                           false, 0, true, &k->min_headroom_frac));
+        LP_TRY(err, lp_json_num(c, cons, "constraints", lp_constraint_name(LP_CONS_MIN_MFU), false,
+                                0, true, &k->min_mfu));
+        if (k->min_headroom_frac >= 1 || k->min_mfu > 1)
+            LP_FAIL(err, LP_EINVAL, "%s: key 'constraints.%s': expected a fraction below 1, got %g",
+                    c->file, k->min_mfu > 1 ? "min_mfu" : "min_memory_headroom_fraction",
+                    k->min_mfu > 1 ? k->min_mfu : k->min_headroom_frac);
+        if ((k->max_days > 0 || k->max_cost_usd > 0) && !(sw->train.tokens > 0) &&
+            !(sw->train.tokens_per_param > 0))
+            LP_FAIL(err, LP_EINVAL,
+                    "%s: key 'constraints.%s': expected a token budget to bound "
+                    "(training.tokens or training.tokens_per_param)",
+                    c->file, k->max_days > 0 ? "max_days" : "max_cost_usd");
+    }
+    int *buf = malloc(LP_SWEEP_MAX_GPU_VALUES * sizeof(int));
+    if (!buf) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    struct vlist l = {0, buf, LP_SWEEP_MAX_GPU_VALUES};
+    int rc = gpu_values(c, v, sw, &l);
+    if (rc == LP_OK) store(sw, LP_DIM_GPUS, &l);
+    free(buf);
+    if (rc < 0) return rc;
+    LP_TRY(err, parse_best_by(c, cJSON_GetObjectItemCaseSensitive(root, "best_by"), sw));
 
     LP_TRY(err, parse_space(c, cJSON_GetObjectItemCaseSensitive(root, "space"), sw));
 

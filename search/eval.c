@@ -101,6 +101,9 @@ static void fill_row(struct lp_row *w, uint64_t index, const int *digit, const s
     w->cost_usd = r->cost_usd;
     w->gpu_hours = r->gpu_hours;
     w->time_days = r->time_days;
+    w->framework = sw->values[LP_DIM_FRAMEWORK][digit[LP_DIM_FRAMEWORK]];
+    w->attention = sw->values[LP_DIM_ATTENTION][digit[LP_DIM_ATTENTION]];
+    w->precision = sw->values[LP_DIM_PRECISION][digit[LP_DIM_PRECISION]];
 }
 
 int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_evals,

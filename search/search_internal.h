@@ -30,6 +30,7 @@ struct lp_row {
     double compute_s, tp_comm_s, pp_bubble_s, pp_comm_s, dp_comm_exposed_s, optimizer_s;
     double weights_gib, gradients_gib, optimizer_gib, activations_gib, temporary_gib;
     double cost_per_iteration_usd, cost_usd, gpu_hours, time_days;
+    int32_t framework, attention, precision; /* the settings dimensions (#17) */
 };
 
 /* A completed index range and its rows (in the owner's row buffer). */
@@ -67,7 +68,7 @@ struct lp_search_opts {
 };
 
 struct lp_h5;          /* sweep_h5.c */
-#define LP_H5_NCOLS 38 /* columns of sweep.h5 (struct lp_row) */
+#define LP_H5_NCOLS 41 /* columns of sweep.h5 (struct lp_row) */
 
 struct lp_search {
     MPI_Comm comm;

@@ -43,6 +43,12 @@ enum lp_dim {
     LP_DIM_SP,
     LP_DIM_RECOMPUTE,
     LP_DIM_ZERO,
+    /* settings that are not parallel layout (issue #17), least significant:
+     * no structural check depends on them, so they never break a skip span,
+     * and a sweep that does not list them (radix 1) keeps every index */
+    LP_DIM_FRAMEWORK, /* index into lp_sweep.fws */
+    LP_DIM_ATTENTION, /* enum lp_attention, or LP_ATTENTION_COUNT = unfused */
+    LP_DIM_PRECISION, /* enum lp_prec */
     LP_DIM_COUNT
 };
 
@@ -99,7 +105,8 @@ struct lp_sweep {
     int ndp;
     int dp_values[LP_SWEEP_MAX_VALUES];
     struct lp_training train;
-    struct lp_framework_opts fw;
+    struct lp_framework_opts fw;   /* the first (or only) framework */
+    struct lp_framework_opts *fws; /* nvalues[LP_DIM_FRAMEWORK] frameworks */
     /* "" = data/profiles/<gpu>.h5 of each system's GPU; "roofline"; "synth";
      * or a profile file path (used for every system without its own
      * lp_system.profile: a system key, or the sweep's "profile" map). */

@@ -108,6 +108,13 @@ static cJSON *dim_value(const struct lp_sweep *sw, enum lp_dim d, int digit)
         return cJSON_CreateString(lp_schedule_name((enum lp_schedule)v));
     case LP_DIM_SP:
         return cJSON_CreateBool(v != 0);
+    case LP_DIM_FRAMEWORK:
+        return cJSON_CreateString(lp_framework_name(sw->fws[v].kind));
+    case LP_DIM_ATTENTION:
+        return cJSON_CreateString(lp_attention_name(v != LP_ATTENTION_COUNT,
+                                                    (enum lp_attention)(v % LP_ATTENTION_COUNT)));
+    case LP_DIM_PRECISION:
+        return cJSON_CreateString(lp_prec_name((enum lp_prec)v));
     default:
         return cJSON_CreateNumber(v);
     }

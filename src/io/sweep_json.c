@@ -230,11 +230,66 @@ static void store(struct lp_sweep *sw, enum lp_dim d, const struct vlist *l)
     memcpy(sw->values[d], l->v, (size_t)l->n * sizeof(int));
 }
 
+/* The training settings as dimensions: "attention" (names, "auto") or
+ * "flash_attention" (booleans: true = the training block's attention
+ * kernel, or flash2), "precision" (names); absent: the training block's. */
+static int parse_settings(const struct lp_jctx *c, const cJSON *space, const char *const *att_names,
+                          struct lp_sweep *sw, struct vlist *l)
+{
+    struct lp_err *err = c->err;
+    const cJSON *att = space ? cJSON_GetObjectItemCaseSensitive(space, "attention") : NULL;
+    const cJSON *fa = space ? cJSON_GetObjectItemCaseSensitive(space, "flash_attention") : NULL;
+    const int own = sw->train.flash_attention ? (int)sw->train.attention : LP_ATTENTION_COUNT;
+    if (att && fa)
+        LP_FAIL(err, LP_EINVAL,
+                "%s: key 'space.flash_attention': expected either 'attention' or "
+                "'flash_attention', not both",
+                c->file);
+    if (att) {
+        LP_TRY(err, enum_values(c, att, "space.attention", att_names, LP_ATTENTION_COUNT + 1, l));
+    } else if (fa) {
+        LP_TRY(err, bool_values(c, fa, "space.flash_attention", l));
+        const int flash = own == LP_ATTENTION_COUNT ? LP_ATTENTION_FLASH2 : own;
+        for (int i = 0; i < l->n; i++)
+            l->v[i] = l->v[i] ? flash : LP_ATTENTION_COUNT;
+    } else {
+        l->n = 1;
+        l->v[0] = own;
+    }
+    store(sw, LP_DIM_ATTENTION, l);
+    const cJSON *pr = space ? cJSON_GetObjectItemCaseSensitive(space, "precision") : NULL;
+    if (pr) {
+        const char *names[LP_PREC_COUNT];
+        for (int i = 0; i < LP_PREC_COUNT; i++)
+            names[i] = lp_prec_name((enum lp_prec)i);
+        LP_TRY(err, enum_values(c, pr, "space.precision", names, LP_PREC_COUNT, l));
+    } else {
+        l->n = 1;
+        l->v[0] = (int)sw->train.precision;
+    }
+    store(sw, LP_DIM_PRECISION, l);
+    return LP_OK;
+}
+
 static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sweep *sw)
 {
-    static const char *const keys[] = {"tp",        "pp",   "dp",          "cp",
-                                       "ep",        "vp",   "micro_batch", "sequence_parallel",
-                                       "recompute", "zero", "schedule",    NULL};
+    static const char *const keys[] = {"tp",
+                                       "pp",
+                                       "dp",
+                                       "cp",
+                                       "ep",
+                                       "vp",
+                                       "micro_batch",
+                                       "sequence_parallel",
+                                       "recompute",
+                                       "zero",
+                                       "schedule",
+                                       "attention",
+                                       "flash_attention",
+                                       "precision",
+                                       NULL};
+    /* the order of enum lp_attention, then unfused (LP_ATTENTION_COUNT) */
+    static const char *const att_names[] = {"flash2", "flash1", "triton", "unfused"};
     static const char *const rc_names[] = {"none", "selective", "full"};
     static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb"};
     struct lp_err *err = c->err;
@@ -331,6 +386,7 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
             }
     }
     store(sw, LP_DIM_SCHEDULE, &l);
+    LP_TRY(err, parse_settings(c, space, att_names, sw, &l));
     return LP_OK;
 }
 
@@ -407,6 +463,38 @@ static int gpu_values(const struct lp_jctx *c, const cJSON *v, const struct lp_s
     return LP_OK;
 }
 
+/* "framework": a name, an object with overrides, or a list of them (a
+ * dimension of the space, LP_DIM_FRAMEWORK). */
+static int parse_frameworks(const struct lp_jctx *c, const cJSON *v, struct lp_sweep *sw)
+{
+    const int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
+    if (n < 1 || n > LP_SWEEP_MAX_VALUES)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key 'framework': expected 1 to %d frameworks, got %d",
+                c->file, LP_SWEEP_MAX_VALUES, n);
+    sw->fws = calloc((size_t)n, sizeof(*sw->fws));
+    if (!sw->fws) LP_FAIL(c->err, LP_ENOMEM, "out of memory");
+    sw->fws[0] = sw->fw; /* the default when "framework" is absent */
+    int i = 0;
+    for (const cJSON *it = cJSON_IsArray(v) ? v->child : v; it;
+         it = cJSON_IsArray(v) ? it->next : NULL, i++) {
+        char kp[64];
+        if (cJSON_IsArray(v))
+            snprintf(kp, sizeof(kp), "framework[%d]", i);
+        else
+            snprintf(kp, sizeof(kp), "framework");
+        LP_TRY(c->err, lp_json_framework(c, it, kp, &sw->fws[i]));
+        for (int k = 0; k < i; k++)
+            if (!memcmp(&sw->fws[k], &sw->fws[i], sizeof(sw->fws[i])))
+                LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected distinct frameworks", c->file,
+                        kp);
+    }
+    for (int k = 0; k < n; k++)
+        sw->values[LP_DIM_FRAMEWORK][k] = k;
+    sw->nvalues[LP_DIM_FRAMEWORK] = n;
+    sw->fw = sw->fws[0];
+    return LP_OK;
+}
+
 /* "best_by": a dimension name or a list of them (at most LP_GROUP_MAX;
  * model, system, gpus, and every other dimension of the space). */
 static int parse_best_by(const struct lp_jctx *c, const cJSON *v, struct lp_sweep *sw)
@@ -452,8 +540,7 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_swee
                 "precision, ...}",
                 c->file);
     LP_TRY(err, lp_json_training(c, v, "training", &sw->train));
-    v = cJSON_GetObjectItemCaseSensitive(root, "framework");
-    if (v) LP_TRY(err, lp_json_framework(c, v, "framework", &sw->fw));
+    LP_TRY(err, parse_frameworks(c, cJSON_GetObjectItemCaseSensitive(root, "framework"), sw));
 
     v = cJSON_GetObjectItemCaseSensitive(root, "gpus");
     if (!v)
@@ -556,6 +643,7 @@ void lp_sweep_destroy(struct lp_sweep **sw)
     if (!sw || !*sw) return;
     free((*sw)->models);
     free((*sw)->systems);
+    free((*sw)->fws);
     free(*sw);
     *sw = NULL;
 }

@@ -173,8 +173,9 @@ struct lp_entry {
 
 /* Objectives. Time: iteration_time_s. Cost: the training cost cost_usd when
  * the sweep has a token budget (training.tokens > 0), else the cost of one
- * iteration, cost_per_iteration_usd. Ties are broken by the index, so every
- * ordering is total and the results canonical. */
+ * iteration, cost_per_iteration_usd. Ties are broken by the memory per GPU
+ * (less first: more headroom), then by the index, so every ordering is
+ * total and the results canonical. */
 enum lp_objective { LP_OBJ_TIME = 0, LP_OBJ_COST, LP_OBJ_COUNT };
 double lp_entry_objective(const struct lp_entry *e, enum lp_objective o);
 
@@ -193,6 +194,7 @@ struct lp_entry_set {
  * lp_results_top_sorted or lp_results_best. */
 struct lp_top_item {
     double obj;
+    double mem; /* memory per GPU: the tie-break before the index */
     uint64_t index;
     size_t slot; /* into store */
 };

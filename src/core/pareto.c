@@ -1,8 +1,9 @@
 /* Pareto front of (iteration time, cost) and top-k per objective.
  *
- * Every comparison is a total order: objective values first, the
- * configuration index last. Entry a dominates b when a is no worse in both
- * objectives and better in one, or equal in both with a smaller index; this
+ * Every comparison is a total order: objective values first, then the
+ * memory per GPU (less first), the configuration index last. Entry a
+ * dominates b when a is no worse in both objectives and better in one, or
+ * equal in both with less memory or (equal memory) a smaller index; this
  * relation is a strict partial order, so the front of a union equals the
  * front of the union of the fronts, and the top-k of a union the top-k of the
  * union of the top-ks. Results therefore depend only on the set of entries
@@ -20,24 +21,36 @@ double lp_entry_objective(const struct lp_entry *e, enum lp_objective o)
     return e->res.cost_usd > 0 ? e->res.cost_usd : e->res.cost_per_iteration_usd;
 }
 
-/* What every comparison looks at. */
+/* What every comparison looks at: the objectives, then the memory per GPU
+ * (issue #17: of two plans the model cannot tell apart in time and cost,
+ * the one leaving more memory free ranks first), then the index. */
 struct key {
     double obj[LP_OBJ_COUNT];
+    double mem;
     uint64_t index;
 };
 
 static struct key key_of(const struct lp_entry *e)
 {
     struct key k = {{lp_entry_objective(e, LP_OBJ_TIME), lp_entry_objective(e, LP_OBJ_COST)},
+                    e->res.memory_per_gpu_bytes,
                     e->index};
     return k;
+}
+
+/* The tie-break of equal objectives: less memory per GPU, then the index. */
+static int cmp_tie(double mem_a, uint64_t ia, double mem_b, uint64_t ib)
+{
+    if (mem_a < mem_b) return -1;
+    if (mem_a > mem_b) return 1;
+    return (ia > ib) - (ia < ib);
 }
 
 static int cmp_obj(struct key a, struct key b, enum lp_objective o)
 {
     if (a.obj[o] < b.obj[o]) return -1;
     if (a.obj[o] > b.obj[o]) return 1;
-    return (a.index > b.index) - (a.index < b.index);
+    return cmp_tie(a.mem, a.index, b.mem, b.index);
 }
 
 /* Order of the front: time, then cost, then index. */
@@ -52,7 +65,7 @@ static bool dominates(struct key a, struct key b)
 {
     if (a.obj[0] > b.obj[0] || a.obj[1] > b.obj[1]) return false;
     if (a.obj[0] < b.obj[0] || a.obj[1] < b.obj[1]) return true;
-    return a.index < b.index;
+    return cmp_tie(a.mem, a.index, b.mem, b.index) < 0;
 }
 
 static int set_reserve(struct lp_entry_set *s, size_t n, struct lp_err *err)
@@ -86,7 +99,7 @@ static int item_cmp(const struct lp_top_item *a, const struct lp_top_item *b)
 {
     if (a->obj < b->obj) return -1;
     if (a->obj > b->obj) return 1;
-    return (a->index > b->index) - (a->index < b->index);
+    return cmp_tie(a->mem, a->index, b->mem, b->index);
 }
 
 static size_t set_home(uint64_t index, size_t cap)
@@ -183,7 +196,7 @@ static void topk_free(struct lp_topk *t)
 static bool topk_wants(const struct lp_topk *t, size_t k, struct key ke, enum lp_objective o)
 {
     if (t->n < k) return true;
-    struct lp_top_item it = {ke.obj[o], ke.index, 0};
+    struct lp_top_item it = {ke.obj[o], ke.mem, ke.index, 0};
     return item_cmp(&it, &t->heap[0]) < 0;
 }
 
@@ -192,7 +205,7 @@ static int topk_add(struct lp_topk *t, size_t k, const struct lp_entry *e, enum 
 {
     struct key ke = key_of(e);
     if (!topk_wants(t, k, ke, o) || set_has(t, e->index)) return LP_OK;
-    struct lp_top_item it = {ke.obj[o], e->index, 0};
+    struct lp_top_item it = {ke.obj[o], ke.mem, e->index, 0};
     if (t->n < k) {
         if (t->n == t->cap) {
             size_t cap = t->cap ? 2 * t->cap : 16;
@@ -402,6 +415,7 @@ int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *
     if (!res->feasible) return LP_OK;
     struct key k = {
         {res->iteration_time_s, res->cost_usd > 0 ? res->cost_usd : res->cost_per_iteration_usd},
+        res->memory_per_gpu_bytes,
         index};
     if (!isfinite(k.obj[0]) || !isfinite(k.obj[1])) return LP_OK;
     /* most configurations are rejected here, without building an entry */

@@ -42,29 +42,65 @@ static cJSON *plan_json(const struct lp_entry *e, struct lp_err *err)
     return p;
 }
 
-static int add_list(cJSON *root, const char *key, const struct lp_entry *const *e, size_t n,
+/* Plans the model cannot tell apart (issue #17): the same model, system and
+ * GPU count with bit-identical iteration time and cost, e.g. recompute none
+ * and selective under FlashAttention, or ZeRO stages whose communication is
+ * hidden. A sorted top-k list keeps the first of them (the one needing the
+ * least memory, pareto.c's tie-break) and lists the others' indices in its
+ * "equivalent_to". */
+static bool equivalent(const struct lp_entry *a, const struct lp_entry *b, enum lp_objective o)
+{
+    return lp_entry_objective(a, o) == lp_entry_objective(b, o) &&
+           a->res.iteration_time_s == b->res.iteration_time_s &&
+           lp_entry_objective(a, LP_OBJ_COST) == lp_entry_objective(b, LP_OBJ_COST) &&
+           a->res.gpus == b->res.gpus && !strcmp(a->run.model.name, b->run.model.name) &&
+           !strcmp(a->run.system.name, b->run.system.name);
+}
+
+/* The plans of a list; with `o` >= 0 (a sorted top list) equivalent plans
+ * are collapsed into the first. */
+static int add_list(cJSON *root, const char *key, const struct lp_entry *const *e, size_t n, int o,
                     struct lp_err *err)
 {
     cJSON *a = cJSON_AddArrayToObject(root, key);
     if (!a) LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+    size_t first = 0; /* first kept plan of the current run of equal objective */
+    cJSON *kept = NULL;
     for (size_t i = 0; i < n; i++) {
-        cJSON *p = plan_json(e[i], err);
-        if (!p) return err ? err->code : LP_ENOMEM;
-        cJSON_AddItemToArray(a, p);
+        if (o >= 0 && i > 0 &&
+            lp_entry_objective(e[i], (enum lp_objective)o) !=
+                lp_entry_objective(e[first], (enum lp_objective)o))
+            first = i;
+        size_t k = first;
+        while (o >= 0 && k < i && !equivalent(e[k], e[i], (enum lp_objective)o))
+            k++;
+        if (o >= 0 && k < i) { /* e[k] was kept (the first of its class) */
+            cJSON *p = cJSON_GetArrayItem(a, 0);
+            for (; p; p = p->next)
+                if ((uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(p, "index")) == e[k]->index)
+                    break;
+            cJSON *eq = p ? cJSON_GetObjectItem(p, "equivalent_to") : NULL;
+            if (p && !eq) eq = cJSON_AddArrayToObject(p, "equivalent_to");
+            if (!eq || !cJSON_AddItemToArray(eq, cJSON_CreateNumber((double)e[i]->index)))
+                LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+            continue;
+        }
+        kept = plan_json(e[i], err);
+        if (!kept) return err ? err->code : LP_ENOMEM;
+        cJSON_AddItemToArray(a, kept);
     }
     return LP_OK;
 }
 
-static int add_best(cJSON *root, const char *key, const struct lp_entry *const *e, size_t n,
-                    struct lp_err *err)
+/* The first plan of a list (its equivalent_to included), or null. */
+static int add_best(cJSON *root, const char *key, const cJSON *list, struct lp_err *err)
 {
-    if (n == 0) {
-        if (!cJSON_AddNullToObject(root, key)) LP_FAIL(err, LP_ENOMEM, "out of memory");
-        return LP_OK;
+    const cJSON *first = cJSON_GetArrayItem(list, 0);
+    cJSON *p = first ? cJSON_Duplicate(first, true) : cJSON_CreateNull();
+    if (!p || !cJSON_AddItemToObject(root, key, p)) {
+        cJSON_Delete(p);
+        LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
     }
-    cJSON *p = plan_json(e[0], err);
-    if (!p) return err ? err->code : LP_ENOMEM;
-    cJSON_AddItemToObject(root, key, p);
     return LP_OK;
 }
 
@@ -81,11 +117,25 @@ static int add_plans(cJSON *root, const struct lp_results *res, struct lp_err *e
         rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (size_t i = 0; rc == LP_OK && i < res->front.n; i++)
         front[i] = &res->front.e[i];
-    if (rc == LP_OK) rc = add_best(root, "time_optimal", top[LP_OBJ_TIME], n[LP_OBJ_TIME], err);
-    if (rc == LP_OK) rc = add_best(root, "cost_optimal", top[LP_OBJ_COST], n[LP_OBJ_COST], err);
-    if (rc == LP_OK) rc = add_list(root, "pareto", front, res->front.n, err);
-    if (rc == LP_OK) rc = add_list(root, "top_time", top[LP_OBJ_TIME], n[LP_OBJ_TIME], err);
-    if (rc == LP_OK) rc = add_list(root, "top_cost", top[LP_OBJ_COST], n[LP_OBJ_COST], err);
+    /* the lists first (collapsed), then in the file's order: the optima
+     * (the first of each top list), the front, the top lists */
+    cJSON *lists = cJSON_CreateObject();
+    if (rc == LP_OK && !lists)
+        rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
+    if (rc == LP_OK) rc = add_list(lists, "pareto", front, res->front.n, -1, err);
+    if (rc == LP_OK)
+        rc = add_list(lists, "top_time", top[LP_OBJ_TIME], n[LP_OBJ_TIME], LP_OBJ_TIME, err);
+    if (rc == LP_OK)
+        rc = add_list(lists, "top_cost", top[LP_OBJ_COST], n[LP_OBJ_COST], LP_OBJ_COST, err);
+    if (rc == LP_OK)
+        rc = add_best(root, "time_optimal", cJSON_GetObjectItem(lists, "top_time"), err);
+    if (rc == LP_OK)
+        rc = add_best(root, "cost_optimal", cJSON_GetObjectItem(lists, "top_cost"), err);
+    while (rc == LP_OK && lists->child) {
+        cJSON *it = cJSON_DetachItemViaPointer(lists, lists->child);
+        cJSON_AddItemToObject(root, it->string, it);
+    }
+    cJSON_Delete(lists);
     free(front);
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         free(top[o]);

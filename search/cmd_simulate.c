@@ -20,7 +20,7 @@ static void usage(FILE *f)
         "       llmplan simulate --batch RUNS.jsonl [--profile FILE|synth|roofline] "
         "[--sustained-frac F]\n"
         "\n"
-        "Simulate one training iteration of one configuration (DESIGN.md run description).\n"
+        "Simulate one training iteration of one configuration (docs/design.md run description).\n"
         "\n"
         "  --json             print one JSON object (the contract's simulate output)\n"
         "  --batch FILE       one run description per line ('-' = stdin); prints one JSON\n"

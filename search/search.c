@@ -55,6 +55,28 @@ double lp_search_wall_s(const struct lp_search *s)
     return s->wall_before_s + (now_s() - s->t_start);
 }
 
+/* An MPI world of one rank under a launcher that started more tasks (an MPI
+ * library not built for that launcher: `srun` without --mpi=pmix, or a
+ * binary of another MPI): each task would sweep everything alone. Warn. */
+static void check_world(int size)
+{
+    static const char *const vars[] = {"SLURM_NTASKS", "PMI_SIZE", "PMIX_SIZE",
+                                       "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS"};
+    if (size != 1) return;
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        const long n = v ? strtol(v, NULL, 10) : 0;
+        if (n > 1) {
+            fprintf(stderr,
+                    "search: WARNING: the MPI world has 1 rank but the launcher started %ld "
+                    "tasks (%s=%s): each task sweeps everything on its own; check that llmplan's "
+                    "MPI matches the launcher (srun --mpi=pmix, or mpirun of the same MPI)\n",
+                    n, vars[i], v);
+            return;
+        }
+    }
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -565,6 +587,7 @@ int lp_cmd_search(int argc, char **argv)
     MPI_Comm_rank(s->comm, &s->rank);
     MPI_Comm_size(s->comm, &s->size);
     s->lock_fd = -1;
+    check_world(s->size);
 
     const char *out_arg = NULL;
     int code = parse_args(argc, argv, &s->opt, &out_arg, s->rank == 0);

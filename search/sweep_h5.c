@@ -1,6 +1,6 @@
 /* sweep.h5: one row per evaluated configuration, written in parallel.
  *
- * This file includes hdf5.h outside src/io: a documented exception (DESIGN.md
+ * This file includes hdf5.h outside src/io: a documented exception (docs/design.md
  * "Layout"), because the dataset is written collectively by the MPI ranks
  * that computed the rows, through the MPI-IO driver, with no funnelling
  * through rank 0.

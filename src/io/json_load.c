@@ -1,4 +1,4 @@
-/* JSON presets and run descriptions (DESIGN.md, "The contract").
+/* JSON presets and run descriptions (docs/design.md, "The contract").
  *
  * Every error is one line: "FILE: key 'a.b': expected ..., got ...". Unknown
  * keys are refused by name. Presets are data/<kind>s/<name>.json. */
@@ -78,7 +78,9 @@ int lp_write_file_atomic(const char *path, const void *data, size_t len, struct 
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) LP_FAIL(err, LP_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    /* name the file asked for, not the temporary (issue #17: --trace into a
+     * missing directory printed "x.json.tmp.123: cannot create") */
+    if (fd < 0) LP_FAIL(err, LP_EIO, "%s: cannot create: %s", path, strerror(errno));
     const char *p = data;
     size_t left = len;
     while (left > 0) {
@@ -88,14 +90,14 @@ int lp_write_file_atomic(const char *path, const void *data, size_t len, struct 
             int e = errno;
             close(fd);
             unlink(tmp);
-            LP_FAIL(err, LP_EIO, "%s: write failed: %s", tmp, strerror(e));
+            LP_FAIL(err, LP_EIO, "%s: write failed: %s", path, strerror(e));
         }
         p += w;
         left -= (size_t)w;
     }
     if (fsync(fd) != 0 || close(fd) != 0) {
         unlink(tmp);
-        LP_FAIL(err, LP_EIO, "%s: fsync/close failed: %s", tmp, strerror(errno));
+        LP_FAIL(err, LP_EIO, "%s: fsync/close failed: %s", path, strerror(errno));
     }
     if (rename(tmp, path) != 0) {
         int e = errno;

@@ -1,4 +1,4 @@
-/* plans.json: the answer of a sweep (DESIGN.md contract; docs/search.md).
+/* plans.json: the answer of a sweep (docs/design.md contract; docs/search.md).
  *
  * Every plan has the shape of `llmplan simulate --json` with its
  * configuration blocks (lp_result_to_json, with_config) plus "index", its

@@ -89,7 +89,7 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
             bad |= add_num(p, "last_stage_layers", r->par.last_stage_layers);
     }
     /* the run's training settings; "training" itself is the cost projection
-     * of the simulate output (DESIGN.md) */
+     * of the simulate output (docs/design.md) */
     cJSON *t = cJSON_AddObjectToObject(c, "training_config");
     bad |= !t;
     if (t) {

@@ -244,6 +244,14 @@ struct lp_system {
     /* the kernel profile of this system ("profile": a file, "synth" or
      * "roofline"); "" = data/profiles/<gpu>.h5 (search/cost_model.c) */
     char profile[LP_PROFILE_PATH_LEN];
+    /* the bill (src/core/bill.c; all opt-in, 0 = not modelled) */
+    bool billing_per_node; /* "billing": "node" (whole instances) or "gpu" */
+    struct lp_energy {
+        double pue, usd_per_kwh, power_w; /* power_w 0 = the GPU's tdp_w */
+    } energy;
+    struct lp_goodput {
+        double mtbf_gpu_hours, checkpoint_s, restart_s;
+    } goodput;
 };
 /* The scale-up domain of a system (scale_up_gpus, or the node). */
 int lp_system_scale_up(const struct lp_system *s);

@@ -765,6 +765,44 @@ static int parse_prices(const struct lp_jctx *c, const cJSON *o, const char *pat
     return LP_OK;
 }
 
+/* "billing", "energy", "goodput" (src/core/bill.c; docs/presets.md). */
+static int parse_bill(const struct lp_jctx *c, const cJSON *o, const char *path,
+                      struct lp_system *s)
+{
+    static const char *const ekeys[] = {"pue", "usd_per_kwh", "power_w", NULL};
+    static const char *const gkeys[] = {"mtbf_gpu_hours", "checkpoint_s", "restart_s", NULL};
+    char kp[256], billing[8] = "gpu";
+    LP_TRY(c->err, lp_json_str(c, o, path, "billing", false, billing, sizeof(billing)));
+    if (strcmp(billing, "gpu") != 0 && strcmp(billing, "node") != 0)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected \"gpu\" or \"node\", got \"%s\"",
+                c->file, lp_jpath(kp, sizeof(kp), path, "billing"), billing);
+    s->billing_per_node = !strcmp(billing, "node");
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "energy");
+    if (e) {
+        lp_jpath(kp, sizeof(kp), path, "energy");
+        LP_TRY(c->err, lp_json_check_keys(c, e, kp, ekeys));
+        s->energy.pue = 1.0;
+        LP_TRY(c->err, lp_json_num(c, e, kp, "pue", false, 1, false, &s->energy.pue));
+        LP_TRY(c->err, lp_json_num(c, e, kp, "usd_per_kwh", true, 0, true, &s->energy.usd_per_kwh));
+        LP_TRY(c->err, lp_json_num(c, e, kp, "power_w", false, 0, true, &s->energy.power_w));
+        if (!(s->energy.power_w > 0) && !(s->gpu.tdp_w > 0))
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key '%s.power_w': expected the power per GPU in W (GPU %s has no tdp_w)",
+                    c->file, kp, s->gpu.name);
+    }
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(o, "goodput");
+    if (g) {
+        lp_jpath(kp, sizeof(kp), path, "goodput");
+        LP_TRY(c->err, lp_json_check_keys(c, g, kp, gkeys));
+        LP_TRY(c->err,
+               lp_json_num(c, g, kp, "mtbf_gpu_hours", true, 0, true, &s->goodput.mtbf_gpu_hours));
+        LP_TRY(c->err,
+               lp_json_num(c, g, kp, "checkpoint_s", true, 0, false, &s->goodput.checkpoint_s));
+        LP_TRY(c->err, lp_json_num(c, g, kp, "restart_s", true, 0, false, &s->goodput.restart_s));
+    }
+    return LP_OK;
+}
+
 static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char *path, void *vout)
 {
     static const char *const keys[] = {"name",
@@ -780,6 +818,9 @@ static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char 
                                        "notes",
                                        "prices",
                                        "profile",
+                                       "billing",
+                                       "energy",
+                                       "goodput",
                                        NULL};
     struct lp_system *s = vout;
     struct lp_err *err = c->err;
@@ -804,6 +845,7 @@ static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char 
     LP_TRY(err, lp_json_str(c, o, path, "source", false, s->source, sizeof(s->source)));
     LP_TRY(err, parse_prices(c, o, path, s));
     LP_TRY(err, lp_json_str(c, o, path, "profile", false, s->profile, sizeof(s->profile)));
+    LP_TRY(err, parse_bill(c, o, path, s));
     return LP_OK;
 }
 

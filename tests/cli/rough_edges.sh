@@ -6,6 +6,10 @@
 set -u
 bin=$1 src=$2 dir=$3
 rm -rf "$dir" && mkdir -p "$dir"
+# `llmplan search` initialises MPI: under the sanitizer build, ignore Open
+# MPI's own leaks as tests/mpi/lib.bash does
+export LSAN_OPTIONS="suppressions=$src/tests/mpi/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 export LLMPLAN_DATA=${LLMPLAN_DATA:-$src/data}
 cat >"$dir/run.json" <<'JSON'
 {"model": "gpt3-1.3b", "system": "dgx-a100-80gb", "gpus": 8,

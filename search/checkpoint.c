@@ -20,12 +20,13 @@
 #include "search_internal.h"
 
 #define CK_MAGIC "LPCKPT1"
-#define CK_VERSION 2
+#define CK_VERSION 3
 
 struct ck_header {
     char magic[8];
     uint32_t version, entry_size, range_size, count_n;
     uint64_t sweep_hash, space_size, segment_len, top_k, dataset;
+    uint64_t text_hash; /* the sweep text alone: says which part of sweep_hash differs */
     uint64_t segment, rows_base, ndone;
     uint64_t res_counts[3];
     double wall_s;
@@ -69,6 +70,7 @@ int lp_checkpoint_write(const struct lp_search *s, const struct lp_results *res,
     h.range_size = (uint32_t)sizeof(struct lp_range);
     h.count_n = LP_COUNT_N;
     h.sweep_hash = lp_sweep_hash(s);
+    h.text_hash = fnv(s->sweep_text, strlen(s->sweep_text) + 1, FNV_OFFSET);
     h.space_size = lp_space_size(&s->space);
     h.segment_len = s->opt.segment;
     h.top_k = (uint64_t)s->res.top_k;
@@ -196,13 +198,26 @@ int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err)
         rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__, "%s: checksum mismatch", path);
         goto cleanup;
     }
-    if (h.sweep_hash != lp_sweep_hash(s) || h.space_size != lp_space_size(&s->space) ||
-        h.segment_len != s->opt.segment || h.top_k != (uint64_t)s->res.top_k ||
-        h.dataset != (uint64_t)s->opt.dataset) {
+    /* which setting differs, the first of them (issue #17) */
+    char why[160] = "";
+    if (h.text_hash != fnv(s->sweep_text, strlen(s->sweep_text) + 1, FNV_OFFSET))
+        snprintf(why, sizeof(why), "the sweep file's text changed");
+    else if (h.sweep_hash != lp_sweep_hash(s))
+        snprintf(why, sizeof(why),
+                 "the cost model differs (--profile, a profile file or --sustained-frac)");
+    else if (h.segment_len != s->opt.segment)
+        snprintf(why, sizeof(why), "--segment was %llu, now %llu",
+                 (unsigned long long)h.segment_len, (unsigned long long)s->opt.segment);
+    else if (h.dataset != (uint64_t)s->opt.dataset)
+        snprintf(why, sizeof(why), "it was written %s --no-dataset",
+                 h.dataset ? "without" : "with");
+    else if (h.space_size != lp_space_size(&s->space) || h.top_k != (uint64_t)s->res.top_k)
+        snprintf(why, sizeof(why), "the space size or top_k differs");
+    if (why[0]) {
         rc = lp_err_set_at(err, LP_EINVAL, __FILE__, __LINE__,
-                           "%s: the checkpoint belongs to a different sweep, cost model, "
-                           "--segment or --no-dataset setting; remove it to start over",
-                           path);
+                           "%s: the checkpoint belongs to another run: %s; rerun as before, or "
+                           "remove it to start over",
+                           path, why);
         goto cleanup;
     }
     s->flush_seg = h.segment;

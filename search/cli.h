@@ -17,13 +17,24 @@ int lp_cmd_schedule(int argc, char **argv); /* cmd_schedule.c: jobs on one clust
 struct lp_err;
 void lp_cli_error(const struct lp_err *err);
 
-/* The cost model of a GPU (cmd_simulate.c): profile_arg "roofline", a file,
- * or NULL for data/profiles/<gpu>.h5 (*prof then owns the loaded profile);
- * used receives what was used. */
-struct lp_gpu;
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The cost model of one system (cost_model.c): which profile applies
+ * (command line, the system's own, the sweep's, data/profiles/<gpu>.h5), and
+ * loading it. A profile file measured on another GPU is refused unless
+ * allow_mismatch (then *mismatch is set and the caller warns with
+ * lp_cli_warn_mismatch and flags its output). *prof is owned by the caller
+ * (NULL for roofline). used gets the path, "roofline" or "synth:<gpu>". */
+struct lp_system;
 struct lp_profile;
 struct lp_cost_model;
-int lp_cli_cost_model(const char *profile_arg, const struct lp_gpu *gpu, struct lp_profile **prof,
-                      struct lp_cost_model *cm, char *used, size_t used_len, struct lp_err *err);
+const char *lp_cli_profile_choice(const char *cli_arg, const struct lp_system *sys,
+                                  const char *sweep_default);
+int lp_cli_cost_model(const char *choice, const struct lp_system *sys, bool allow_mismatch,
+                      struct lp_profile **prof, struct lp_cost_model *cm, char *used,
+                      size_t used_len, bool *mismatch, struct lp_err *err);
+void lp_cli_warn_mismatch(const char *cmd, const struct lp_profile *prof,
+                          const struct lp_system *sys);
 
 #endif

@@ -169,10 +169,12 @@ static int run(const char *file, const char *policy, const char *gantt, const ch
     int rc = lp_jobs_load(file, &J, err);
     if (rc < 0) goto cleanup;
     const struct lp_sweep *sw0 = J->job[0].plan;
-    const char *choice = profile ? profile : (sw0->profile[0] ? sw0->profile : NULL);
+    const struct lp_system *sys = &sw0->systems[0];
+    const char *choice = lp_cli_profile_choice(profile, sys, sw0->profile);
     char used[1024];
     struct lp_cost_model cm;
-    rc = lp_cli_cost_model(choice, &sw0->systems[0].gpu, &prof, &cm, used, sizeof(used), err);
+    bool mismatch = false;
+    rc = lp_cli_cost_model(choice, sys, false, &prof, &cm, used, sizeof(used), &mismatch, err);
     if (rc >= 0) rc = lp_sim_create(&cm, &sim, err);
     if (rc < 0) goto cleanup;
     size_t n = (size_t)J->njobs, na = (size_t)J->nalloc;

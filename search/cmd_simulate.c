@@ -1,4 +1,4 @@
-/* llmplan simulate RUN.json [--json] [--trace FILE] [--profile FILE|roofline] */
+/* llmplan simulate RUN.json [--json] [--trace FILE] [--profile FILE|synth|roofline] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,89 +13,74 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: llmplan simulate RUN.json [--json] [--trace FILE] [--profile FILE|roofline]\n"
-            "                        [--sustained-frac F]\n"
-            "       llmplan simulate --batch RUNS.jsonl [--profile FILE|roofline] "
-            "[--sustained-frac F]\n"
-            "\n"
-            "Simulate one training iteration of one configuration (DESIGN.md run description).\n"
-            "\n"
-            "  --json             print one JSON object (the contract's simulate output)\n"
-            "  --batch FILE       one run description per line ('-' = stdin); prints one JSON\n"
-            "                     result per line, with the configuration (scripts/validate)\n"
-            "  --trace FILE       write the simulated timeline as Chrome trace JSON (Perfetto)\n"
-            "  --max-batch        also report the largest micro-batch that fits one GPU\n"
-            "                     (\"max_batch\" in JSON; works with --batch)\n"
-            "  --profile FILE     kernel profile to use (default: data/profiles/<gpu>.h5;\n"
-            "                     'roofline' = the closed-form test backend)\n"
-            "  --sustained-frac F override every GPU's sustained fraction of its profile's\n"
-            "                     compute throughput (default: the GPU preset's, else %.2f;\n"
-            "                     docs/calibration.md)\n"
-            "  -h, --help         this text\n"
-            "\n"
-            "An infeasible configuration prints feasible: false and its reason, exit 0.\n"
-            "Malformed input exits 1 with a message naming the file and the key.\n",
-            LP_SUSTAINED_FRAC);
-}
-
-/* Choose and load the cost model: an explicit --profile, else the GPU's
- * shipped profile. *prof is owned by the caller. */
-int lp_cli_cost_model(const char *profile_arg, const struct lp_gpu *gpu, struct lp_profile **prof,
-                      struct lp_cost_model *cm, char *used, size_t used_len, struct lp_err *err)
-{
-    *prof = NULL;
-    if (profile_arg && strcmp(profile_arg, "roofline") == 0) {
-        lp_cost_model_roofline(cm, gpu);
-        snprintf(used, used_len, "roofline");
-        return LP_OK;
-    }
-    char path[1024];
-    if (profile_arg) {
-        snprintf(path, sizeof(path), "%s", profile_arg);
-    } else {
-        lp_profile_default_path(gpu->name, path, sizeof(path));
-        struct stat st;
-        if (stat(path, &st) != 0)
-            LP_FAIL(err, LP_ENOTFOUND,
-                    "no kernel profile for GPU '%s' (%s); generate one with `llmplan profile synth "
-                    "--gpu %s` or pass --profile roofline",
-                    gpu->name, path, gpu->name);
-    }
-    LP_TRY(err, lp_profile_read_h5(path, prof, err));
-    int rc = lp_profile_plausible(*prof, gpu, err);
-    if (rc < 0) {
-        lp_profile_destroy(prof);
-        return rc;
-    }
-    lp_cost_model_table(cm, *prof, gpu);
-    snprintf(used, used_len, "%s", path);
-    return LP_OK;
+    fprintf(
+        f,
+        "usage: llmplan simulate RUN.json [--json] [--trace FILE] [--profile FILE|synth|roofline]\n"
+        "                        [--sustained-frac F] [--allow-profile-mismatch]\n"
+        "       llmplan simulate --batch RUNS.jsonl [--profile FILE|synth|roofline] "
+        "[--sustained-frac F]\n"
+        "\n"
+        "Simulate one training iteration of one configuration (docs/design.md run description).\n"
+        "\n"
+        "  --json             print one JSON object (the contract's simulate output)\n"
+        "  --batch FILE       one run description per line ('-' = stdin); prints one JSON\n"
+        "                     result per line, with the configuration (scripts/validate)\n"
+        "  --trace FILE       write the simulated timeline as Chrome trace JSON (Perfetto)\n"
+        "  --max-batch        also report the largest micro-batch that fits one GPU\n"
+        "                     (\"max_batch\" in JSON; works with --batch)\n"
+        "  --profile P        kernel profile to use: FILE.h5, 'synth' (analytical, from\n"
+        "                     the GPU's datasheet) or 'roofline' (closed-form test\n"
+        "                     backend); default: the system's \"profile\", else\n"
+        "                     data/profiles/<gpu>.h5\n"
+        "  --allow-profile-mismatch\n"
+        "                     use a profile measured on another GPU than the system's\n"
+        "                     (refused otherwise; warns and flags the output)\n"
+        "  --sustained-frac F override every GPU's sustained fraction of its profile's\n"
+        "                     compute throughput (default: the GPU preset's, else %.2f;\n"
+        "                     docs/calibration.md)\n"
+        "  -h, --help         this text\n"
+        "\n"
+        "An infeasible configuration prints feasible: false and its reason, exit 0.\n"
+        "Malformed input exits 1 with a message naming the file and the key.\n",
+        LP_SUSTAINED_FRAC);
 }
 
 #define BATCH_PROFILES 32
 
 /* --batch: JSON lines in, JSON lines out; one profile loaded per GPU. */
 /* Print a JSON result, with "max_batch" added when asked (--max-batch). */
-static void print_json(const char *text, const struct lp_run *run, bool max_batch)
+/* Print a JSON result, with "max_batch" added when asked (--max-batch) and
+ * "profile_gpu_mismatch" (the profile's GPU) when a profile of another GPU
+ * was allowed. */
+static void print_json(const char *text, const struct lp_run *run, bool max_batch,
+                       const struct lp_profile *mismatch)
 {
     size_t n = strlen(text);
     while (n > 0 && text[n - 1] != '}')
         n--;
-    if (!max_batch || n == 0) {
+    if ((!max_batch && !mismatch) || n == 0) {
         printf("%s\n", text);
         return;
     }
-    printf("%.*s,\"max_batch\":%d}\n", (int)(n - 1), text, lp_sim_max_batch(run));
+    size_t m = n - 1; /* before the closing brace and the whitespace ahead of it */
+    while (m > 0 && (text[m - 1] == '\n' || text[m - 1] == '\t' || text[m - 1] == ' '))
+        m--;
+    const char *sep = m + 1 < n ? ",\n\t" : ",";
+    printf("%.*s", (int)m, text);
+    if (max_batch) printf("%s\"max_batch\":%d", sep, lp_sim_max_batch(run));
+    if (mismatch) printf("%s\"profile_gpu_mismatch\":\"%s\"", sep, mismatch->gpu);
+    printf("%s}\n", m + 1 < n ? "\n" : "");
 }
 
 static int run_batch(const char *file, const char *profile, double sustained, bool max_batch,
-                     struct lp_err *err)
+                     bool allow_mismatch, struct lp_err *err)
 {
     FILE *in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
     if (!in) LP_FAIL(err, LP_EIO, "%s: cannot open", file);
     struct {
         char gpu[LP_NAME_LEN];
+        char choice[LP_PROFILE_PATH_LEN];
+        bool mismatch;
         struct lp_profile *prof;
         struct lp_cost_model cm;
         struct lp_sim *sim;
@@ -117,8 +102,10 @@ static int run_batch(const char *file, const char *profile, double sustained, bo
         rc = lp_parse_run(p, origin, &run, err);
         if (rc < 0) break;
         if (sustained > 0) run.system.gpu.sustained_frac = sustained;
+        const char *choice = lp_cli_profile_choice(profile, &run.system, NULL);
         int k = 0;
-        while (k < ncache && strcmp(cache[k].gpu, run.system.gpu.name) != 0)
+        while (k < ncache && (strcmp(cache[k].gpu, run.system.gpu.name) != 0 ||
+                              strcmp(cache[k].choice, choice) != 0))
             k++;
         if (k == ncache) {
             if (ncache == BATCH_PROFILES) {
@@ -129,9 +116,12 @@ static int run_batch(const char *file, const char *profile, double sustained, bo
             }
             char used[1024];
             snprintf(cache[k].gpu, sizeof(cache[k].gpu), "%s", run.system.gpu.name);
+            snprintf(cache[k].choice, sizeof(cache[k].choice), "%s", choice);
             cache[k].sim = NULL;
-            rc = lp_cli_cost_model(profile, &run.system.gpu, &cache[k].prof, &cache[k].cm, used,
-                                   sizeof(used), err);
+            rc = lp_cli_cost_model(choice, &run.system, allow_mismatch, &cache[k].prof,
+                                   &cache[k].cm, used, sizeof(used), &cache[k].mismatch, err);
+            if (rc >= 0 && cache[k].mismatch)
+                lp_cli_warn_mismatch("llmplan simulate", cache[k].prof, &run.system);
             if (rc >= 0) rc = lp_sim_create(&cache[k].cm, &cache[k].sim, err);
             ncache++;
             if (rc < 0) break;
@@ -140,7 +130,7 @@ static int run_batch(const char *file, const char *profile, double sustained, bo
         lp_sim_run(cache[k].sim, &run, &res);
         char *text = NULL;
         rc = lp_result_to_json_line(&run, &res, true, &text, err);
-        if (rc >= 0) print_json(text, &run, max_batch);
+        if (rc >= 0) print_json(text, &run, max_batch, cache[k].mismatch ? cache[k].prof : NULL);
         free(text);
     }
     free(line);
@@ -222,7 +212,7 @@ int lp_cmd_simulate(int argc, char **argv)
 {
     const char *file = NULL, *trace = NULL, *profile = NULL, *batch = NULL;
     int json = 0;
-    bool max_batch = false;
+    bool max_batch = false, allow_mismatch = false;
     double sustained = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -232,6 +222,8 @@ int lp_cmd_simulate(int argc, char **argv)
             json = 1;
         } else if (!strcmp(argv[i], "--max-batch")) {
             max_batch = true;
+        } else if (!strcmp(argv[i], "--allow-profile-mismatch")) {
+            allow_mismatch = true;
         } else if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
             trace = argv[++i];
         } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
@@ -263,7 +255,7 @@ int lp_cmd_simulate(int argc, char **argv)
     struct lp_err err;
     lp_err_clear(&err);
     if (batch) {
-        if (run_batch(batch, profile, sustained, max_batch, &err) < 0) {
+        if (run_batch(batch, profile, sustained, max_batch, allow_mismatch, &err) < 0) {
             lp_cli_error(&err);
             return 1;
         }
@@ -282,8 +274,11 @@ int lp_cmd_simulate(int argc, char **argv)
     if (rc >= 0 && sustained > 0) run.system.gpu.sustained_frac = sustained;
     char used[1024];
     struct lp_cost_model cm;
+    bool mismatch = false;
     if (rc >= 0)
-        rc = lp_cli_cost_model(profile, &run.system.gpu, &prof, &cm, used, sizeof(used), &err);
+        rc = lp_cli_cost_model(lp_cli_profile_choice(profile, &run.system, NULL), &run.system,
+                               allow_mismatch, &prof, &cm, used, sizeof(used), &mismatch, &err);
+    if (rc >= 0 && mismatch) lp_cli_warn_mismatch("llmplan simulate", prof, &run.system);
     if (rc >= 0) rc = lp_sim_create(&cm, &sim, &err);
     struct lp_result res;
     if (rc >= 0 && trace) {
@@ -298,9 +293,13 @@ int lp_cmd_simulate(int argc, char **argv)
     if (rc >= 0) {
         if (json) {
             rc = lp_result_to_json(&run, &res, false, &text, &err);
-            if (rc >= 0) print_json(text, &run, max_batch);
+            if (rc >= 0) print_json(text, &run, max_batch, mismatch ? prof : NULL);
         } else {
             print_summary(&run, &res, used);
+            if (mismatch)
+                printf("\nWARNING    profile measured on GPU '%s', not on '%s' "
+                       "(--allow-profile-mismatch)\n",
+                       prof->gpu, run.system.gpu.name);
             if (max_batch)
                 printf("\nmax batch  %d sequences per GPU fit %.1f GiB\n", lp_sim_max_batch(&run),
                        run.system.gpu.mem_bytes / GIB);

@@ -101,6 +101,9 @@ static void fill_row(struct lp_row *w, uint64_t index, const int *digit, const s
     w->cost_usd = r->cost_usd;
     w->gpu_hours = r->gpu_hours;
     w->time_days = r->time_days;
+    w->framework = sw->values[LP_DIM_FRAMEWORK][digit[LP_DIM_FRAMEWORK]];
+    w->attention = sw->values[LP_DIM_ATTENTION][digit[LP_DIM_ATTENTION]];
+    w->precision = sw->values[LP_DIM_PRECISION][digit[LP_DIM_PRECISION]];
 }
 
 int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_evals,
@@ -141,7 +144,14 @@ int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_ev
             fill_row(&s->rows.r[s->rows.n++], i, digit, s->sweep, run, &res);
             rows++;
         }
-        LP_TRY_GOTO(err, rc, lp_results_offer(&s->res, i, run, &res, err), out);
+        /* constraints before any ranking: an excluded plan stays a feasible
+         * dataset row but is never offered to the front, top-k or groups */
+        const enum lp_constraint why_not =
+            res.feasible ? lp_constraints_check(&s->sweep->cons, run, &res) : LP_CONS_NONE;
+        if (why_not != LP_CONS_NONE)
+            cnt[LP_COUNT_EXCLUDED_BY_CONSTRAINT + why_not]++;
+        else
+            LP_TRY_GOTO(err, rc, lp_results_offer(&s->res, i, run, &res, err), out);
         i++;
         if (max_evals && ++evals >= max_evals) break;
     }

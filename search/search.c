@@ -55,6 +55,28 @@ double lp_search_wall_s(const struct lp_search *s)
     return s->wall_before_s + (now_s() - s->t_start);
 }
 
+/* An MPI world of one rank under a launcher that started more tasks (an MPI
+ * library not built for that launcher: `srun` without --mpi=pmix, or a
+ * binary of another MPI): each task would sweep everything alone. Warn. */
+static void check_world(int size)
+{
+    static const char *const vars[] = {"SLURM_NTASKS", "PMI_SIZE", "PMIX_SIZE",
+                                       "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS"};
+    if (size != 1) return;
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        const long n = v ? strtol(v, NULL, 10) : 0;
+        if (n > 1) {
+            fprintf(stderr,
+                    "search: WARNING: the MPI world has 1 rank but the launcher started %ld "
+                    "tasks (%s=%s): each task sweeps everything on its own; check that llmplan's "
+                    "MPI matches the launcher (srun --mpi=pmix, or mpirun of the same MPI)\n",
+                    n, vars[i], v);
+            return;
+        }
+    }
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -69,6 +91,9 @@ static void usage(FILE *f)
             "  --resume           continue from DIR/checkpoint.bin (start afresh if none)\n"
             "  --no-dataset       do not write sweep.h5\n"
             "  --profile P        override the sweep's \"profile\": FILE.h5, roofline or synth\n"
+            "  --allow-profile-mismatch\n"
+            "                     use profiles measured on another GPU than the system's\n"
+            "                     (refused otherwise; warns and flags plans.json)\n"
             "  --sustained-frac F override every GPU's sustained fraction of its profile's\n"
             "                     compute throughput (docs/calibration.md)\n"
             "  --chunk N          smallest index range handed to a rank (default %d)\n"
@@ -124,6 +149,8 @@ static int parse_args(int argc, char **argv, struct lp_search_opts *o, const cha
             o->resume = true;
         } else if (!strcmp(a, "--no-dataset")) {
             o->dataset = false;
+        } else if (!strcmp(a, "--allow-profile-mismatch")) {
+            o->allow_mismatch = true;
         } else if (!strcmp(a, "--quiet")) {
             o->quiet = true;
         } else if (!strcmp(a, "--profile") && more) {
@@ -278,11 +305,11 @@ static int load_sweep(struct lp_search *s, struct lp_err *err)
     return LP_OK;
 }
 
-/* The cost model of each system: --profile, else the sweep's "profile", else
- * data/profiles/<gpu>.h5. Local (every rank loads its own). */
+/* The cost model of each system (search/cost_model.c: --profile, else the
+ * system's own profile, else the sweep's "profile", else
+ * data/profiles/<gpu>.h5). Local (every rank loads its own). */
 static int load_cost_models(struct lp_search *s, struct lp_err *err)
 {
-    const char *choice = s->opt.profile ? s->opt.profile : s->sweep->profile;
     size_t off = 0;
     s->nsys = s->sweep->nvalues[LP_DIM_SYSTEM];
     /* before the cost models copy the GPUs; part of profile_desc, so a resume
@@ -292,34 +319,29 @@ static int load_cost_models(struct lp_search *s, struct lp_err *err)
             s->sweep->systems[i].gpu.sustained_frac = s->opt.sustained;
     for (int i = 0; i < s->nsys; i++) {
         const struct lp_system *sys = &s->sweep->systems[i];
-        char desc[700];
-        if (!strcmp(choice, "roofline")) {
-            lp_cost_model_roofline(&s->cm[i], &sys->gpu);
-            snprintf(desc, sizeof(desc), "roofline");
-        } else if (!strcmp(choice, "synth")) {
-            LP_TRY(err, lp_profile_synth(&sys->gpu, sys, &s->prof[i], err));
-            lp_cost_model_table(&s->cm[i], s->prof[i], &sys->gpu);
-            snprintf(desc, sizeof(desc), "synth:%s (%016llx)", sys->gpu.name,
-                     (unsigned long long)lp_profile_checksum(s->prof[i]));
-        } else {
-            char path[LP_SWEEP_PATH_LEN];
-            if (choice[0]) {
-                snprintf(path, sizeof(path), "%s", choice);
-            } else {
-                lp_profile_default_path(sys->gpu.name, path, sizeof(path));
-                struct stat st;
-                if (stat(path, &st) != 0)
-                    LP_FAIL(err, LP_ENOTFOUND,
-                            "%s: no kernel profile for GPU '%s' (%s); generate one with "
-                            "`llmplan profile synth --gpu %s`, or set \"profile\": \"synth\" or "
-                            "\"roofline\" in the sweep",
-                            s->opt.sweep_path, sys->gpu.name, path, sys->gpu.name);
-            }
-            LP_TRY(err, lp_profile_read_h5(path, &s->prof[i], err));
-            LP_TRY(err, lp_profile_plausible(s->prof[i], &sys->gpu, err));
-            lp_cost_model_table(&s->cm[i], s->prof[i], &sys->gpu);
-            snprintf(desc, sizeof(desc), "%s (%016llx)", path,
-                     (unsigned long long)s->prof[i]->checksum);
+        char desc[700], used[600];
+        bool mismatch = false;
+        const char *choice = lp_cli_profile_choice(s->opt.profile, sys, s->sweep->profile);
+        int rc = lp_cli_cost_model(choice, sys, s->opt.allow_mismatch, &s->prof[i], &s->cm[i], used,
+                                   sizeof(used), &mismatch, err);
+        if (rc < 0) {
+            char msg[LP_ERR_MSG];
+            snprintf(msg, sizeof(msg), "%s", err->msg);
+            LP_FAIL(err, rc, "%s: system %s: %s", s->opt.sweep_path, sys->name, msg);
+        }
+        if (!s->prof[i])
+            snprintf(desc, sizeof(desc), "%s", used);
+        else
+            snprintf(desc, sizeof(desc), "%s (%016llx)", used,
+                     (unsigned long long)(s->prof[i]->path[0] ? s->prof[i]->checksum
+                                                              : lp_profile_checksum(s->prof[i])));
+        if (mismatch) {
+            if (s->rank == 0) lp_cli_warn_mismatch("search", s->prof[i], sys);
+            const size_t d = strlen(desc);
+            snprintf(desc + d, sizeof(desc) - d, ", MEASURED ON %s", s->prof[i]->gpu);
+            const size_t m = strlen(s->mismatch_desc);
+            snprintf(s->mismatch_desc + m, sizeof(s->mismatch_desc) - m, "%s%s: profile of %s",
+                     m ? "; " : "", sys->name, s->prof[i]->gpu);
         }
         if (sys->gpu.sustained_frac > 0) {
             const size_t d = strlen(desc);
@@ -418,14 +440,25 @@ static void summary(const struct lp_search *s, const struct lp_counts *t,
             (unsigned long long)(v[LP_COUNT_EVALUATED] - v[LP_COUNT_FEASIBLE]),
             (unsigned long long)v[LP_COUNT_SKIPPED], wall, s->size,
             wall > 0 ? (double)v[LP_COUNT_DONE] / wall : 0.0);
+    uint64_t excluded = 0;
+    for (int c = 0; c < LP_CONS_COUNT; c++)
+        excluded += v[LP_COUNT_EXCLUDED_BY_CONSTRAINT + c];
+    if (excluded)
+        fprintf(stderr, "search: %llu feasible configurations excluded by the constraints\n",
+                (unsigned long long)excluded);
     const struct lp_entry *e = lp_results_best(r, LP_OBJ_TIME);
-    if (e) {
+    if (!e) fprintf(stderr, "search: no feasible configuration\n");
+    for (int o = 0; e && o < LP_OBJ_COUNT; o++) {
+        const struct lp_entry *b = lp_results_best(r, (enum lp_objective)o);
         fprintf(stderr,
-                "search: fastest: %s on %d GPUs tp=%d pp=%d dp=%d cp=%d mb=%d: %.3f s/iter\n",
-                e->run.model.name, e->res.gpus, e->run.par.tp, e->run.par.pp, e->run.par.dp,
-                e->run.par.cp, e->run.par.micro_batch, e->res.iteration_time_s);
-    } else {
-        fprintf(stderr, "search: no feasible configuration\n");
+                "search: %s: %s on %d GPUs of %s tp=%d pp=%d dp=%d cp=%d mb=%d: %.3f s/iter",
+                o == LP_OBJ_TIME ? "fastest" : "cheapest", b->run.model.name, b->res.gpus,
+                b->run.system.name, b->run.par.tp, b->run.par.pp, b->run.par.dp, b->run.par.cp,
+                b->run.par.micro_batch, b->res.iteration_time_s);
+        if (b->res.time_days > 0)
+            fprintf(stderr, ", %.1f days, $%.4g\n", b->res.time_days, b->res.cost_usd);
+        else
+            fprintf(stderr, ", $%.4g per iteration\n", b->res.cost_per_iteration_usd);
     }
     if (s->size > 1)
         fprintf(stderr, "search: rank 0 answered %llu work requests, %.1f us each (%.3f s)\n",
@@ -453,6 +486,7 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
     if (agree(s, load_cost_models(s, err)) < 0) return 1;
     if (agree(s, lp_space_init(&s->space, s->sweep, err)) < 0) return 1;
     if (agree(s, lp_results_init(&s->res, s->sweep->top_k, err)) < 0) return 1;
+    lp_results_group_by(&s->res, &s->space);
     bool resumed = false;
     if (restore(s, &resumed, err) < 0) return 1;
     if (s->rank == 0 && !s->opt.quiet)
@@ -497,7 +531,9 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
                                      s->opt.sweep_path,
                                      s->profile_desc,
                                      s->sweep->train.tokens > 0 ? s->sweep->train.tokens
-                                                                : s->sweep->train.tokens_per_param};
+                                                                : s->sweep->train.tokens_per_param,
+                                     s->mismatch_desc,
+                                     s->sweep};
         if (rc == LP_OK) rc = lp_plans_write(path, &all, &total, &info, err);
         if (rc == LP_OK) lp_checkpoint_remove(s);
     }
@@ -555,6 +591,7 @@ int lp_cmd_search(int argc, char **argv)
     MPI_Comm_rank(s->comm, &s->rank);
     MPI_Comm_size(s->comm, &s->size);
     s->lock_fd = -1;
+    check_world(s->size);
 
     const char *out_arg = NULL;
     int code = parse_args(argc, argv, &s->opt, &out_arg, s->rank == 0);

@@ -30,6 +30,7 @@ struct lp_row {
     double compute_s, tp_comm_s, pp_bubble_s, pp_comm_s, dp_comm_exposed_s, optimizer_s;
     double weights_gib, gradients_gib, optimizer_gib, activations_gib, temporary_gib;
     double cost_per_iteration_usd, cost_usd, gpu_hours, time_days;
+    int32_t framework, attention, precision; /* the settings dimensions (#17) */
 };
 
 /* A completed index range and its rows (in the owner's row buffer). */
@@ -56,6 +57,7 @@ struct lp_search_opts {
     char out_dir[LP_SWEEP_PATH_LEN];
     const char *profile; /* --profile override, or NULL */
     bool resume, dataset, quiet;
+    bool allow_mismatch; /* --allow-profile-mismatch */
     uint64_t min_chunk;  /* --chunk */
     uint64_t segment;    /* --segment: indices per scheduling segment */
     double checkpoint_s; /* --checkpoint: rows + checkpoint at least this often */
@@ -66,7 +68,7 @@ struct lp_search_opts {
 };
 
 struct lp_h5;          /* sweep_h5.c */
-#define LP_H5_NCOLS 38 /* columns of sweep.h5 (struct lp_row) */
+#define LP_H5_NCOLS 41 /* columns of sweep.h5 (struct lp_row) */
 
 struct lp_search {
     MPI_Comm comm;
@@ -81,6 +83,9 @@ struct lp_search {
     struct lp_cost_model cm[LP_SWEEP_MAX_VALUES];
     struct lp_sim *sim[LP_SWEEP_MAX_VALUES];
     char profile_desc[2048]; /* "path (checksum)" per system, for provenance */
+    /* systems whose profile was measured on another GPU (allowed by
+     * --allow-profile-mismatch), for plans.json's stats.profile_gpu_mismatch */
+    char mismatch_desc[1024];
     /* this rank's partial state */
     struct lp_results res;
     struct lp_counts counts;

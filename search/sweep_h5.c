@@ -1,6 +1,6 @@
 /* sweep.h5: one row per evaluated configuration, written in parallel.
  *
- * This file includes hdf5.h outside src/io: a documented exception (DESIGN.md
+ * This file includes hdf5.h outside src/io: a documented exception (docs/design.md
  * "Layout"), because the dataset is written collectively by the MPI ranks
  * that computed the rows, through the MPI-IO driver, with no funnelling
  * through rank 0.
@@ -85,6 +85,9 @@ static const struct col cols[] = {
     COL(cost_usd, C_F64, "USD for the token budget"),
     COL(gpu_hours, C_F64, "GPU-hours for the token budget"),
     COL(time_days, C_F64, "days for the token budget"),
+    COL(framework, C_I32, "index into framework_names"),
+    COL(attention, C_I32, "index into attention_names"),
+    COL(precision, C_I32, "index into precision_names"),
 };
 #undef COL
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
@@ -291,6 +294,20 @@ static const char *recompute_name(const struct lp_search *s, int i)
 {
     (void)s;
     return lp_recompute_name((enum lp_recompute)i);
+}
+static const char *framework_name(const struct lp_search *s, int i)
+{
+    return lp_framework_name(s->sweep->fws[i].kind);
+}
+static const char *attention_name(const struct lp_search *s, int i)
+{
+    (void)s;
+    return lp_attention_name(i != LP_ATTENTION_COUNT, (enum lp_attention)(i % LP_ATTENTION_COUNT));
+}
+static const char *precision_name(const struct lp_search *s, int i)
+{
+    (void)s;
+    return lp_prec_name((enum lp_prec)i);
 }
 static const char *schedule_name(const struct lp_search *s, int i)
 {
@@ -723,6 +740,10 @@ static int write_attrs(struct lp_search *s, bool complete, const struct lp_count
     LP_TRY(err, attr_names(s, f, "reason_names", reason_name, LP_REASON_COUNT, err));
     LP_TRY(err, attr_names(s, f, "recompute_names", recompute_name, LP_RECOMPUTE_COUNT, err));
     LP_TRY(err, attr_names(s, f, "schedule_names", schedule_name, LP_SCHED_COUNT, err));
+    LP_TRY(err, attr_names(s, f, "framework_names", framework_name,
+                           s->sweep->nvalues[LP_DIM_FRAMEWORK], err));
+    LP_TRY(err, attr_names(s, f, "attention_names", attention_name, LP_ATTENTION_COUNT + 1, err));
+    LP_TRY(err, attr_names(s, f, "precision_names", precision_name, LP_PREC_COUNT, err));
     LP_TRY(err, attr_names(s, f, "columns", column_name, (int)NCOLS, err));
     return LP_OK;
 }

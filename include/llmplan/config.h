@@ -13,6 +13,7 @@ extern "C" {
 #endif
 
 #define LP_NAME_LEN 64
+#define LP_PROFILE_PATH_LEN 256
 #define LP_SOURCE_LEN 384
 
 /* Training precisions. fp8 is per-tensor scaled FP8 (E4M3/E5M2, Transformer
@@ -264,6 +265,17 @@ struct lp_system {
         double usd_per_gpu_hour;
     } prices[LP_MAX_PRICES];
     int price_pick; /* 1 + the index of the picked price; 0: price_per_gpu_hour_usd as loaded */
+    /* the kernel profile of this system ("profile": a file, "synth" or
+     * "roofline"); "" = data/profiles/<gpu>.h5 (search/cost_model.c) */
+    char profile[LP_PROFILE_PATH_LEN];
+    /* the bill (src/core/bill.c; all opt-in, 0 = not modelled) */
+    bool billing_per_node; /* "billing": "node" (whole instances) or "gpu" */
+    struct lp_energy {
+        double pue, usd_per_kwh, power_w; /* power_w 0 = the GPU's tdp_w */
+    } energy;
+    struct lp_goodput {
+        double mtbf_gpu_hours, checkpoint_s, restart_s;
+    } goodput;
 };
 /* The scale-up domain of a system (scale_up_gpus, or the node). */
 int lp_system_scale_up(const struct lp_system *s);

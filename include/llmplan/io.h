@@ -32,7 +32,7 @@ int lp_list_presets(enum lp_preset_kind kind,
                     int (*fn)(const char *name, const char *path, void *arg), void *arg,
                     struct lp_err *err);
 
-/* A run description (DESIGN.md contract). */
+/* A run description (docs/design.md contract). */
 int lp_load_run(const char *path, struct lp_run *out, struct lp_err *err);
 int lp_parse_run(const char *json_text, const char *origin, struct lp_run *out, struct lp_err *err);
 
@@ -42,7 +42,7 @@ int lp_read_file(const char *path, char **out, size_t *len, struct lp_err *err);
 /* Write a file atomically: path.tmp.<pid>, fsync, rename. */
 int lp_write_file_atomic(const char *path, const void *data, size_t len, struct lp_err *err);
 
-/* simulate --json output (one object, DESIGN.md). Caller frees *out. */
+/* simulate --json output (one object, docs/design.md). Caller frees *out. */
 int lp_result_to_json(const struct lp_run *run, const struct lp_result *res, bool with_config,
                       char **out, struct lp_err *err);
 

@@ -217,6 +217,14 @@ int lp_table_check(const struct lp_table *t, const char *name, struct lp_err *er
 #define LP_PLAUSIBLE_COLL_MAX 4.0
 int lp_profile_plausible(const struct lp_profile *p, const struct lp_gpu *gpu, struct lp_err *err);
 
+/* The profile's GPU (its "gpu" attribute) against the system's GPU preset
+ * name (issue #17: an A100 profile on a DGX H100 run gave MFU 17% instead
+ * of 42%, silently). Different names: LP_EINVAL naming both and the way
+ * out, unless allow (then *mismatch = true and LP_OK; the caller warns and
+ * flags its output). */
+int lp_profile_match_gpu(const struct lp_profile *p, const struct lp_gpu *gpu, bool allow,
+                         bool *mismatch, struct lp_err *err);
+
 /* Flops of the roofline backend's operations: a GEMM 2mnk; attention
  * QK^T and PV, 4*bh*s^2*d forward, 2.5x backward, halved when causal. */
 double lp_gemm_flops(double m, double n, double k);

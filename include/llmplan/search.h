@@ -43,15 +43,53 @@ enum lp_dim {
     LP_DIM_SP,
     LP_DIM_RECOMPUTE,
     LP_DIM_ZERO,
+    /* settings that are not parallel layout (issue #17), least significant:
+     * no structural check depends on them, so they never break a skip span,
+     * and a sweep that does not list them (radix 1) keeps every index */
+    LP_DIM_FRAMEWORK, /* index into lp_sweep.fws */
+    LP_DIM_ATTENTION, /* enum lp_attention, or LP_ATTENTION_COUNT = unfused */
+    LP_DIM_PRECISION, /* enum lp_prec */
     LP_DIM_COUNT
 };
 
 /* Name of a dimension as spelled in the sweep's "space" block / sweep.h5. */
 const char *lp_dim_name(enum lp_dim d);
 
-/* Most values one dimension may list (also the most models / systems). */
+/* Most values one dimension may list (also the most models / systems);
+ * the GPU counts may list up to LP_SWEEP_MAX_GPU_VALUES (a range of node
+ * multiples, "auto"). */
 #define LP_SWEEP_MAX_VALUES 64
+#define LP_SWEEP_MAX_GPU_VALUES 4096
 #define LP_SWEEP_PATH_LEN 512
+
+/* Constraints a plan must meet to be ranked (the sweep's "constraints";
+ * 0 = not set). Checked on feasible results only, before any ranking
+ * (lp_constraints_check, src/core/constraints.c). */
+enum lp_constraint {
+    LP_CONS_NONE = 0,
+    LP_CONS_MAX_GPUS,
+    LP_CONS_MAX_DAYS,
+    LP_CONS_MAX_COST,
+    LP_CONS_MIN_HEADROOM_GIB,
+    LP_CONS_MIN_HEADROOM_FRAC,
+    LP_CONS_MIN_MFU,
+    LP_CONS_COUNT
+};
+struct lp_constraints {
+    int max_gpus;
+    double max_days, max_cost_usd;
+    double min_headroom_gib, min_headroom_frac; /* GPU memory left unused */
+    double min_mfu;
+};
+/* The key of a constraint in "constraints" and in plans.json. */
+const char *lp_constraint_name(enum lp_constraint c);
+/* The first constraint a feasible result violates, or LP_CONS_NONE. */
+enum lp_constraint lp_constraints_check(const struct lp_constraints *c, const struct lp_run *run,
+                                        const struct lp_result *res);
+bool lp_constraints_any(const struct lp_constraints *c);
+
+/* Most dimensions a sweep's "best_by" may group by. */
+#define LP_GROUP_MAX 4
 
 /* A parsed sweep description. values[d][0..nvalues[d]-1] are the values of
  * dimension d, in the order the space enumerates them: for LP_DIM_MODEL and
@@ -66,16 +104,21 @@ struct lp_sweep {
     struct lp_model *models;   /* nvalues[LP_DIM_MODEL] entries */
     struct lp_system *systems; /* nvalues[LP_DIM_SYSTEM] entries */
     int nvalues[LP_DIM_COUNT];
-    int values[LP_DIM_COUNT][LP_SWEEP_MAX_VALUES];
+    int values[LP_DIM_COUNT][LP_SWEEP_MAX_GPU_VALUES];
     int ndp;
     int dp_values[LP_SWEEP_MAX_VALUES];
     struct lp_training train;
-    struct lp_framework_opts fw;
+    struct lp_framework_opts fw;   /* the first (or only) framework */
+    struct lp_framework_opts *fws; /* nvalues[LP_DIM_FRAMEWORK] frameworks */
     /* "" = data/profiles/<gpu>.h5 of each system's GPU; "roofline"; "synth";
-     * or a profile file path (used for every system). */
+     * or a profile file path (used for every system without its own
+     * lp_system.profile: a system key, or the sweep's "profile" map). */
     char profile[LP_SWEEP_PATH_LEN];
     int top_k;                      /* default 10 */
     char output[LP_SWEEP_PATH_LEN]; /* "" = not given (the CLI decides) */
+    struct lp_constraints cons;     /* "constraints" */
+    int nbest_by;                   /* "best_by": group by these dimensions */
+    enum lp_dim best_by[LP_GROUP_MAX];
 };
 
 /* Parse a sweep (docs/search.md). origin names the file in messages. */
@@ -133,8 +176,9 @@ struct lp_entry {
 
 /* Objectives. Time: iteration_time_s. Cost: the training cost cost_usd when
  * the sweep has a token budget (training.tokens > 0), else the cost of one
- * iteration, cost_per_iteration_usd. Ties are broken by the index, so every
- * ordering is total and the results canonical. */
+ * iteration, cost_per_iteration_usd. Ties are broken by the memory per GPU
+ * (less first: more headroom), then by the index, so every ordering is
+ * total and the results canonical. */
 enum lp_objective { LP_OBJ_TIME = 0, LP_OBJ_COST, LP_OBJ_COUNT };
 double lp_entry_objective(const struct lp_entry *e, enum lp_objective o);
 
@@ -153,6 +197,7 @@ struct lp_entry_set {
  * lp_results_top_sorted or lp_results_best. */
 struct lp_top_item {
     double obj;
+    double mem; /* memory per GPU: the tie-break before the index */
     uint64_t index;
     size_t slot; /* into store */
 };
@@ -163,13 +208,31 @@ struct lp_topk {
     size_t n, cap, set_cap;
 };
 
+/* The best entry per objective of one group of configurations (the
+ * configurations sharing the values of the "best_by" dimensions). */
+struct lp_group {
+    uint64_t key; /* mixed-radix number of the group dimensions' digits */
+    struct lp_entry best[LP_OBJ_COUNT];
+};
+
 /* The reduction state of a sweep: Pareto front of (time, cost), the k best
- * per objective. */
+ * per objective, and (with lp_results_group_by) the best per group. */
 struct lp_results {
     int top_k;
     struct lp_entry_set front;        /* sorted by (time, cost, index) */
     struct lp_topk top[LP_OBJ_COUNT]; /* by (objective, index) */
+    int ngroup_dims;
+    uint64_t gstride[LP_GROUP_MAX]; /* index weight of the group dimensions */
+    int gradix[LP_GROUP_MAX];
+    struct lp_group *groups; /* sorted by key */
+    size_t ngroups, gcap;
 };
+
+/* Keep the best entry per objective of every group of the sweep's
+ * "best_by" dimensions (none: nothing). Call after lp_results_init. */
+void lp_results_group_by(struct lp_results *r, const struct lp_space *s);
+/* The digit of group dimension g (0 .. ngroup_dims-1) of a group key. */
+int lp_group_digit(const struct lp_results *r, uint64_t key, int g);
 
 /* The top-k of objective o, best first: *out gets a malloc'd array of n
  * pointers into r (valid until r changes; free(*out) only). */
@@ -196,8 +259,10 @@ int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *
  * offered, not on the order of offers or merges. */
 int lp_results_merge(struct lp_results *dst, const struct lp_results *src, struct lp_err *err);
 
-/* Serialise to a flat array of entries: [front | top time | top cost], with
- * the three counts. Pack returns a malloc'd buffer; unpack adds them to r. */
+/* Serialise to a flat array of entries: [front | top time | top cost and
+ * the groups' bests], with the three counts. Pack returns a malloc'd
+ * buffer; unpack adds them to r (every entry is offered to every list: an
+ * entry one rank rejected is rejected again, so the union is unchanged). */
 int lp_results_pack(const struct lp_results *r, struct lp_entry **buf, uint64_t counts[3],
                     struct lp_err *err);
 int lp_results_unpack(struct lp_results *r, const struct lp_entry *buf, const uint64_t counts[3],
@@ -213,7 +278,9 @@ enum lp_count {
     LP_COUNT_SKIPPED,
     LP_COUNT_INFEASIBLE_BY_REASON, /* + enum lp_reason */
     LP_COUNT_SKIPPED_BY_REASON = LP_COUNT_INFEASIBLE_BY_REASON + LP_REASON_COUNT,
-    LP_COUNT_N = LP_COUNT_SKIPPED_BY_REASON + LP_REASON_COUNT
+    /* feasible but excluded by the sweep's constraints (+ enum lp_constraint) */
+    LP_COUNT_EXCLUDED_BY_CONSTRAINT = LP_COUNT_SKIPPED_BY_REASON + LP_REASON_COUNT,
+    LP_COUNT_N = LP_COUNT_EXCLUDED_BY_CONSTRAINT + LP_CONS_COUNT
 };
 
 struct lp_counts {
@@ -229,6 +296,9 @@ struct lp_plans_info {
     const char *sweep;   /* sweep file, as given */
     const char *profile; /* cost model(s) used, for provenance */
     double tokens;       /* the sweep's token budget (selects the cost objective) */
+    /* "" or the systems run with another GPU's profile (--allow-profile-mismatch) */
+    const char *profile_mismatch;
+    const struct lp_sweep *sweep_desc; /* constraints, best_by and the names of groups */
 };
 
 /* Write plans.json atomically: time_optimal, cost_optimal (null when nothing

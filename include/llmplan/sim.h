@@ -112,6 +112,15 @@ struct lp_result {
     double kind_norm_s; /* the norms' kernels, a part of the attention and MoE / MLP blocks */
 };
 
+/* The cost projection of a feasible result (src/core/bill.c):
+ * cost_per_iteration_usd, and for a token budget (or the training
+ * dataset) time_days, gpu_hours and cost_usd, with the system's billing,
+ * energy and goodput settings. budget_tokens: 0 = none. */
+void lp_bill_project(const struct lp_run *r, double budget_tokens, struct lp_result *res);
+/* The fraction of wall time that is progress under the system's goodput
+ * model (Young 1974 / Daly 2006 first order); 1 when not modelled. */
+double lp_bill_goodput(const struct lp_system *sys, int gpus);
+
 /* Human-readable reason: "out of memory: 93.1 GiB > 80.0 GiB". */
 void lp_result_reason(const struct lp_result *r, char *buf, size_t len);
 

@@ -1,8 +1,9 @@
 /* Pareto front of (iteration time, cost) and top-k per objective.
  *
- * Every comparison is a total order: objective values first, the
- * configuration index last. Entry a dominates b when a is no worse in both
- * objectives and better in one, or equal in both with a smaller index; this
+ * Every comparison is a total order: objective values first, then the
+ * memory per GPU (less first), the configuration index last. Entry a
+ * dominates b when a is no worse in both objectives and better in one, or
+ * equal in both with less memory or (equal memory) a smaller index; this
  * relation is a strict partial order, so the front of a union equals the
  * front of the union of the fronts, and the top-k of a union the top-k of the
  * union of the top-ks. Results therefore depend only on the set of entries
@@ -20,24 +21,36 @@ double lp_entry_objective(const struct lp_entry *e, enum lp_objective o)
     return e->res.cost_usd > 0 ? e->res.cost_usd : e->res.cost_per_iteration_usd;
 }
 
-/* What every comparison looks at. */
+/* What every comparison looks at: the objectives, then the memory per GPU
+ * (issue #17: of two plans the model cannot tell apart in time and cost,
+ * the one leaving more memory free ranks first), then the index. */
 struct key {
     double obj[LP_OBJ_COUNT];
+    double mem;
     uint64_t index;
 };
 
 static struct key key_of(const struct lp_entry *e)
 {
     struct key k = {{lp_entry_objective(e, LP_OBJ_TIME), lp_entry_objective(e, LP_OBJ_COST)},
+                    e->res.memory_per_gpu_bytes,
                     e->index};
     return k;
+}
+
+/* The tie-break of equal objectives: less memory per GPU, then the index. */
+static int cmp_tie(double mem_a, uint64_t ia, double mem_b, uint64_t ib)
+{
+    if (mem_a < mem_b) return -1;
+    if (mem_a > mem_b) return 1;
+    return (ia > ib) - (ia < ib);
 }
 
 static int cmp_obj(struct key a, struct key b, enum lp_objective o)
 {
     if (a.obj[o] < b.obj[o]) return -1;
     if (a.obj[o] > b.obj[o]) return 1;
-    return (a.index > b.index) - (a.index < b.index);
+    return cmp_tie(a.mem, a.index, b.mem, b.index);
 }
 
 /* Order of the front: time, then cost, then index. */
@@ -52,7 +65,7 @@ static bool dominates(struct key a, struct key b)
 {
     if (a.obj[0] > b.obj[0] || a.obj[1] > b.obj[1]) return false;
     if (a.obj[0] < b.obj[0] || a.obj[1] < b.obj[1]) return true;
-    return a.index < b.index;
+    return cmp_tie(a.mem, a.index, b.mem, b.index) < 0;
 }
 
 static int set_reserve(struct lp_entry_set *s, size_t n, struct lp_err *err)
@@ -86,7 +99,7 @@ static int item_cmp(const struct lp_top_item *a, const struct lp_top_item *b)
 {
     if (a->obj < b->obj) return -1;
     if (a->obj > b->obj) return 1;
-    return (a->index > b->index) - (a->index < b->index);
+    return cmp_tie(a->mem, a->index, b->mem, b->index);
 }
 
 static size_t set_home(uint64_t index, size_t cap)
@@ -183,7 +196,7 @@ static void topk_free(struct lp_topk *t)
 static bool topk_wants(const struct lp_topk *t, size_t k, struct key ke, enum lp_objective o)
 {
     if (t->n < k) return true;
-    struct lp_top_item it = {ke.obj[o], ke.index, 0};
+    struct lp_top_item it = {ke.obj[o], ke.mem, ke.index, 0};
     return item_cmp(&it, &t->heap[0]) < 0;
 }
 
@@ -192,7 +205,7 @@ static int topk_add(struct lp_topk *t, size_t k, const struct lp_entry *e, enum 
 {
     struct key ke = key_of(e);
     if (!topk_wants(t, k, ke, o) || set_has(t, e->index)) return LP_OK;
-    struct lp_top_item it = {ke.obj[o], e->index, 0};
+    struct lp_top_item it = {ke.obj[o], ke.mem, e->index, 0};
     if (t->n < k) {
         if (t->n == t->cap) {
             size_t cap = t->cap ? 2 * t->cap : 16;
@@ -233,12 +246,14 @@ void lp_results_free(struct lp_results *r)
     free(r->front.e);
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         topk_free(&r->top[o]);
+    free(r->groups);
     memset(r, 0, sizeof(*r));
 }
 
 void lp_results_clear(struct lp_results *r)
 {
     r->front.n = 0;
+    r->ngroups = 0;
     for (int o = 0; o < LP_OBJ_COUNT; o++) {
         struct lp_topk *t = &r->top[o];
         t->n = 0;
@@ -300,6 +315,88 @@ static int front_add(struct lp_entry_set *s, const struct lp_entry *e, struct lp
     return set_insert_at(s, pos, e, err);
 }
 
+/* ---- best per group ("best_by") ---- */
+
+void lp_results_group_by(struct lp_results *r, const struct lp_space *s)
+{
+    const struct lp_sweep *sw = s->sweep;
+    r->ngroup_dims = sw->nbest_by;
+    for (int g = 0; g < sw->nbest_by; g++) {
+        r->gstride[g] = s->stride[sw->best_by[g]];
+        r->gradix[g] = s->radix[sw->best_by[g]];
+    }
+}
+
+static uint64_t group_key(const struct lp_results *r, uint64_t index)
+{
+    uint64_t key = 0;
+    for (int g = 0; g < r->ngroup_dims; g++) {
+        const uint64_t digit = r->gstride[g] ? index / r->gstride[g] % (uint64_t)r->gradix[g] : 0;
+        key = key * (uint64_t)r->gradix[g] + digit;
+    }
+    return key;
+}
+
+int lp_group_digit(const struct lp_results *r, uint64_t key, int g)
+{
+    for (int h = r->ngroup_dims - 1; h > g; h--)
+        key /= (uint64_t)r->gradix[h];
+    return (int)(key % (uint64_t)r->gradix[g]);
+}
+
+/* Position of key in the sorted group list (or where it would go). */
+static size_t group_find(const struct lp_results *r, uint64_t key)
+{
+    size_t lo = 0, hi = r->ngroups;
+    while (lo < hi) {
+        const size_t mid = lo + (hi - lo) / 2;
+        if (r->groups[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Whether e would improve its group (cheap: no copy). */
+static bool group_wants(const struct lp_results *r, uint64_t index, struct key k)
+{
+    if (r->ngroup_dims == 0) return false;
+    const uint64_t key = group_key(r, index);
+    const size_t at = group_find(r, key);
+    if (at == r->ngroups || r->groups[at].key != key) return true;
+    for (int o = 0; o < LP_OBJ_COUNT; o++)
+        if (cmp_obj(k, key_of(&r->groups[at].best[o]), (enum lp_objective)o) < 0) return true;
+    return false;
+}
+
+static int group_add(struct lp_results *r, const struct lp_entry *e, struct lp_err *err)
+{
+    if (r->ngroup_dims == 0) return LP_OK;
+    const uint64_t key = group_key(r, e->index);
+    const size_t at = group_find(r, key);
+    if (at == r->ngroups || r->groups[at].key != key) {
+        if (r->ngroups == r->gcap) {
+            const size_t cap = r->gcap ? 2 * r->gcap : 16;
+            struct lp_group *g = realloc(r->groups, cap * sizeof(*g));
+            if (!g) LP_FAIL(err, LP_ENOMEM, "out of memory growing best_by to %zu groups", cap);
+            r->groups = g;
+            r->gcap = cap;
+        }
+        memmove(&r->groups[at + 1], &r->groups[at], (r->ngroups - at) * sizeof(*r->groups));
+        r->ngroups++;
+        r->groups[at].key = key;
+        for (int o = 0; o < LP_OBJ_COUNT; o++)
+            r->groups[at].best[o] = *e;
+        return LP_OK;
+    }
+    const struct key ke = key_of(e);
+    for (int o = 0; o < LP_OBJ_COUNT; o++)
+        if (cmp_obj(ke, key_of(&r->groups[at].best[o]), (enum lp_objective)o) < 0)
+            r->groups[at].best[o] = *e;
+    return LP_OK;
+}
+
 int lp_results_add(struct lp_results *r, const struct lp_entry *e, struct lp_err *err)
 {
     if (!e->res.feasible) return LP_OK;
@@ -308,6 +405,7 @@ int lp_results_add(struct lp_results *r, const struct lp_entry *e, struct lp_err
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         LP_TRY(err, topk_add(&r->top[o], (size_t)r->top_k, e, (enum lp_objective)o, err));
     LP_TRY(err, front_add(&r->front, e, err));
+    LP_TRY(err, group_add(r, e, err));
     return LP_OK;
 }
 
@@ -317,6 +415,7 @@ int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *
     if (!res->feasible) return LP_OK;
     struct key k = {
         {res->iteration_time_s, res->cost_usd > 0 ? res->cost_usd : res->cost_per_iteration_usd},
+        res->memory_per_gpu_bytes,
         index};
     if (!isfinite(k.obj[0]) || !isfinite(k.obj[1])) return LP_OK;
     /* most configurations are rejected here, without building an entry */
@@ -328,6 +427,7 @@ int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *
         for (size_t i = 0; i < r->front.n && want; i++)
             if (dominates(key_of(&r->front.e[i]), k)) want = false;
     }
+    if (!want) want = group_wants(r, index, k);
     if (!want) return LP_OK;
     struct lp_entry e;
     memset(&e, 0, sizeof(e));
@@ -344,6 +444,9 @@ int lp_results_merge(struct lp_results *dst, const struct lp_results *src, struc
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         for (size_t i = 0; i < src->top[o].n; i++)
             LP_TRY(err, lp_results_add(dst, &src->top[o].store[i], err));
+    for (size_t i = 0; i < src->ngroups; i++)
+        for (int o = 0; o < LP_OBJ_COUNT; o++)
+            LP_TRY(err, lp_results_add(dst, &src->groups[i].best[o], err));
     return LP_OK;
 }
 
@@ -355,11 +458,13 @@ int lp_results_pack(const struct lp_results *r, struct lp_entry **buf, uint64_t 
     const struct lp_entry *sets[3] = {r->front.e, r->top[LP_OBJ_TIME].store,
                                       r->top[LP_OBJ_COST].store};
     const size_t ns[3] = {r->front.n, r->top[LP_OBJ_TIME].n, r->top[LP_OBJ_COST].n};
-    size_t total = 0;
+    const size_t ng = r->ngroups * LP_OBJ_COUNT;
+    size_t total = ng;
     for (int i = 0; i < 3; i++) {
         counts[i] = ns[i];
         total += ns[i];
     }
+    counts[2] += ng; /* the groups' bests travel with the last list */
     *buf = malloc((total ? total : 1) * sizeof(**buf));
     if (!*buf) LP_FAIL(err, LP_ENOMEM, "out of memory packing %zu results", total);
     size_t off = 0;
@@ -367,6 +472,9 @@ int lp_results_pack(const struct lp_results *r, struct lp_entry **buf, uint64_t 
         if (ns[i]) memcpy(*buf + off, sets[i], ns[i] * sizeof(**buf));
         off += ns[i];
     }
+    for (size_t g = 0; g < r->ngroups; g++)
+        for (int o = 0; o < LP_OBJ_COUNT; o++)
+            (*buf)[off++] = r->groups[g].best[o];
     return LP_OK;
 }
 

@@ -18,6 +18,7 @@
  * fast kernels. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "llmplan/profile.h"
 
@@ -117,4 +118,16 @@ int lp_profile_plausible(const struct lp_profile *p, const struct lp_gpu *gpu, s
         }
     }
     return LP_OK;
+}
+
+int lp_profile_match_gpu(const struct lp_profile *p, const struct lp_gpu *gpu, bool allow,
+                         bool *mismatch, struct lp_err *err)
+{
+    *mismatch = strcmp(p->gpu, gpu->name) != 0;
+    if (!*mismatch || allow) return LP_OK;
+    LP_FAIL(err, LP_EINVAL,
+            "profile %s: measured on GPU '%s', but the system's GPU is '%s'; use a profile of "
+            "'%s' (data/profiles/%s.h5, or the profile \"synth\"), give each system its own "
+            "profile (docs/search.md), or pass --allow-profile-mismatch to use it anyway",
+            p->path[0] ? p->path : "(in memory)", p->gpu, gpu->name, gpu->name, gpu->name);
 }

@@ -1278,23 +1278,10 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     res->model_flops = model_flops(r, s->kinds_flops);
     res->model_tflops_per_gpu = res->model_flops / (res->iteration_time_s * res->gpus) / 1e12;
     res->mfu = res->model_tflops_per_gpu * 1e12 / r->system.gpu.peak_flops[r->train.precision];
-    double price = r->system.price_per_gpu_hour_usd;
-    res->cost_per_iteration_usd = res->iteration_time_s / 3600.0 * res->gpus * price;
     double budget = r->train.tokens_per_param > 0
                         ? r->train.tokens_per_param * lp_model_params(&r->model)
                         : r->train.tokens;
-    const struct lp_dataset *ds = &r->train.dataset;
-    if (ds->nbins > 0 && ds->queries > 0) { /* the dataset's queries x epochs */
-        double secs = ds->queries * (ds->epochs > 0 ? ds->epochs : 1.0) / res->queries_per_s;
-        res->time_days = secs / 86400.0;
-        res->gpu_hours = secs / 3600.0 * res->gpus;
-        res->cost_usd = res->gpu_hours * price;
-    } else if (budget > 0) {
-        double secs = budget / res->tokens_per_s;
-        res->time_days = secs / 86400.0;
-        res->gpu_hours = secs / 3600.0 * res->gpus;
-        res->cost_usd = res->gpu_hours * price;
-    }
+    lp_bill_project(r, budget, res); /* bill.c: price, billing, energy, goodput */
     if (!numbers_sound(res, budget > 0)) {
         refuse_numeric(res);
         if (nev) *nev = 0;

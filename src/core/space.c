@@ -27,7 +27,10 @@ static const char *const dim_names[LP_DIM_COUNT] = {"model",
                                                     "micro_batch",
                                                     "sequence_parallel",
                                                     "recompute",
-                                                    "zero"};
+                                                    "zero",
+                                                    "framework",
+                                                    "attention",
+                                                    "precision"};
 
 const char *lp_dim_name(enum lp_dim d)
 {
@@ -174,7 +177,11 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
     run->model = *m;
     run->system = *sys;
     run->train = sw->train;
-    run->fw = sw->fw;
+    run->fw = sw->fws ? sw->fws[VAL(LP_DIM_FRAMEWORK)] : sw->fw;
+    const int att = VAL(LP_DIM_ATTENTION);
+    run->train.flash_attention = att != LP_ATTENTION_COUNT;
+    run->train.attention = att != LP_ATTENTION_COUNT ? (enum lp_attention)att : LP_ATTENTION_FLASH2;
+    run->train.precision = (enum lp_prec)VAL(LP_DIM_PRECISION);
     run->par.tp = tp;
     run->par.pp = pp;
     run->par.dp = dp;

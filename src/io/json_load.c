@@ -1,4 +1,4 @@
-/* JSON presets and run descriptions (DESIGN.md, "The contract").
+/* JSON presets and run descriptions (docs/design.md, "The contract").
  *
  * Every error is one line: "FILE: key 'a.b': expected ..., got ...". Unknown
  * keys are refused by name. Presets are data/<kind>s/<name>.json. */
@@ -78,7 +78,9 @@ int lp_write_file_atomic(const char *path, const void *data, size_t len, struct 
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0) LP_FAIL(err, LP_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+    /* name the file asked for, not the temporary (issue #17: --trace into a
+     * missing directory printed "x.json.tmp.123: cannot create") */
+    if (fd < 0) LP_FAIL(err, LP_EIO, "%s: cannot create: %s", path, strerror(errno));
     const char *p = data;
     size_t left = len;
     while (left > 0) {
@@ -88,14 +90,14 @@ int lp_write_file_atomic(const char *path, const void *data, size_t len, struct 
             int e = errno;
             close(fd);
             unlink(tmp);
-            LP_FAIL(err, LP_EIO, "%s: write failed: %s", tmp, strerror(e));
+            LP_FAIL(err, LP_EIO, "%s: write failed: %s", path, strerror(e));
         }
         p += w;
         left -= (size_t)w;
     }
     if (fsync(fd) != 0 || close(fd) != 0) {
         unlink(tmp);
-        LP_FAIL(err, LP_EIO, "%s: fsync/close failed: %s", tmp, strerror(errno));
+        LP_FAIL(err, LP_EIO, "%s: fsync/close failed: %s", path, strerror(errno));
     }
     if (rename(tmp, path) != 0) {
         int e = errno;
@@ -381,9 +383,13 @@ static int parse_schedule(const char *s, int *o)
 }
 static int parse_attention(const char *s, int *o)
 {
-    /* the order of enum lp_attention, then "unfused" */
-    static const char *const n[] = {"flash2", "flash1", "triton", "cudnn", "unfused", NULL};
-    return parse_among(s, o, n);
+    /* the order of enum lp_attention, then "unfused" (LP_ATTENTION_COUNT): config.c's names */
+    for (int i = 0; i <= LP_ATTENTION_COUNT; i++)
+        if (strcmp(s, lp_attention_name(i < LP_ATTENTION_COUNT, (enum lp_attention)i)) == 0) {
+            *o = i;
+            return LP_OK;
+        }
+    return LP_EINVAL;
 }
 static int parse_xent(const char *s, int *o)
 {
@@ -428,14 +434,16 @@ static int valid_name(const char *name)
 typedef int (*preset_parse_fn)(const struct lp_jctx *c, const cJSON *obj, const char *path,
                                void *out);
 
-static int load_preset(enum lp_preset_kind kind, const char *name, preset_parse_fn fn, void *out,
-                       struct lp_err *err)
+/* Read and parse preset `name` of `kind`; *root is the caller's, path gets
+ * the file. */
+static int load_preset_root(enum lp_preset_kind kind, const char *name, char *path, size_t plen,
+                            cJSON **root, struct lp_err *err)
 {
-    char path[PATH_MAX];
+    *root = NULL;
     if (!valid_name(name))
         LP_FAIL(err, LP_ENOTFOUND, "'%s' is not a %s preset name (see llmplan %s)", name,
                 kind_dir(kind), kind_dir(kind));
-    snprintf(path, sizeof(path), "%s/%s/%s.json", lp_data_dir(), kind_dir(kind), name);
+    snprintf(path, plen, "%s/%s/%s.json", lp_data_dir(), kind_dir(kind), name);
     struct stat st;
     if (stat(path, &st) != 0)
         LP_FAIL(err, LP_ENOTFOUND, "'%s' is not a %s preset (no %s; see llmplan %s)", name,
@@ -443,11 +451,19 @@ static int load_preset(enum lp_preset_kind kind, const char *name, preset_parse_
     char *text = NULL;
     LP_TRY(err, lp_read_file(path, &text, NULL, err));
     struct lp_jctx c = {path, err};
-    cJSON *root = NULL;
-    int rc = lp_json_parse(&c, text, &root);
+    int rc = lp_json_parse(&c, text, root);
     free(text);
-    if (rc < 0) return rc;
-    rc = fn(&c, root, "", out);
+    return rc;
+}
+
+static int load_preset(enum lp_preset_kind kind, const char *name, preset_parse_fn fn, void *out,
+                       struct lp_err *err)
+{
+    char path[PATH_MAX];
+    cJSON *root = NULL;
+    LP_TRY(err, load_preset_root(kind, name, path, sizeof(path), &root, err));
+    struct lp_jctx c = {path, err};
+    int rc = fn(&c, root, "", out);
     cJSON_Delete(root);
     if (rc < 0) lp_err_trace(err, __FILE__, __LINE__);
     return rc;
@@ -759,6 +775,44 @@ static int parse_prices(const struct lp_jctx *c, const cJSON *o, const char *pat
     return LP_OK;
 }
 
+/* "billing", "energy", "goodput" (src/core/bill.c; docs/presets.md). */
+static int parse_bill(const struct lp_jctx *c, const cJSON *o, const char *path,
+                      struct lp_system *s)
+{
+    static const char *const ekeys[] = {"pue", "usd_per_kwh", "power_w", NULL};
+    static const char *const gkeys[] = {"mtbf_gpu_hours", "checkpoint_s", "restart_s", NULL};
+    char kp[256], billing[8] = "gpu";
+    LP_TRY(c->err, lp_json_str(c, o, path, "billing", false, billing, sizeof(billing)));
+    if (strcmp(billing, "gpu") != 0 && strcmp(billing, "node") != 0)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected \"gpu\" or \"node\", got \"%s\"",
+                c->file, lp_jpath(kp, sizeof(kp), path, "billing"), billing);
+    s->billing_per_node = !strcmp(billing, "node");
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "energy");
+    if (e) {
+        lp_jpath(kp, sizeof(kp), path, "energy");
+        LP_TRY(c->err, lp_json_check_keys(c, e, kp, ekeys));
+        s->energy.pue = 1.0;
+        LP_TRY(c->err, lp_json_num(c, e, kp, "pue", false, 1, false, &s->energy.pue));
+        LP_TRY(c->err, lp_json_num(c, e, kp, "usd_per_kwh", true, 0, true, &s->energy.usd_per_kwh));
+        LP_TRY(c->err, lp_json_num(c, e, kp, "power_w", false, 0, true, &s->energy.power_w));
+        if (!(s->energy.power_w > 0) && !(s->gpu.tdp_w > 0))
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key '%s.power_w': expected the power per GPU in W (GPU %s has no tdp_w)",
+                    c->file, kp, s->gpu.name);
+    }
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(o, "goodput");
+    if (g) {
+        lp_jpath(kp, sizeof(kp), path, "goodput");
+        LP_TRY(c->err, lp_json_check_keys(c, g, kp, gkeys));
+        LP_TRY(c->err,
+               lp_json_num(c, g, kp, "mtbf_gpu_hours", true, 0, true, &s->goodput.mtbf_gpu_hours));
+        LP_TRY(c->err,
+               lp_json_num(c, g, kp, "checkpoint_s", true, 0, false, &s->goodput.checkpoint_s));
+        LP_TRY(c->err, lp_json_num(c, g, kp, "restart_s", true, 0, false, &s->goodput.restart_s));
+    }
+    return LP_OK;
+}
+
 static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char *path, void *vout)
 {
     static const char *const keys[] = {"name",
@@ -773,6 +827,10 @@ static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char 
                                        "price_date",
                                        "notes",
                                        "prices",
+                                       "profile",
+                                       "billing",
+                                       "energy",
+                                       "goodput",
                                        NULL};
     struct lp_system *s = vout;
     struct lp_err *err = c->err;
@@ -796,6 +854,8 @@ static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char 
                             &s->price_per_gpu_hour_usd));
     LP_TRY(err, lp_json_str(c, o, path, "source", false, s->source, sizeof(s->source)));
     LP_TRY(err, parse_prices(c, o, path, s));
+    LP_TRY(err, lp_json_str(c, o, path, "profile", false, s->profile, sizeof(s->profile)));
+    LP_TRY(err, parse_bill(c, o, path, s));
     return LP_OK;
 }
 
@@ -817,7 +877,91 @@ int lp_load_system(const char *name, struct lp_system *out, struct lp_err *err)
     return load_preset(LP_PRESET_SYSTEM, name, parse_system_obj, out, err);
 }
 
-/* A preset reference (string) or an inline object. */
+/* Merge the keys of `over` into `base`: an object into an object key by key
+ * (so {"inter_node": {"bw_GBps_per_gpu": 25}} keeps the preset's latency),
+ * anything else replaces the preset's value. */
+static int merge_into(cJSON *base, const cJSON *over)
+{
+    for (const cJSON *it = over->child; it; it = it->next) {
+        if (!strcmp(it->string, "preset") && base->string == NULL) continue;
+        cJSON *b = cJSON_GetObjectItemCaseSensitive(base, it->string);
+        if (b && cJSON_IsObject(b) && cJSON_IsObject(it)) {
+            if (merge_into(b, it) < 0) return LP_ENOMEM;
+            continue;
+        }
+        cJSON *copy = cJSON_Duplicate(it, true);
+        if (!copy) return LP_ENOMEM;
+        if (b ? !cJSON_ReplaceItemInObjectCaseSensitive(base, it->string, copy)
+              : !cJSON_AddItemToObject(base, it->string, copy)) {
+            cJSON_Delete(copy);
+            return LP_ENOMEM;
+        }
+    }
+    return LP_OK;
+}
+
+/* {"preset": NAME, key: value, ...}: the preset with some keys overridden
+ * (issue #17), parsed as one inline object, so every key is checked as in
+ * a preset file and errors name this file and key. Without its own "name",
+ * a model or system is named after the preset and the overridden keys
+ * ("mixtral-8x7b[seq_len=512]"): plans and groups never pass it off as the
+ * preset. A GPU keeps the preset's name, the key its kernel profile is
+ * found and checked by (data/profiles/<gpu>.h5, lp_profile_match_gpu). */
+static int preset_override(const struct lp_jctx *c, const cJSON *item, const char *path,
+                           enum lp_preset_kind kind, preset_parse_fn fn, void *out)
+{
+    char kp[256], ppath[PATH_MAX];
+    const cJSON *pr = cJSON_GetObjectItemCaseSensitive(item, "preset");
+    if (!cJSON_IsString(pr))
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected a %s preset name", c->file,
+                lp_jpath(kp, sizeof(kp), path, "preset"), kind_dir(kind));
+    cJSON *root = NULL;
+    int rc = load_preset_root(kind, pr->valuestring, ppath, sizeof(ppath), &root, c->err);
+    if (rc == LP_ENOTFOUND) {
+        char msg[LP_ERR_MSG];
+        snprintf(msg, sizeof(msg), "%s", c->err->msg);
+        LP_FAIL(c->err, LP_ENOTFOUND, "%s: key '%s': %s", c->file,
+                lp_jpath(kp, sizeof(kp), path, "preset"), msg);
+    }
+    if (rc < 0) return rc;
+    if (merge_into(root, item) < 0) {
+        cJSON_Delete(root);
+        LP_FAIL(c->err, LP_ENOMEM, "out of memory");
+    }
+    if (kind != LP_PRESET_GPU && !cJSON_GetObjectItemCaseSensitive(item, "name")) {
+        char name[LP_NAME_LEN];
+        size_t off = (size_t)snprintf(name, sizeof(name), "%s", pr->valuestring);
+        int k = 0;
+        for (const cJSON *it = item->child; it && off < sizeof(name); it = it->next) {
+            if (!strcmp(it->string, "preset")) continue;
+            char val[32] = "...";
+            if (cJSON_IsNumber(it))
+                snprintf(val, sizeof(val), "%g", it->valuedouble);
+            else if (cJSON_IsString(it))
+                snprintf(val, sizeof(val), "%.24s", it->valuestring);
+            else if (cJSON_IsBool(it))
+                snprintf(val, sizeof(val), "%s", cJSON_IsTrue(it) ? "true" : "false");
+            off += (size_t)snprintf(name + off, sizeof(name) - off, "%s%s=%s", k++ ? "," : "[",
+                                    it->string, val);
+        }
+        if (k > 0 && off < sizeof(name) - 1) snprintf(name + off, sizeof(name) - off, "]");
+        cJSON *n = cJSON_CreateString(name);
+        cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "name");
+        if (!n || (b ? !cJSON_ReplaceItemInObjectCaseSensitive(root, "name", n)
+                     : !cJSON_AddItemToObject(root, "name", n))) {
+            cJSON_Delete(n);
+            cJSON_Delete(root);
+            LP_FAIL(c->err, LP_ENOMEM, "out of memory");
+        }
+    }
+    rc = fn(c, root, path, out);
+    cJSON_Delete(root);
+    if (rc < 0) lp_err_trace(c->err, __FILE__, __LINE__);
+    return rc;
+}
+
+/* A preset reference (string), a preset with overrides, or an inline
+ * object. */
 static int preset_or_inline(const struct lp_jctx *c, const cJSON *item, const char *path,
                             enum lp_preset_kind kind, preset_parse_fn fn, void *out)
 {
@@ -831,6 +975,8 @@ static int preset_or_inline(const struct lp_jctx *c, const cJSON *item, const ch
         if (rc < 0) lp_err_trace(c->err, __FILE__, __LINE__);
         return rc;
     }
+    if (cJSON_IsObject(item) && cJSON_GetObjectItemCaseSensitive(item, "preset"))
+        return preset_override(c, item, path, kind, fn, out);
     if (cJSON_IsObject(item)) return fn(c, item, path, out);
     char got[96];
     describe(item, got, sizeof(got));

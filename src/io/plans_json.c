@@ -1,4 +1,4 @@
-/* plans.json: the answer of a sweep (DESIGN.md contract; docs/search.md).
+/* plans.json: the answer of a sweep (docs/design.md contract; docs/search.md).
  *
  * Every plan has the shape of `llmplan simulate --json` with its
  * configuration blocks (lp_result_to_json, with_config) plus "index", its
@@ -42,29 +42,65 @@ static cJSON *plan_json(const struct lp_entry *e, struct lp_err *err)
     return p;
 }
 
-static int add_list(cJSON *root, const char *key, const struct lp_entry *const *e, size_t n,
+/* Plans the model cannot tell apart (issue #17): the same model, system and
+ * GPU count with bit-identical iteration time and cost, e.g. recompute none
+ * and selective under FlashAttention, or ZeRO stages whose communication is
+ * hidden. A sorted top-k list keeps the first of them (the one needing the
+ * least memory, pareto.c's tie-break) and lists the others' indices in its
+ * "equivalent_to". */
+static bool equivalent(const struct lp_entry *a, const struct lp_entry *b, enum lp_objective o)
+{
+    return lp_entry_objective(a, o) == lp_entry_objective(b, o) &&
+           a->res.iteration_time_s == b->res.iteration_time_s &&
+           lp_entry_objective(a, LP_OBJ_COST) == lp_entry_objective(b, LP_OBJ_COST) &&
+           a->res.gpus == b->res.gpus && !strcmp(a->run.model.name, b->run.model.name) &&
+           !strcmp(a->run.system.name, b->run.system.name);
+}
+
+/* The plans of a list; with `o` >= 0 (a sorted top list) equivalent plans
+ * are collapsed into the first. */
+static int add_list(cJSON *root, const char *key, const struct lp_entry *const *e, size_t n, int o,
                     struct lp_err *err)
 {
     cJSON *a = cJSON_AddArrayToObject(root, key);
     if (!a) LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+    size_t first = 0; /* first kept plan of the current run of equal objective */
+    cJSON *kept = NULL;
     for (size_t i = 0; i < n; i++) {
-        cJSON *p = plan_json(e[i], err);
-        if (!p) return err ? err->code : LP_ENOMEM;
-        cJSON_AddItemToArray(a, p);
+        if (o >= 0 && i > 0 &&
+            lp_entry_objective(e[i], (enum lp_objective)o) !=
+                lp_entry_objective(e[first], (enum lp_objective)o))
+            first = i;
+        size_t k = first;
+        while (o >= 0 && k < i && !equivalent(e[k], e[i], (enum lp_objective)o))
+            k++;
+        if (o >= 0 && k < i) { /* e[k] was kept (the first of its class) */
+            cJSON *p = cJSON_GetArrayItem(a, 0);
+            for (; p; p = p->next)
+                if ((uint64_t)cJSON_GetNumberValue(cJSON_GetObjectItem(p, "index")) == e[k]->index)
+                    break;
+            cJSON *eq = p ? cJSON_GetObjectItem(p, "equivalent_to") : NULL;
+            if (p && !eq) eq = cJSON_AddArrayToObject(p, "equivalent_to");
+            if (!eq || !cJSON_AddItemToArray(eq, cJSON_CreateNumber((double)e[i]->index)))
+                LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+            continue;
+        }
+        kept = plan_json(e[i], err);
+        if (!kept) return err ? err->code : LP_ENOMEM;
+        cJSON_AddItemToArray(a, kept);
     }
     return LP_OK;
 }
 
-static int add_best(cJSON *root, const char *key, const struct lp_entry *const *e, size_t n,
-                    struct lp_err *err)
+/* The first plan of a list (its equivalent_to included), or null. */
+static int add_best(cJSON *root, const char *key, const cJSON *list, struct lp_err *err)
 {
-    if (n == 0) {
-        if (!cJSON_AddNullToObject(root, key)) LP_FAIL(err, LP_ENOMEM, "out of memory");
-        return LP_OK;
+    const cJSON *first = cJSON_GetArrayItem(list, 0);
+    cJSON *p = first ? cJSON_Duplicate(first, true) : cJSON_CreateNull();
+    if (!p || !cJSON_AddItemToObject(root, key, p)) {
+        cJSON_Delete(p);
+        LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
     }
-    cJSON *p = plan_json(e[0], err);
-    if (!p) return err ? err->code : LP_ENOMEM;
-    cJSON_AddItemToObject(root, key, p);
     return LP_OK;
 }
 
@@ -81,15 +117,117 @@ static int add_plans(cJSON *root, const struct lp_results *res, struct lp_err *e
         rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (size_t i = 0; rc == LP_OK && i < res->front.n; i++)
         front[i] = &res->front.e[i];
-    if (rc == LP_OK) rc = add_best(root, "time_optimal", top[LP_OBJ_TIME], n[LP_OBJ_TIME], err);
-    if (rc == LP_OK) rc = add_best(root, "cost_optimal", top[LP_OBJ_COST], n[LP_OBJ_COST], err);
-    if (rc == LP_OK) rc = add_list(root, "pareto", front, res->front.n, err);
-    if (rc == LP_OK) rc = add_list(root, "top_time", top[LP_OBJ_TIME], n[LP_OBJ_TIME], err);
-    if (rc == LP_OK) rc = add_list(root, "top_cost", top[LP_OBJ_COST], n[LP_OBJ_COST], err);
+    /* the lists first (collapsed), then in the file's order: the optima
+     * (the first of each top list), the front, the top lists */
+    cJSON *lists = cJSON_CreateObject();
+    if (rc == LP_OK && !lists)
+        rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
+    if (rc == LP_OK) rc = add_list(lists, "pareto", front, res->front.n, -1, err);
+    if (rc == LP_OK)
+        rc = add_list(lists, "top_time", top[LP_OBJ_TIME], n[LP_OBJ_TIME], LP_OBJ_TIME, err);
+    if (rc == LP_OK)
+        rc = add_list(lists, "top_cost", top[LP_OBJ_COST], n[LP_OBJ_COST], LP_OBJ_COST, err);
+    if (rc == LP_OK)
+        rc = add_best(root, "time_optimal", cJSON_GetObjectItem(lists, "top_time"), err);
+    if (rc == LP_OK)
+        rc = add_best(root, "cost_optimal", cJSON_GetObjectItem(lists, "top_cost"), err);
+    while (rc == LP_OK && lists->child) {
+        cJSON *it = cJSON_DetachItemViaPointer(lists, lists->child);
+        cJSON_AddItemToObject(root, it->string, it);
+    }
+    cJSON_Delete(lists);
     free(front);
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         free(top[o]);
     return rc;
+}
+
+/* The value of dimension d at `digit` as JSON: a name for models, systems
+ * and the enum dimensions, a bool for sequence_parallel, else a number. */
+static cJSON *dim_value(const struct lp_sweep *sw, enum lp_dim d, int digit)
+{
+    const int v = sw->values[d][digit];
+    switch (d) {
+    case LP_DIM_MODEL:
+        return cJSON_CreateString(sw->models[v].name);
+    case LP_DIM_SYSTEM:
+        return cJSON_CreateString(sw->systems[v].name);
+    case LP_DIM_RECOMPUTE:
+        return cJSON_CreateString(lp_recompute_name((enum lp_recompute)v));
+    case LP_DIM_SCHEDULE:
+        return cJSON_CreateString(lp_schedule_name((enum lp_schedule)v));
+    case LP_DIM_SP:
+        return cJSON_CreateBool(v != 0);
+    case LP_DIM_FRAMEWORK:
+        return cJSON_CreateString(lp_framework_name(sw->fws[v].kind));
+    case LP_DIM_ATTENTION:
+        return cJSON_CreateString(lp_attention_name(v != LP_ATTENTION_COUNT,
+                                                    (enum lp_attention)(v % LP_ATTENTION_COUNT)));
+    case LP_DIM_PRECISION:
+        return cJSON_CreateString(lp_prec_name((enum lp_prec)v));
+    default:
+        return cJSON_CreateNumber(v);
+    }
+}
+
+/* "best_by": the fastest and the cheapest plan of every group of the
+ * sweep's best_by dimensions that has a feasible plan, in index order. */
+static int add_groups(cJSON *root, const struct lp_results *res, const struct lp_sweep *sw,
+                      struct lp_err *err)
+{
+    cJSON *bb = cJSON_AddObjectToObject(root, "best_by");
+    cJSON *dims = bb ? cJSON_AddArrayToObject(bb, "dimensions") : NULL;
+    cJSON *groups = bb ? cJSON_AddArrayToObject(bb, "groups") : NULL;
+    if (!groups) LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+    for (int g = 0; g < sw->nbest_by; g++)
+        if (!cJSON_AddItemToArray(dims, cJSON_CreateString(lp_dim_name(sw->best_by[g]))))
+            LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+    for (size_t i = 0; i < res->ngroups; i++) {
+        const struct lp_group *gr = &res->groups[i];
+        cJSON *o = cJSON_CreateObject();
+        if (!o || !cJSON_AddItemToArray(groups, o))
+            LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+        for (int g = 0; g < sw->nbest_by; g++) {
+            cJSON *val = dim_value(sw, sw->best_by[g], lp_group_digit(res, gr->key, g));
+            if (!val) LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
+            cJSON_AddItemToObject(o, lp_dim_name(sw->best_by[g]), val);
+        }
+        for (int ob = 0; ob < LP_OBJ_COUNT; ob++) {
+            cJSON *p = plan_json(&gr->best[ob], err);
+            if (!p) return err ? err->code : LP_ENOMEM;
+            cJSON_AddItemToObject(o, ob == LP_OBJ_TIME ? "fastest" : "cheapest", p);
+        }
+    }
+    return LP_OK;
+}
+
+/* The constraints as given, and how many feasible plans each excluded. */
+static int add_constraints(cJSON *st, const struct lp_constraints *k, const struct lp_counts *c,
+                           struct lp_err *err)
+{
+    const double given[LP_CONS_COUNT] = {0,
+                                         k->max_gpus,
+                                         k->max_days,
+                                         k->max_cost_usd,
+                                         k->min_headroom_gib,
+                                         k->min_headroom_frac,
+                                         k->min_mfu};
+    cJSON *cons = cJSON_AddObjectToObject(st, "constraints");
+    cJSON *by = cJSON_AddObjectToObject(st, "excluded_by_constraint");
+    if (!cons || !by) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    uint64_t total = 0;
+    for (int i = 1; i < LP_CONS_COUNT; i++) {
+        const char *name = lp_constraint_name((enum lp_constraint)i);
+        const uint64_t n = c->v[LP_COUNT_EXCLUDED_BY_CONSTRAINT + i];
+        total += n;
+        if (given[i] > 0 && !cJSON_AddNumberToObject(cons, name, given[i]))
+            LP_FAIL(err, LP_ENOMEM, "out of memory");
+        if (n && !cJSON_AddNumberToObject(by, name, (double)n))
+            LP_FAIL(err, LP_ENOMEM, "out of memory");
+    }
+    if (!cJSON_AddNumberToObject(st, "excluded", (double)total))
+        LP_FAIL(err, LP_ENOMEM, "out of memory");
+    return LP_OK;
 }
 
 static int add_reasons(cJSON *stats, const char *key, const uint64_t *by_reason, struct lp_err *err)
@@ -107,6 +245,8 @@ static int build(cJSON *root, const struct lp_results *res, const struct lp_coun
                  const struct lp_plans_info *info, struct lp_err *err)
 {
     LP_TRY(err, add_plans(root, res, err));
+    const struct lp_sweep *sw = info->sweep_desc;
+    if (sw && sw->nbest_by > 0) LP_TRY(err, add_groups(root, res, sw, err));
     cJSON *st = cJSON_AddObjectToObject(root, "stats");
     if (!st) LP_FAIL(err, LP_ENOMEM, "out of memory");
     uint64_t infeasible = c->v[LP_COUNT_EVALUATED] - c->v[LP_COUNT_FEASIBLE];
@@ -120,12 +260,15 @@ static int build(cJSON *root, const struct lp_results *res, const struct lp_coun
     if (!cJSON_AddNumberToObject(st, "skipped", (double)c->v[LP_COUNT_SKIPPED]))
         LP_FAIL(err, LP_ENOMEM, "out of memory");
     LP_TRY(err, add_reasons(st, "skipped_by_reason", &c->v[LP_COUNT_SKIPPED_BY_REASON], err));
+    if (sw && lp_constraints_any(&sw->cons)) LP_TRY(err, add_constraints(st, &sw->cons, c, err));
     bad = !cJSON_AddStringToObject(st, "objective_time", "iteration_time_s") ||
           !cJSON_AddStringToObject(st, "objective_cost",
                                    info->tokens > 0 ? "training.cost_usd"
                                                     : "cost_per_iteration_usd") ||
           !cJSON_AddStringToObject(st, "sweep", info->sweep ? info->sweep : "") ||
           !cJSON_AddStringToObject(st, "profile", info->profile ? info->profile : "") ||
+          (info->profile_mismatch && info->profile_mismatch[0] &&
+           !cJSON_AddStringToObject(st, "profile_gpu_mismatch", info->profile_mismatch)) ||
           !cJSON_AddNumberToObject(st, "wall_s", info->wall_s) ||
           !cJSON_AddNumberToObject(st, "configs_per_s", configs_per_s) ||
           !cJSON_AddNumberToObject(st, "ranks", info->ranks);

@@ -101,7 +101,7 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
         }
     }
     /* the run's training settings; "training" itself is the cost projection
-     * of the simulate output (DESIGN.md) */
+     * of the simulate output (docs/design.md) */
     cJSON *t = cJSON_AddObjectToObject(c, "training_config");
     bad |= !t;
     if (t) {
@@ -231,6 +231,9 @@ static int result_json(const struct lp_run *run, const struct lp_result *res, bo
         bad |= add_num(t, "time_days", res->time_days);
         bad |= add_num(t, "gpu_hours", res->gpu_hours);
         bad |= add_num(t, "cost_usd", res->cost_usd);
+        /* the goodput factor that lengthened the run (src/core/bill.c), when modelled */
+        if (run->system.goodput.mtbf_gpu_hours > 0)
+            bad |= add_num(t, "goodput", lp_bill_goodput(&run->system, res->gpus));
     }
     char *s = bad ? NULL : compact ? cJSON_PrintUnformatted(o) : cJSON_Print(o);
     cJSON_Delete(o);

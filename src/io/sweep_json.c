@@ -19,6 +19,7 @@
 struct vlist {
     int n;
     int *v;
+    int max; /* capacity; 0 = LP_SWEEP_MAX_VALUES */
 };
 
 static int vlist_push(const struct lp_jctx *c, const char *kp, struct vlist *l, int x)
@@ -27,9 +28,9 @@ static int vlist_push(const struct lp_jctx *c, const char *kp, struct vlist *l, 
         if (l->v[i] == x)
             LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected distinct values, got %d twice",
                     c->file, kp, x);
-    if (l->n >= LP_SWEEP_MAX_VALUES)
-        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected at most %d values", c->file, kp,
-                LP_SWEEP_MAX_VALUES);
+    const int max = l->max ? l->max : LP_SWEEP_MAX_VALUES;
+    if (l->n >= max)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected at most %d values", c->file, kp, max);
     l->v[l->n++] = x;
     return LP_OK;
 }
@@ -285,16 +286,74 @@ static void store(struct lp_sweep *sw, enum lp_dim d, const struct vlist *l)
     memcpy(sw->values[d], l->v, (size_t)l->n * sizeof(int));
 }
 
+/* The training settings as dimensions: "attention" (names, "auto") or
+ * "flash_attention" (booleans: true = the training block's attention
+ * kernel, or flash2), "precision" (names); absent: the training block's. */
+static int parse_settings(const struct lp_jctx *c, const cJSON *space, const char *const *att_names,
+                          struct lp_sweep *sw, struct vlist *l)
+{
+    struct lp_err *err = c->err;
+    const cJSON *att = space ? cJSON_GetObjectItemCaseSensitive(space, "attention") : NULL;
+    const cJSON *fa = space ? cJSON_GetObjectItemCaseSensitive(space, "flash_attention") : NULL;
+    const int own = sw->train.flash_attention ? (int)sw->train.attention : LP_ATTENTION_COUNT;
+    if (att && fa)
+        LP_FAIL(err, LP_EINVAL,
+                "%s: key 'space.flash_attention': expected either 'attention' or "
+                "'flash_attention', not both",
+                c->file);
+    if (att) {
+        LP_TRY(err, enum_values(c, att, "space.attention", att_names, LP_ATTENTION_COUNT + 1, l));
+    } else if (fa) {
+        LP_TRY(err, bool_values(c, fa, "space.flash_attention", l));
+        const int flash = own == LP_ATTENTION_COUNT ? LP_ATTENTION_FLASH2 : own;
+        for (int i = 0; i < l->n; i++)
+            l->v[i] = l->v[i] ? flash : LP_ATTENTION_COUNT;
+    } else {
+        l->n = 1;
+        l->v[0] = own;
+    }
+    store(sw, LP_DIM_ATTENTION, l);
+    const cJSON *pr = space ? cJSON_GetObjectItemCaseSensitive(space, "precision") : NULL;
+    if (pr) {
+        const char *names[LP_PREC_COUNT];
+        for (int i = 0; i < LP_PREC_COUNT; i++)
+            names[i] = lp_prec_name((enum lp_prec)i);
+        LP_TRY(err, enum_values(c, pr, "space.precision", names, LP_PREC_COUNT, l));
+    } else {
+        l->n = 1;
+        l->v[0] = (int)sw->train.precision;
+    }
+    store(sw, LP_DIM_PRECISION, l);
+    return LP_OK;
+}
+
 static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sweep *sw)
 {
-    static const char *const keys[] = {"tp",        "pp",   "dp",          "cp",
-                                       "ep",        "vp",   "micro_batch", "sequence_parallel",
-                                       "recompute", "zero", "schedule",    NULL};
+    static const char *const keys[] = {"tp",
+                                       "pp",
+                                       "dp",
+                                       "cp",
+                                       "ep",
+                                       "vp",
+                                       "micro_batch",
+                                       "sequence_parallel",
+                                       "recompute",
+                                       "zero",
+                                       "schedule",
+                                       "attention",
+                                       "flash_attention",
+                                       "precision",
+                                       NULL};
+    /* the order of enum lp_attention, then unfused (LP_ATTENTION_COUNT): config.c's names */
+    const char *att_names[LP_ATTENTION_COUNT + 1];
+    for (int i = 0; i < LP_ATTENTION_COUNT; i++)
+        att_names[i] = lp_attention_name(true, (enum lp_attention)i);
+    att_names[LP_ATTENTION_COUNT] = lp_attention_name(false, LP_ATTENTION_FLASH2);
     static const char *const rc_names[] = {"none", "selective", "full"};
     static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb"};
     struct lp_err *err = c->err;
     int buf[LP_SWEEP_MAX_VALUES];
-    struct vlist l = {0, buf};
+    struct vlist l = {0, buf, 0};
     char kp[64];
     if (space) LP_TRY(err, lp_json_check_keys(c, space, "space", keys));
 
@@ -386,6 +445,137 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
             }
     }
     store(sw, LP_DIM_SCHEDULE, &l);
+    LP_TRY(err, parse_settings(c, space, att_names, sw, &l));
+    return LP_OK;
+}
+
+/* "profile": one for every system (a string), or {"system name": profile}
+ * giving each listed system its own (lp_system.profile, as a system's own
+ * "profile" key does); search/cost_model.c decides which applies. */
+static int parse_profile(const struct lp_jctx *c, const cJSON *v, struct lp_sweep *sw)
+{
+    if (!v) return LP_OK;
+    if (cJSON_IsString(v)) {
+        if (strlen(v->valuestring) >= sizeof(sw->profile))
+            LP_FAIL(c->err, LP_EINVAL, "%s: key 'profile': expected at most %zu characters",
+                    c->file, sizeof(sw->profile) - 1);
+        snprintf(sw->profile, sizeof(sw->profile), "%s", v->valuestring);
+        return LP_OK;
+    }
+    if (!cJSON_IsObject(v))
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key 'profile': expected a profile (a file, \"synth\" or \"roofline\") or "
+                "an object {system name: profile}",
+                c->file);
+    for (const cJSON *it = v->child; it; it = it->next) {
+        int k = 0;
+        while (k < sw->nvalues[LP_DIM_SYSTEM] && strcmp(sw->systems[k].name, it->string) != 0)
+            k++;
+        if (k == sw->nvalues[LP_DIM_SYSTEM])
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key 'profile.%s': expected the name of a system of "
+                    "the sweep",
+                    c->file, it->string);
+        if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof(sw->systems[k].profile))
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key 'profile.%s': expected a profile file, \"synth\" or \"roofline\" "
+                    "(at most %zu characters)",
+                    c->file, it->string, sizeof(sw->systems[k].profile) - 1);
+        for (int i = 0; i < sw->nvalues[LP_DIM_SYSTEM]; i++)
+            if (!strcmp(sw->systems[i].name, it->string))
+                snprintf(sw->systems[i].profile, sizeof(sw->systems[i].profile), "%s",
+                         it->valuestring);
+    }
+    return LP_OK;
+}
+
+/* "gpus": N | [N, ...] | {min, max, step} (step an integer, "xK" or
+ * "node": every multiple of the smallest gpus_per_node of the sweep's
+ * systems) | "auto" (every such node multiple up to constraints.max_gpus),
+ * up to LP_SWEEP_MAX_GPU_VALUES values. */
+static int gpu_values(const struct lp_jctx *c, const cJSON *v, const struct lp_sweep *sw,
+                      struct vlist *l)
+{
+    int node = 0;
+    for (int i = 0; i < sw->nvalues[LP_DIM_SYSTEM]; i++)
+        if (node == 0 || sw->systems[i].gpus_per_node < node) node = sw->systems[i].gpus_per_node;
+    const cJSON *st = cJSON_IsObject(v) ? cJSON_GetObjectItemCaseSensitive(v, "step") : NULL;
+    const bool is_auto = cJSON_IsString(v) && !strcmp(v->valuestring, "auto");
+    if (!is_auto && !(cJSON_IsString(st) && !strcmp(st->valuestring, "node")))
+        return int_values(c, v, "gpus", 1, 1 << 24, false, l, NULL);
+    int lo = node, hi = sw->cons.max_gpus;
+    if (is_auto) {
+        if (hi <= 0)
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key 'gpus': \"auto\" (every multiple of a node) needs "
+                    "constraints.max_gpus as its largest value",
+                    c->file);
+    } else {
+        static const char *const keys[] = {"min", "max", "step", NULL};
+        LP_TRY(c->err, lp_json_check_keys(c, v, "gpus", keys));
+        LP_TRY(c->err, lp_json_int32(c, v, "gpus", "min", true, 1, 1 << 24, &lo));
+        LP_TRY(c->err, lp_json_int32(c, v, "gpus", "max", true, 1, 1 << 24, &hi));
+    }
+    l->n = 0;
+    for (long long x = ((long long)lo + node - 1) / node * node; x <= hi; x += node)
+        LP_TRY(c->err, vlist_push(c, "gpus", l, (int)x));
+    return LP_OK;
+}
+
+/* "framework": a name, an object with overrides, or a list of them (a
+ * dimension of the space, LP_DIM_FRAMEWORK). */
+static int parse_frameworks(const struct lp_jctx *c, const cJSON *v, struct lp_sweep *sw)
+{
+    const int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
+    if (n < 1 || n > LP_SWEEP_MAX_VALUES)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key 'framework': expected 1 to %d frameworks, got %d",
+                c->file, LP_SWEEP_MAX_VALUES, n);
+    sw->fws = calloc((size_t)n, sizeof(*sw->fws));
+    if (!sw->fws) LP_FAIL(c->err, LP_ENOMEM, "out of memory");
+    sw->fws[0] = sw->fw; /* the default when "framework" is absent */
+    int i = 0;
+    for (const cJSON *it = cJSON_IsArray(v) ? v->child : v; it;
+         it = cJSON_IsArray(v) ? it->next : NULL, i++) {
+        char kp[64];
+        if (cJSON_IsArray(v))
+            snprintf(kp, sizeof(kp), "framework[%d]", i);
+        else
+            snprintf(kp, sizeof(kp), "framework");
+        LP_TRY(c->err, lp_json_framework(c, it, kp, &sw->fws[i]));
+        for (int k = 0; k < i; k++)
+            if (!memcmp(&sw->fws[k], &sw->fws[i], sizeof(sw->fws[i])))
+                LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected distinct frameworks", c->file,
+                        kp);
+    }
+    for (int k = 0; k < n; k++)
+        sw->values[LP_DIM_FRAMEWORK][k] = k;
+    sw->nvalues[LP_DIM_FRAMEWORK] = n;
+    sw->fw = sw->fws[0];
+    return LP_OK;
+}
+
+/* "best_by": a dimension name or a list of them (at most LP_GROUP_MAX;
+ * model, system, gpus, and every other dimension of the space). */
+static int parse_best_by(const struct lp_jctx *c, const cJSON *v, struct lp_sweep *sw)
+{
+    sw->nbest_by = 0;
+    if (!v) return LP_OK;
+    const cJSON *first = cJSON_IsArray(v) ? v->child : v;
+    for (const cJSON *it = first; it; it = cJSON_IsArray(v) ? it->next : NULL) {
+        int d = -1;
+        for (int k = 0; cJSON_IsString(it) && k < LP_DIM_COUNT; k++)
+            if (!strcmp(it->valuestring, lp_dim_name((enum lp_dim)k))) d = k;
+        if (d < 0 || sw->nbest_by == LP_GROUP_MAX)
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key 'best_by': expected up to %d dimension names (model, system, gpus, "
+                    "tp, pp, ...; docs/search.md)",
+                    c->file, LP_GROUP_MAX);
+        for (int k = 0; k < sw->nbest_by; k++)
+            if ((int)sw->best_by[k] == d)
+                LP_FAIL(c->err, LP_EINVAL, "%s: key 'best_by': \"%s\" given twice", c->file,
+                        it->valuestring);
+        sw->best_by[sw->nbest_by++] = (enum lp_dim)d;
+    }
     return LP_OK;
 }
 
@@ -393,7 +583,8 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_swee
 {
     static const char *const keys[] = {"name",    "comment", "model",  "models",   "system",
                                        "systems", "gpus",    "space",  "training", "framework",
-                                       "profile", "top_k",   "output", "prices",   NULL};
+                                       "profile", "top_k",   "output", "prices",   "constraints",
+                                       "best_by", NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, root, "", keys));
     LP_TRY(err, lp_json_str(c, root, "", "name", false, sw->name, sizeof(sw->name)));
@@ -408,8 +599,7 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_swee
                 "precision, ...}",
                 c->file);
     LP_TRY(err, lp_json_training(c, v, "training", &sw->train));
-    v = cJSON_GetObjectItemCaseSensitive(root, "framework");
-    if (v) LP_TRY(err, lp_json_framework(c, v, "framework", &sw->fw));
+    LP_TRY(err, parse_frameworks(c, cJSON_GetObjectItemCaseSensitive(root, "framework"), sw));
 
     v = cJSON_GetObjectItemCaseSensitive(root, "gpus");
     if (!v)
@@ -417,14 +607,51 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_swee
                 "%s: missing key 'gpus': expected a GPU count, a list of them or "
                 "{min, max, step}",
                 c->file);
-    int buf[LP_SWEEP_MAX_VALUES];
-    struct vlist l = {0, buf};
-    LP_TRY(err, int_values(c, v, "gpus", 1, 1 << 24, false, &l, NULL));
-    store(sw, LP_DIM_GPUS, &l);
+    const char *ckeys[LP_CONS_COUNT]; /* the names of src/core/constraints.c */
+    for (int i = 1; i < LP_CONS_COUNT; i++)
+        ckeys[i - 1] = lp_constraint_name((enum lp_constraint)i);
+    ckeys[LP_CONS_COUNT - 1] = NULL;
+    const cJSON *cons = cJSON_GetObjectItemCaseSensitive(root, "constraints");
+    if (cons) {
+        struct lp_constraints *k = &sw->cons;
+        LP_TRY(err, lp_json_check_keys(c, cons, "constraints", ckeys));
+        LP_TRY(err, lp_json_int32(c, cons, "constraints", lp_constraint_name(LP_CONS_MAX_GPUS),
+                                  false, 1, 1 << 24, &k->max_gpus));
+        LP_TRY(err, lp_json_num(c, cons, "constraints", lp_constraint_name(LP_CONS_MAX_DAYS), false,
+                                0, true, &k->max_days));
+        LP_TRY(err, lp_json_num(c, cons, "constraints", lp_constraint_name(LP_CONS_MAX_COST), false,
+                                0, true, &k->max_cost_usd));
+        LP_TRY(err,
+               lp_json_num(c, cons, "constraints", lp_constraint_name(LP_CONS_MIN_HEADROOM_GIB),
+                           false, 0, true, &k->min_headroom_gib));
+        LP_TRY(err,
+               lp_json_num(c, cons, "constraints", lp_constraint_name(LP_CONS_MIN_HEADROOM_FRAC),
+                           false, 0, true, &k->min_headroom_frac));
+        LP_TRY(err, lp_json_num(c, cons, "constraints", lp_constraint_name(LP_CONS_MIN_MFU), false,
+                                0, true, &k->min_mfu));
+        if (k->min_headroom_frac >= 1 || k->min_mfu > 1)
+            LP_FAIL(err, LP_EINVAL, "%s: key 'constraints.%s': expected a fraction below 1, got %g",
+                    c->file, k->min_mfu > 1 ? "min_mfu" : "min_memory_headroom_fraction",
+                    k->min_mfu > 1 ? k->min_mfu : k->min_headroom_frac);
+        if ((k->max_days > 0 || k->max_cost_usd > 0) && !(sw->train.tokens > 0) &&
+            !(sw->train.tokens_per_param > 0))
+            LP_FAIL(err, LP_EINVAL,
+                    "%s: key 'constraints.%s': expected a token budget to bound "
+                    "(training.tokens or training.tokens_per_param)",
+                    c->file, k->max_days > 0 ? "max_days" : "max_cost_usd");
+    }
+    int *buf = malloc(LP_SWEEP_MAX_GPU_VALUES * sizeof(int));
+    if (!buf) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    struct vlist l = {0, buf, LP_SWEEP_MAX_GPU_VALUES};
+    int rc = gpu_values(c, v, sw, &l);
+    if (rc == LP_OK) store(sw, LP_DIM_GPUS, &l);
+    free(buf);
+    if (rc < 0) return rc;
+    LP_TRY(err, parse_best_by(c, cJSON_GetObjectItemCaseSensitive(root, "best_by"), sw));
 
     LP_TRY(err, parse_space(c, cJSON_GetObjectItemCaseSensitive(root, "space"), sw));
 
-    LP_TRY(err, lp_json_str(c, root, "", "profile", false, sw->profile, sizeof(sw->profile)));
+    LP_TRY(err, parse_profile(c, cJSON_GetObjectItemCaseSensitive(root, "profile"), sw));
     LP_TRY(err, lp_json_int32(c, root, "", "top_k", false, 1, 100000, &sw->top_k));
     LP_TRY(err, lp_json_str(c, root, "", "output", false, sw->output, sizeof(sw->output)));
     return LP_OK;
@@ -475,6 +702,7 @@ void lp_sweep_destroy(struct lp_sweep **sw)
     if (!sw || !*sw) return;
     free((*sw)->models);
     free((*sw)->systems);
+    free((*sw)->fws);
     free(*sw);
     *sw = NULL;
 }

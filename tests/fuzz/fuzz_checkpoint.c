@@ -41,6 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         h.range_size = (uint32_t)sizeof(struct lp_range);
         h.count_n = LP_COUNT_N;
         h.sweep_hash = lp_sweep_hash(&s);
+        h.text_hash = fnv(s.sweep_text, strlen(s.sweep_text) + 1, FNV_OFFSET);
         h.space_size = s.space.size;
         h.segment_len = s.opt.segment;
         h.top_k = 10;

@@ -71,7 +71,7 @@ sed 's/"global_batch": 1024/"global_batch": 512/' "$SCRATCH/sweep.json" >"$SCRAT
 cp -r "$SCRATCH/b" "$SCRATCH/b2"
 "$LLMPLAN" search "$SCRATCH/other.json" -o "$SCRATCH/b2" "${OPTS[@]}" --resume 2>"$SCRATCH/err.txt"
 rc=$?
-[ $rc -eq 1 ] && grep -q "different sweep" "$SCRATCH/err.txt" ||
+[ $rc -eq 1 ] && grep -q "belongs to another run: the sweep file.s text changed" "$SCRATCH/err.txt" ||
     { cat "$SCRATCH/err.txt"; fail "expected a refusal (status 1), got $rc"; }
 check "B: --resume on 2 ranks completes and equals the reference"
 mpi 2 "$LLMPLAN" search "$SCRATCH/sweep.json" -o "$SCRATCH/b" "${OPTS[@]}" --resume ||

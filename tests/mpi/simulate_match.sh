@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The plans in plans.json are what `llmplan simulate` says for the same
-# configuration: the time- and cost-optimal plans (and the whole Pareto front)
-# are written back as run descriptions and simulated one by one.
+# configuration: the time- and cost-optimal plans (and the whole Pareto front,
+# and every best_by group's plans) are written back as run descriptions and
+# simulated one by one. The framework, attention kernel and precision are
+# dimensions of the sweep (issue #17): simulate must agree on them too.
 source "$(dirname "$0")/lib.bash" "$@"
 
 cat >"$SCRATCH/sweep.json" <<'JSON'
 {"models": ["gpt3-6.7b", "llama2-13b"], "systems": ["dgx-a100-80gb", "dgx-h100"],
  "gpus": [32, 64, 128], "training": {"global_batch": 512, "precision": "bf16", "tokens": 2e10},
- "profile": "roofline",
+ "profile": "roofline", "framework": ["megatron", {"name": "megatron", "tp_overlap": false}, "fsdp"],
+ "best_by": ["framework", "attention", "precision"],
  "space": {"tp": [1, 2, 4, 8], "pp": [1, 2, 4], "vp": [1, 2], "micro_batch": [1, 2, 4],
-           "sequence_parallel": "auto", "recompute": "auto", "zero": [0, 1]}}
+           "sequence_parallel": "auto", "recompute": "auto", "zero": [0, 1, 3],
+           "attention": ["flash2", "unfused"], "precision": ["bf16", "fp16"]}}
 JSON
 check "search on 2 ranks"
 mpi 2 "$LLMPLAN" search "$SCRATCH/sweep.json" -o "$SCRATCH/out" --quiet --no-dataset ||
@@ -27,6 +31,16 @@ def pairs(kv):
 d = json.load(open(sys.argv[1]), object_pairs_hook=pairs)
 plans = [("time_optimal", d["time_optimal"]), ("cost_optimal", d["cost_optimal"])]
 plans += [("pareto%d" % i, p) for i, p in enumerate(d["pareto"])]
+groups = d["best_by"]["groups"]
+# 3 frameworks x 2 attention kernels x 2 precisions, each with a feasible plan
+assert len(groups) == 12, len(groups)
+for i, g in enumerate(groups):
+    for k in ("fastest", "cheapest"):
+        p = g[k]
+        fw = p["framework"] if isinstance(p["framework"], str) else p["framework"]["name"]
+        assert (fw, p["training_config"]["attention"], p["training_config"]["precision"]) == \
+            (g["framework"], g["attention"], g["precision"]), (g, fw)
+        plans.append(("group%d%s" % (i, k), p))
 for name, p in plans:
     run = {k: p[k] for k in ("model", "system", "parallel", "framework", "gpus")}
     run["training"] = p["training_config"]

@@ -23,6 +23,8 @@ static void make_points(unsigned seed, double tokens)
         double c = 1.0 + rand() % 40;
         pts[i].res.cost_usd = tokens > 0 ? c : -1;
         pts[i].res.cost_per_iteration_usd = tokens > 0 ? -1 : c;
+        /* few memory values: ties in both objectives and in memory occur */
+        pts[i].res.memory_per_gpu_bytes = (double)(rand() % 3);
     }
 }
 
@@ -35,11 +37,19 @@ static double c_of(const struct lp_entry *e)
     return lp_entry_objective(e, LP_OBJ_COST);
 }
 
+/* The tie-break of equal objectives (issue #17): less memory, then index. */
+static bool tie_before(const struct lp_entry *a, const struct lp_entry *b)
+{
+    if (a->res.memory_per_gpu_bytes != b->res.memory_per_gpu_bytes)
+        return a->res.memory_per_gpu_bytes < b->res.memory_per_gpu_bytes;
+    return a->index < b->index;
+}
+
 static bool dom(const struct lp_entry *a, const struct lp_entry *b)
 {
     if (t_of(a) > t_of(b) || c_of(a) > c_of(b)) return false;
     if (t_of(a) < t_of(b) || c_of(a) < c_of(b)) return true;
-    return a->index < b->index;
+    return tie_before(a, b);
 }
 
 static int add_all(struct lp_results *r, const int *order, int n)
@@ -111,7 +121,7 @@ static void check_brute(const struct lp_results *r, int *th_failed_)
         ASSERT_TRUE(t_of(&r->front.e[k - 1]) <= t_of(&r->front.e[k]));
         ASSERT_TRUE(c_of(&r->front.e[k - 1]) >= c_of(&r->front.e[k]));
     }
-    /* top-k: the k smallest (objective, index) among feasible points */
+    /* top-k: the k smallest (objective, memory, index) among feasible points */
     for (int o = 0; o < LP_OBJ_COUNT; o++) {
         const struct lp_entry **s = NULL;
         size_t n = 0;
@@ -123,7 +133,7 @@ static void check_brute(const struct lp_results *r, int *th_failed_)
             for (int i = 0; i < N; i++) {
                 if (!pts[i].res.feasible) continue;
                 double w = lp_entry_objective(&pts[i], (enum lp_objective)o);
-                if (w < v || (w == v && pts[i].index < s[k]->index)) better++;
+                if (w < v || (w == v && tie_before(&pts[i], s[k]))) better++;
             }
             ok = better == k;
         }
@@ -231,5 +241,69 @@ TEST(infeasible_and_nan_ignored)
     lp_results_free(&r);
 }
 
+/* best_by groups: the best per objective of every group of index digits,
+ * against brute force, for any insertion and merge order. */
+TEST(groups_vs_brute_force)
+{
+    make_points(11, 1e9);
+    struct lp_results a, b, m;
+    ASSERT_OK(lp_results_init(&a, 3, NULL));
+    ASSERT_OK(lp_results_init(&b, 3, NULL));
+    ASSERT_OK(lp_results_init(&m, 3, NULL));
+    /* two group dimensions: index digits of weight 1000 (radix 7) and 10 (radix 5) */
+    struct lp_results *all[3] = {&a, &b, &m};
+    for (int k = 0; k < 3; k++) {
+        all[k]->ngroup_dims = 2;
+        all[k]->gstride[0] = 1000;
+        all[k]->gradix[0] = 7;
+        all[k]->gstride[1] = 10;
+        all[k]->gradix[1] = 5;
+    }
+    int order[N];
+    for (int i = 0; i < N; i++)
+        order[i] = i;
+    ASSERT_EQ_INT(add_all(&a, order, N), 0);
+    shuffle(order, N);
+    ASSERT_EQ_INT(add_all(&b, order, N / 2), 0);
+    ASSERT_EQ_INT(add_all(&m, order + N / 2, N - N / 2), 0);
+    ASSERT_OK(lp_results_merge(&m, &b, NULL));
+    size_t groups = 0;
+    for (int g0 = 0; g0 < 7; g0++)
+        for (int g1 = 0; g1 < 5; g1++) {
+            const struct lp_entry *best[LP_OBJ_COUNT] = {NULL, NULL};
+            for (int i = 0; i < N; i++) {
+                const struct lp_entry *e = &pts[i];
+                if (!e->res.feasible || (int)(e->index / 1000 % 7) != g0 ||
+                    (int)(e->index / 10 % 5) != g1)
+                    continue;
+                for (int o = 0; o < LP_OBJ_COUNT; o++) {
+                    double v = lp_entry_objective(e, (enum lp_objective)o);
+                    double w = best[o] ? lp_entry_objective(best[o], (enum lp_objective)o) : 0;
+                    if (!best[o] || v < w || (v == w && tie_before(e, best[o]))) best[o] = e;
+                }
+            }
+            if (!best[0]) continue;
+            const uint64_t key = (uint64_t)g0 * 5 + (uint64_t)g1;
+            for (int k = 0; k < 3; k += 2) { /* a: in order; m: shuffled and merged */
+                const struct lp_results *r = all[k];
+                size_t at = 0;
+                while (at < r->ngroups && r->groups[at].key != key)
+                    at++;
+                ASSERT_TRUE(at < r->ngroups);
+                ASSERT_EQ_INT(lp_group_digit(r, key, 0), g0);
+                ASSERT_EQ_INT(lp_group_digit(r, key, 1), g1);
+                for (int o = 0; o < LP_OBJ_COUNT; o++)
+                    ASSERT_EQ_INT(r->groups[at].best[o].index, best[o]->index);
+            }
+            groups++;
+        }
+    ASSERT_EQ_INT(a.ngroups, groups);
+    ASSERT_EQ_INT(m.ngroups, groups);
+    lp_results_free(&a);
+    lp_results_free(&b);
+    lp_results_free(&m);
+}
+
 TH_MAIN(TH_CASE(front_and_topk_vs_brute_force), TH_CASE(order_and_merge_independence),
-        TH_CASE(offer_matches_add), TH_CASE(infeasible_and_nan_ignored))
+        TH_CASE(offer_matches_add), TH_CASE(infeasible_and_nan_ignored),
+        TH_CASE(groups_vs_brute_force))

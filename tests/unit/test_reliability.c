@@ -126,6 +126,9 @@ TEST(space_products_beyond_int)
     sw.values[LP_DIM_VP][0] = 1;
     sw.values[LP_DIM_MICRO_BATCH][0] = 1;
     sw.values[LP_DIM_SCHEDULE][0] = LP_SCHED_1F1B;
+    sw.values[LP_DIM_ATTENTION][0] =
+        r.train.flash_attention ? (int)r.train.attention : LP_ATTENTION_COUNT;
+    sw.values[LP_DIM_PRECISION][0] = (int)r.train.precision;
     struct lp_space sp;
     ASSERT_OK(lp_space_init(&sp, &sw, NULL));
     static struct lp_run run;

@@ -1,0 +1,79 @@
+/* The cost model of one system, as `llmplan simulate` and `llmplan search`
+ * both choose it (one rule, issue #17):
+ *
+ *   1. the command line's --profile, else
+ *   2. the profile named for this system (the system's "profile" key, or the
+ *      sweep's "profile" map entry for it; lp_system.profile), else
+ *   3. the sweep's "profile" string (search only), else
+ *   4. data/profiles/<gpu>.h5 of the system's GPU.
+ *
+ * A choice is a file path, "roofline" (closed-form test backend) or "synth"
+ * (lp_profile_synth, built in memory from the GPU's datasheet). A profile
+ * file measured on another GPU is refused (lp_profile_match_gpu) unless the
+ * caller allows it; the caller then warns and flags its output. */
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+#include "llmplan/io.h"
+
+const char *lp_cli_profile_choice(const char *cli_arg, const struct lp_system *sys,
+                                  const char *sweep_default)
+{
+    if (cli_arg && cli_arg[0]) return cli_arg;
+    if (sys->profile[0]) return sys->profile;
+    return sweep_default ? sweep_default : "";
+}
+
+int lp_cli_cost_model(const char *choice, const struct lp_system *sys, bool allow_mismatch,
+                      struct lp_profile **prof, struct lp_cost_model *cm, char *used,
+                      size_t used_len, bool *mismatch, struct lp_err *err)
+{
+    const struct lp_gpu *gpu = &sys->gpu;
+    *prof = NULL;
+    *mismatch = false;
+    if (choice && strcmp(choice, "roofline") == 0) {
+        lp_cost_model_roofline(cm, gpu);
+        snprintf(used, used_len, "roofline");
+        return LP_OK;
+    }
+    if (choice && strcmp(choice, "synth") == 0) {
+        LP_TRY(err, lp_profile_synth(gpu, sys, prof, err));
+        lp_cost_model_table(cm, *prof, gpu);
+        snprintf(used, used_len, "synth:%s", gpu->name);
+        return LP_OK;
+    }
+    char path[1024];
+    if (choice && choice[0]) {
+        snprintf(path, sizeof(path), "%s", choice);
+    } else {
+        lp_profile_default_path(gpu->name, path, sizeof(path));
+        struct stat st;
+        if (stat(path, &st) != 0)
+            LP_FAIL(err, LP_ENOTFOUND,
+                    "no kernel profile for GPU '%s' (%s); generate one with `llmplan profile synth "
+                    "--gpu %s`, or use the profile \"synth\" or \"roofline\"",
+                    gpu->name, path, gpu->name);
+    }
+    int rc = lp_profile_read_h5(path, prof, err);
+    if (rc == LP_OK) rc = lp_profile_match_gpu(*prof, gpu, allow_mismatch, mismatch, err);
+    if (rc == LP_OK) rc = lp_profile_plausible(*prof, gpu, err);
+    if (rc < 0) {
+        lp_profile_destroy(prof);
+        return rc;
+    }
+    lp_cost_model_table(cm, *prof, gpu);
+    snprintf(used, used_len, "%s", path);
+    return LP_OK;
+}
+
+void lp_cli_warn_mismatch(const char *cmd, const struct lp_profile *prof,
+                          const struct lp_system *sys)
+{
+    fprintf(stderr,
+            "%s: WARNING: the profile %s was measured on GPU '%s', not on system %s's GPU "
+            "'%s'; its kernel times are used as they are (--allow-profile-mismatch), so the "
+            "results describe neither GPU faithfully\n",
+            cmd, prof->path[0] ? prof->path : "(in memory)", prof->gpu, sys->name, sys->gpu.name);
+}

@@ -20,7 +20,7 @@
 #include "search_internal.h"
 
 #define CK_MAGIC "LPCKPT1"
-#define CK_VERSION 2
+#define CK_VERSION 3 /* 3: sweep.h5 format 2 (45 column checksums) */
 
 struct ck_header {
     char magic[8];

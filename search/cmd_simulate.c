@@ -1,4 +1,4 @@
-/* llmplan simulate RUN.json [--json] [--trace FILE] [--profile FILE|roofline] */
+/* llmplan simulate RUN.json [--json] [--trace FILE [--trace-detail D]] [--profile FILE|roofline] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,17 +14,23 @@
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: llmplan simulate RUN.json [--json] [--trace FILE] [--profile FILE|roofline]\n"
+            "usage: llmplan simulate RUN.json [--json] [--trace FILE [--trace-detail D]]\n"
+            "                        [--profile FILE|roofline]\n"
             "                        [--sustained-frac F]\n"
             "       llmplan simulate --batch RUNS.jsonl [--profile FILE|roofline] "
             "[--sustained-frac F]\n"
             "\n"
-            "Simulate one training iteration of one configuration (DESIGN.md run description).\n"
+            "Simulate one training iteration of one configuration (DESIGN.md run description,\n"
+            "or a plan object copied from plans.json).\n"
             "\n"
             "  --json             print one JSON object (the contract's simulate output)\n"
             "  --batch FILE       one run description per line ('-' = stdin); prints one JSON\n"
             "                     result per line, with the configuration (scripts/validate)\n"
-            "  --trace FILE       write the simulated timeline as Chrome trace JSON (Perfetto)\n"
+            "  --trace FILE       write the simulated timeline as Chrome trace JSON (Perfetto);\n"
+            "                     an infeasible configuration exits 1 with its reason\n"
+            "  --trace-detail D   stage | microbatch (default) | op: one span per stage, every\n"
+            "                     pass of every micro-batch with a memory counter, or also each\n"
+            "                     pass's layers by operator class (docs/simulator.md)\n"
             "  --max-batch        also report the largest micro-batch that fits one GPU\n"
             "                     (\"max_batch\" in JSON; works with --batch)\n"
             "  --profile FILE     kernel profile to use (default: data/profiles/<gpu>.h5;\n"
@@ -73,6 +79,18 @@ int lp_cli_cost_model(const char *profile_arg, const struct lp_gpu *gpu, struct 
     lp_cost_model_table(cm, *prof, gpu);
     snprintf(used, used_len, "%s", path);
     return LP_OK;
+}
+
+int lp_cli_trace(struct lp_sim *sim, const struct lp_run *run, struct lp_result *res,
+                 const char *path, enum lp_trace_detail detail, struct lp_err *err)
+{
+    int n = 0;
+    struct lp_event *ev = malloc(TRACE_CAP * sizeof(*ev));
+    if (!ev) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    int rc = lp_sim_trace(sim, run, res, ev, TRACE_CAP, &n, err);
+    if (rc >= 0) rc = lp_trace_write(path, run, res, ev, n, detail, err);
+    free(ev);
+    return rc;
 }
 
 #define BATCH_PROFILES 32
@@ -185,6 +203,7 @@ static void print_summary(const struct lp_run *r, const struct lp_result *res, c
     printf("  pipeline p2p     %10.4f s\n", b->pp_comm_s);
     printf("  dp comm exposed  %10.4f s\n", b->dp_comm_exposed_s);
     printf("  optimizer        %10.4f s\n", b->optimizer_s);
+    if (b->zero3_gather_s > 0) printf("  zero-3 gathers   %10.4f s\n", b->zero3_gather_s);
     printf("\none layer, one micro-batch, ms\n  %-9s", "");
     for (int k = 0; k < LP_OPC_COUNT; k++)
         printf(" %15s", lp_op_class_name((enum lp_op_class)k));
@@ -223,6 +242,7 @@ static void print_summary(const struct lp_run *r, const struct lp_result *res, c
 int lp_cmd_simulate(int argc, char **argv)
 {
     const char *file = NULL, *trace = NULL, *profile = NULL, *batch = NULL;
+    enum lp_trace_detail detail = LP_TRACE_MICROBATCH;
     int json = 0;
     bool max_batch = false;
     double sustained = 0;
@@ -236,6 +256,14 @@ int lp_cmd_simulate(int argc, char **argv)
             max_batch = true;
         } else if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
             trace = argv[++i];
+        } else if (!strcmp(argv[i], "--trace-detail") && i + 1 < argc) {
+            if (lp_trace_detail_parse(argv[++i], &detail) < 0) {
+                fprintf(stderr,
+                        "llmplan simulate: --trace-detail: expected stage, microbatch or op, got "
+                        "'%s'\n",
+                        argv[i]);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
             batch = argv[++i];
         } else if (!strcmp(argv[i], "--profile") && i + 1 < argc) {
@@ -278,7 +306,6 @@ int lp_cmd_simulate(int argc, char **argv)
     struct lp_run run;
     struct lp_profile *prof = NULL;
     struct lp_sim *sim = NULL;
-    struct lp_event *ev = NULL;
     char *text = NULL;
     int rc = lp_load_run(file, &run, &err);
     if (rc >= 0 && sustained > 0) run.system.gpu.sustained_frac = sustained;
@@ -289,11 +316,7 @@ int lp_cmd_simulate(int argc, char **argv)
     if (rc >= 0) rc = lp_sim_create(&cm, &sim, &err);
     struct lp_result res;
     if (rc >= 0 && trace) {
-        int n = 0;
-        ev = malloc(TRACE_CAP * sizeof(*ev));
-        if (!ev) rc = lp_err_set_at(&err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
-        if (rc >= 0) rc = lp_sim_trace(sim, &run, &res, ev, TRACE_CAP, &n, &err);
-        if (rc >= 0) rc = lp_trace_write(trace, &run, ev, n, &err);
+        rc = lp_cli_trace(sim, &run, &res, trace, detail, &err);
     } else if (rc >= 0) {
         lp_sim_run(sim, &run, &res);
     }
@@ -311,7 +334,6 @@ int lp_cmd_simulate(int argc, char **argv)
     }
     if (rc < 0) lp_cli_error(&err);
     free(text);
-    free(ev);
     lp_sim_destroy(&sim);
     lp_profile_destroy(&prof);
     return rc < 0 ? 1 : 0;

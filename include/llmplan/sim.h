@@ -98,6 +98,10 @@ struct lp_result {
     /* training tokens per dollar (Ashkboos et al. 2024's metric): tokens of
      * one iteration / its cost; 0 when the system has no price */
     double tokens_per_usd;
+    /* exposed ZeRO-3 / FSDP collectives of one micro-batch's forward and
+     * backward passes on a stage (every chunk holds 1/vp of them): the
+     * breakdown's zero3_gather_s is micro-batches x their sum */
+    double zero3_fwd_s, zero3_bwd_s;
     int gpus;
     int microbatches;
     /* one transformer layer (an MoE layer when every layer is MoE), one

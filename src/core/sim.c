@@ -1051,6 +1051,8 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         lp_torch_dp(&s->cm, r, &pr, &ps, &tdp);
         double z3f = tdp.fwd_extra_s / (double)micro, z3b = tdp.bwd_extra_s / (double)micro;
         zero3 = z3f + z3b;
+        res->zero3_fwd_s = z3f;
+        res->zero3_bwd_s = z3b;
         fs[0] += z3f;
         bs[0] += z3b;
     } else if (p->zero >= 3 && p->dp * p->cp > 1) {
@@ -1065,6 +1067,8 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
             z3b = eb + (z3b - eb) * contention;
         }
         zero3 = z3f + z3b;
+        res->zero3_fwd_s = z3f;
+        res->zero3_bwd_s = z3b;
         /* each chunk gathers its share (ZeRO-3 runs without pipelining) */
         for (int vs = 0; vs < pv; vs++) {
             fs[vs] += z3f / p->vp;

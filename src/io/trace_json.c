@@ -9,8 +9,10 @@
  * splits each forward and backward pass into its layers and each layer
  * into the operator classes of the result's per-layer breakdown
  * (layer_fwd_s / layer_bwd_s: the same numbers as simulate --json's
- * layer_ops_s); what a pass holds beyond its layers (embedding, logits and
- * loss, ZeRO-3 gathers, recomputation in a backward pass) is one more span.
+ * layer_ops_s), after the pass's share of the ZeRO-3 / FSDP collectives
+ * (zero3_fwd_s / zero3_bwd_s); what a pass holds beyond its layers
+ * (embedding, logits and loss, recomputation in a backward pass) is one
+ * more span.
  * Written as a stream: an operator-level trace of a large pipeline has
  * hundreds of thousands of events. */
 #include <math.h>
@@ -113,11 +115,19 @@ static int chunk_layers(const int *first, int pp, int st, int c, int *lo)
  * breakdown in sequence (the classes' times, not the kernels' order), then
  * what the pass holds beyond its layers. Every child lies inside the pass
  * (the last one is cut at the pass's end should rounding overshoot it). */
-static void op_spans(struct out *o, const struct lp_event *e, const double *cls, int lo, int nl)
+static void op_spans(struct out *o, const struct lp_event *e, const double *cls, int lo, int nl,
+                     double zero3_s)
 {
     double at = e->start_s;
     const double end = e->start_s + e->dur_s;
     char args[96];
+    if (zero3_s > 0) { /* the chunk's parameter gathers (sim.c adds them to its passes) */
+        snprintf(args, sizeof(args), "\"micro_batch\":%d", e->micro);
+        const double d = fmin(zero3_s, e->dur_s);
+        span(o, e->kind == LP_EV_FWD ? "zero3 gather" : "zero3 gather + reduce-scatter", "op", at,
+             d, e->stage, 0, args);
+        at += d;
+    }
     for (int l = 0; l < nl && at < end; l++) {
         snprintf(args, sizeof(args), "\"layer\":%d,\"micro_batch\":%d", lo + l, e->micro);
         for (int k = 0; k < LP_OPC_COUNT && at < end; k++) {
@@ -130,9 +140,8 @@ static void op_spans(struct out *o, const struct lp_event *e, const double *cls,
     if (end - at > 1e-12) {
         snprintf(args, sizeof(args), "\"micro_batch\":%d", e->micro);
         span(o,
-             e->kind == LP_EV_FWD ? "outside the layers (embedding, logits, ZeRO-3 gathers)"
-                                  : "outside the layers (embedding, logits, ZeRO-3 gathers, "
-                                    "recomputation)",
+             e->kind == LP_EV_FWD ? "outside the layers (embedding, logits)"
+                                  : "outside the layers (embedding, logits, recomputation)",
              "op", at, end - at, e->stage, 0, args);
     }
 }
@@ -269,7 +278,9 @@ int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_r
              e->kind == LP_EV_DP ? 2 : e->stream, args);
         if (detail == LP_TRACE_OP && (e->kind == LP_EV_FWD || e->kind == LP_EV_BWD)) {
             int lo, nl = chunk_layers(first, pp, e->stage, e->chunk, &lo);
-            op_spans(&o, e, e->kind == LP_EV_FWD ? res->layer_fwd_s : res->layer_bwd_s, lo, nl);
+            const bool f = e->kind == LP_EV_FWD;
+            op_spans(&o, e, f ? res->layer_fwd_s : res->layer_bwd_s, lo, nl,
+                     (f ? res->zero3_fwd_s : res->zero3_bwd_s) / vp);
         }
     }
     if (detail != LP_TRACE_STAGE) memory_track(&o, run, res, ev, n);

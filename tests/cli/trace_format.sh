@@ -114,6 +114,26 @@ check(sorted(e["pid"] for e in xs if e["name"] == "passes") == list(range(pp)), 
 PY
 [ $? = 0 ] || exit 1
 
+# ZeRO-3: the gathers are their own operator spans, adding up to the
+# breakdown's zero3_gather (not tp_comm)
+cat >"$dir/z3.json" <<'JSON'
+{"model": "gpt3-175b", "system": "dgx-a100-80gb",
+ "parallel": {"tp": 8, "pp": 1, "dp": 16, "micro_batch": 1, "sequence_parallel": true,
+              "recompute": "selective", "zero": 3},
+ "training": {"global_batch": 64, "precision": "bf16", "tokens": 1e10}}
+JSON
+"$bin" simulate "$dir/z3.json" --profile roofline --json --trace "$dir/z3.trace.json" \
+    --trace-detail op >"$dir/z3.result.json" || fail "ZeRO-3 trace: exit $?"
+python3 - "$dir/z3.result.json" "$dir/z3.trace.json" <<'PY' || exit 1
+import json, sys
+r, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["traceEvents"]
+g = sum(e["dur"] for e in t if e.get("ph") == "X" and e["name"].startswith("zero3 gather")) / 1e6
+z = r["breakdown_s"]["zero3_gather"]
+ok = z > 0 and abs(g - z) <= 1e-6 * z
+print(("ok   " if ok else "FAIL ") + f"ZeRO-3: gather spans {g:.6f} s = breakdown zero3_gather {z:.6f} s")
+sys.exit(0 if ok else 1)
+PY
+
 # infeasible: exit 1 with the reason, no trace file
 cat >"$dir/oom.json" <<'JSON'
 {"model": "gpt3-175b", "system": "dgx-a100-80gb", "parallel": {"tp": 1, "pp": 1, "dp": 16},

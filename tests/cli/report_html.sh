@@ -9,6 +9,9 @@ set -u
 bin=$1 src=$2 dir=$3
 rm -rf "$dir" && mkdir -p "$dir"
 export LLMPLAN_DATA="$src/data"
+# `search` initialises MPI: under a sanitizer build, ignore Open MPI's own leaks
+export LSAN_OPTIONS="suppressions=$src/tests/mpi/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 browser=""
 for b in chromium chromium-browser chromium-headless-shell; do

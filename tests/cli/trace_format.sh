@@ -14,6 +14,9 @@ set -u
 bin=$1 src=$2 dir=$3
 rm -rf "$dir" && mkdir -p "$dir"
 export LLMPLAN_DATA="$src/data"
+# `search` initialises MPI: under a sanitizer build, ignore Open MPI's own leaks
+export LSAN_OPTIONS="suppressions=$src/tests/mpi/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # GPT-3 175B, TP 8 PP 4 (interleaved, vp 2), ZeRO-3 off; 16 micro-batches

@@ -36,6 +36,8 @@ s = p["stats"]
 print(f"\n{s['evaluated']} configurations evaluated ({s['feasible']} feasible, "
       f"{s['skipped']} skipped) in {s['wall_s']:.2f} s, {s['configs_per_s']:.0f} configs/s")
 PY
+build/search/llmplan report "$out"
 echo
-echo "results: $out/plans.json (plans, Pareto front, top-k), $out/sweep.h5 (every configuration)"
+echo "results: $out/plans.json (plans, Pareto front, top-k), $out/sweep.h5 (every configuration),"
+echo "         $out/report.html (figures; PNGs: scripts/report_png.sh $out)"
 echo "inspect: h5dump -H $out/sweep.h5 ; build/search/llmplan simulate data/examples/gpt3-175b-dgx-a100.json"

@@ -22,15 +22,18 @@ def main():
         import matplotlib.pyplot as plt
     except ImportError:
         sys.exit("plot_trace: matplotlib is missing (apt-get install python3-matplotlib)")
-    ev = [x for x in json.load(open(a.trace))["traceEvents"] if x.get("ph") == "X"]
+    # passes and transfers (an operator-level trace's "op" spans lie inside
+    # the passes; Perfetto shows them)
+    ev = [x for x in json.load(open(a.trace))["traceEvents"]
+          if x.get("ph") == "X" and x.get("cat") != "op"]
     if not ev:
         sys.exit(f"plot_trace: {a.trace}: no events (an infeasible configuration?)")
     stages = sorted({x["pid"] for x in ev})
     colour = {"F": "tab:blue", "B": "tab:green", "R": "tab:purple", "p2p": "tab:gray",
-              "dp-sync": "tab:red", "optimizer": "tab:orange"}
+              "dp-sync": "tab:red", "optimizer": "tab:orange", "stage": "tab:blue"}
     fig, ax = plt.subplots(figsize=(12, 0.8 + 0.7 * len(stages)))
     for x in ev:
-        y = x["pid"] * 2 + (0.8 if x["tid"] else 0.0)
+        y = x["pid"] * 2 + (0.8 if x["tid"] else 0.0)  # p2p (1) and DP (2) streams below
         ax.barh(y, x["dur"] / 1e3, left=x["ts"] / 1e3, height=0.3 if x["tid"] else 0.7,
                 color=colour.get(x["cat"], "black"))
         if x["tid"] == 0 and len(ev) < 400:

@@ -128,7 +128,7 @@ def collect(llmplan, prices, budget, fit):
                         "mfu": o["mfu"], "memory_gib": o["memory_per_gpu_gib"],
                         "iteration_s": o["iteration_time_s"],
                         "compute_s": bd["compute"], "dp_exposed_s": bd["dp_comm_exposed"],
-                        "comm_in_passes_s": bd["tp_comm"], "optimizer_s": bd["optimizer"]})
+                        "comm_in_passes_s": bd["tp_comm"] + bd.get("zero3_gather", 0.0), "optimizer_s": bd["optimizer"]})
         rows.append(row)
     feas = [r for r in rows if r["feasible"]]
     ls = losses(llmplan, fit, [(params[r["model"]], budget * r["tokens_per_usd"]) for r in feas])

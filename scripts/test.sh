@@ -11,7 +11,11 @@ cd "$root"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 
-scripts/setup.sh "$root/build" -DLLMPLAN_WERROR=ON
+# test-time packages: Debian's h5py and pandas (tests/cli/sweep_pandas.sh
+# reads sweep.h5 with docs/search.md's one-liner) and chromium
+# (tests/cli/report_html.sh opens the report page headless; installing it
+# took 70 s on the 2-core development machine)
+LLMPLAN_EXTRA_PKGS="python3-h5py python3-pandas chromium" scripts/setup.sh "$root/build" -DLLMPLAN_WERROR=ON
 scripts/setup.sh "$root/build-asan" -DLLMPLAN_WERROR=ON -DLLMPLAN_SANITIZE=ON -DLLMPLAN_PROFILER=OFF
 
 status=0

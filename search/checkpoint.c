@@ -20,7 +20,7 @@
 #include "search_internal.h"
 
 #define CK_MAGIC "LPCKPT1"
-#define CK_VERSION 3
+#define CK_VERSION 4 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18) */
 
 struct ck_header {
     char magic[8];

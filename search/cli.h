@@ -11,6 +11,17 @@ int lp_cmd_profile(int argc, char **argv);  /* cmd_profile.c: synth | info | che
 int lp_cmd_presets(int argc, char **argv);  /* models | gpus | systems */
 int lp_cmd_loss(int argc, char **argv);     /* cmd_loss.c: the Chinchilla loss fit */
 int lp_cmd_schedule(int argc, char **argv); /* cmd_schedule.c: jobs on one cluster */
+int lp_cmd_export(int argc, char **argv);   /* cmd_export.c: sweep.h5 as CSV */
+int lp_cmd_report(int argc, char **argv);   /* cmd_report.c: DIR/report.html */
+
+/* Simulate run with a timeline and write it to path (cmd_simulate.c); an
+ * infeasible configuration is an error naming its reason. */
+struct lp_sim;
+struct lp_run;
+struct lp_result;
+#include "llmplan/io.h"
+int lp_cli_trace(struct lp_sim *sim, const struct lp_run *run, struct lp_result *res,
+                 const char *path, enum lp_trace_detail detail, struct lp_err *err);
 
 /* Print "llmplan: <formatted error>" on stderr (one line, plus the traceback
  * when LLMPLAN_DEBUG is set). */

@@ -1,4 +1,5 @@
-/* llmplan simulate RUN.json [--json] [--trace FILE] [--profile FILE|synth|roofline] */
+/* llmplan simulate RUN.json [--json] [--trace FILE [--trace-detail D]] [--profile
+ * FILE|synth|roofline] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,17 +16,23 @@ static void usage(FILE *f)
 {
     fprintf(
         f,
-        "usage: llmplan simulate RUN.json [--json] [--trace FILE] [--profile FILE|synth|roofline]\n"
-        "                        [--sustained-frac F] [--allow-profile-mismatch]\n"
+        "usage: llmplan simulate RUN.json [--json] [--trace FILE [--trace-detail D]]\n"
+        "                        [--profile FILE|synth|roofline] [--sustained-frac F]\n"
+        "                        [--allow-profile-mismatch]\n"
         "       llmplan simulate --batch RUNS.jsonl [--profile FILE|synth|roofline] "
         "[--sustained-frac F]\n"
         "\n"
-        "Simulate one training iteration of one configuration (docs/design.md run description).\n"
+        "Simulate one training iteration of one configuration (docs/design.md run description,\n"
+        "or a plan object copied from plans.json).\n"
         "\n"
         "  --json             print one JSON object (the contract's simulate output)\n"
         "  --batch FILE       one run description per line ('-' = stdin); prints one JSON\n"
         "                     result per line, with the configuration (scripts/validate)\n"
-        "  --trace FILE       write the simulated timeline as Chrome trace JSON (Perfetto)\n"
+        "  --trace FILE       write the simulated timeline as Chrome trace JSON (Perfetto);\n"
+        "                     an infeasible configuration exits 1 with its reason\n"
+        "  --trace-detail D   stage | microbatch (default) | op: one span per stage, every\n"
+        "                     pass of every micro-batch with a memory counter, or also each\n"
+        "                     pass's layers by operator class (docs/simulator.md)\n"
         "  --max-batch        also report the largest micro-batch that fits one GPU\n"
         "                     (\"max_batch\" in JSON; works with --batch)\n"
         "  --profile P        kernel profile to use: FILE.h5, 'synth' (analytical, from\n"
@@ -43,6 +50,18 @@ static void usage(FILE *f)
         "An infeasible configuration prints feasible: false and its reason, exit 0.\n"
         "Malformed input exits 1 with a message naming the file and the key.\n",
         LP_SUSTAINED_FRAC);
+}
+
+int lp_cli_trace(struct lp_sim *sim, const struct lp_run *run, struct lp_result *res,
+                 const char *path, enum lp_trace_detail detail, struct lp_err *err)
+{
+    int n = 0;
+    struct lp_event *ev = malloc(TRACE_CAP * sizeof(*ev));
+    if (!ev) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    int rc = lp_sim_trace(sim, run, res, ev, TRACE_CAP, &n, err);
+    if (rc >= 0) rc = lp_trace_write(path, run, res, ev, n, detail, err);
+    free(ev);
+    return rc;
 }
 
 #define BATCH_PROFILES 32
@@ -173,6 +192,7 @@ static void print_summary(const struct lp_run *r, const struct lp_result *res, c
     printf("  pipeline p2p     %10.4f s\n", b->pp_comm_s);
     printf("  dp comm exposed  %10.4f s\n", b->dp_comm_exposed_s);
     printf("  optimizer        %10.4f s\n", b->optimizer_s);
+    if (b->zero3_gather_s > 0) printf("  zero-3 gathers   %10.4f s\n", b->zero3_gather_s);
     printf("\none layer, one micro-batch, ms\n  %-9s", "");
     for (int k = 0; k < LP_OPC_COUNT; k++)
         printf(" %15s", lp_op_class_name((enum lp_op_class)k));
@@ -211,6 +231,7 @@ static void print_summary(const struct lp_run *r, const struct lp_result *res, c
 int lp_cmd_simulate(int argc, char **argv)
 {
     const char *file = NULL, *trace = NULL, *profile = NULL, *batch = NULL;
+    enum lp_trace_detail detail = LP_TRACE_MICROBATCH;
     int json = 0;
     bool max_batch = false, allow_mismatch = false;
     double sustained = 0;
@@ -226,6 +247,14 @@ int lp_cmd_simulate(int argc, char **argv)
             allow_mismatch = true;
         } else if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
             trace = argv[++i];
+        } else if (!strcmp(argv[i], "--trace-detail") && i + 1 < argc) {
+            if (lp_trace_detail_parse(argv[++i], &detail) < 0) {
+                fprintf(stderr,
+                        "llmplan simulate: --trace-detail: expected stage, microbatch or op, got "
+                        "'%s'\n",
+                        argv[i]);
+                return 2;
+            }
         } else if (!strcmp(argv[i], "--batch") && i + 1 < argc) {
             batch = argv[++i];
         } else if (!strcmp(argv[i], "--profile") && i + 1 < argc) {
@@ -268,7 +297,6 @@ int lp_cmd_simulate(int argc, char **argv)
     struct lp_run run;
     struct lp_profile *prof = NULL;
     struct lp_sim *sim = NULL;
-    struct lp_event *ev = NULL;
     char *text = NULL;
     int rc = lp_load_run(file, &run, &err);
     if (rc >= 0 && sustained > 0) run.system.gpu.sustained_frac = sustained;
@@ -282,11 +310,7 @@ int lp_cmd_simulate(int argc, char **argv)
     if (rc >= 0) rc = lp_sim_create(&cm, &sim, &err);
     struct lp_result res;
     if (rc >= 0 && trace) {
-        int n = 0;
-        ev = malloc(TRACE_CAP * sizeof(*ev));
-        if (!ev) rc = lp_err_set_at(&err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
-        if (rc >= 0) rc = lp_sim_trace(sim, &run, &res, ev, TRACE_CAP, &n, &err);
-        if (rc >= 0) rc = lp_trace_write(trace, &run, ev, n, &err);
+        rc = lp_cli_trace(sim, &run, &res, trace, detail, &err);
     } else if (rc >= 0) {
         lp_sim_run(sim, &run, &res);
     }
@@ -308,7 +332,6 @@ int lp_cmd_simulate(int argc, char **argv)
     }
     if (rc < 0) lp_cli_error(&err);
     free(text);
-    free(ev);
     lp_sim_destroy(&sim);
     lp_profile_destroy(&prof);
     return rc < 0 ? 1 : 0;

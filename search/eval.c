@@ -1,6 +1,7 @@
 /* The per-rank walk of an index range: decode, skip structurally invalid
  * blocks in one step, simulate the rest, count, keep rows and offer feasible
  * plans to the local Pareto front / top-k. Not collective. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,6 +93,7 @@ static void fill_row(struct lp_row *w, uint64_t index, const int *digit, const s
     w->pp_comm_s = r->breakdown.pp_comm_s;
     w->dp_comm_exposed_s = r->breakdown.dp_comm_exposed_s;
     w->optimizer_s = r->breakdown.optimizer_s;
+    w->zero3_gather_s = r->breakdown.zero3_gather_s;
     w->weights_gib = r->memory.weights_bytes / GIB;
     w->gradients_gib = r->memory.grads_bytes / GIB;
     w->optimizer_gib = r->memory.optimizer_bytes / GIB;
@@ -104,6 +106,32 @@ static void fill_row(struct lp_row *w, uint64_t index, const int *digit, const s
     w->framework = sw->values[LP_DIM_FRAMEWORK][digit[LP_DIM_FRAMEWORK]];
     w->attention = sw->values[LP_DIM_ATTENTION][digit[LP_DIM_ATTENTION]];
     w->precision = sw->values[LP_DIM_PRECISION][digit[LP_DIM_PRECISION]];
+    w->tokens_per_usd = r->tokens_per_usd;
+    w->gpus_per_node = run->system.gpus_per_node;
+    w->seq_len = run->model.seq_len;
+    w->price_per_gpu_hour_usd = run->system.price_per_gpu_hour_usd;
+    if (!r->feasible) {
+        /* no time, no cost: NaN, so that a mean or a minimum over the
+         * column cannot take an infeasible row's figure for a real one */
+        double *nan_cols[] = {&w->iteration_time_s,
+                              &w->tokens_per_s,
+                              &w->mfu,
+                              &w->model_tflops_per_gpu,
+                              &w->compute_s,
+                              &w->tp_comm_s,
+                              &w->pp_bubble_s,
+                              &w->pp_comm_s,
+                              &w->dp_comm_exposed_s,
+                              &w->optimizer_s,
+                              &w->cost_per_iteration_usd,
+                              &w->cost_usd,
+                              &w->gpu_hours,
+                              &w->time_days,
+                              &w->tokens_per_usd,
+                              &w->zero3_gather_s};
+        for (size_t k = 0; k < sizeof(nan_cols) / sizeof(nan_cols[0]); k++)
+            *nan_cols[k] = NAN;
+    }
 }
 
 int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_evals,

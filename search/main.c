@@ -20,6 +20,9 @@ static void usage(FILE *f)
             "                          one configuration: iteration time, breakdown, memory, cost\n"
             "  search SWEEP.json [-o DIR] [--resume] [--no-dataset]\n"
             "                          sweep a configuration space (run under mpirun)\n"
+            "  report DIR [-o FILE]    a sweep's report page (DIR/report.html)\n"
+            "  export SWEEP.h5 --csv FILE\n"
+            "                          a sweep's dataset as CSV\n"
             "  profile synth|info|check ...\n"
             "                          analytical profiles; inspect and validate HDF5 profiles\n"
             "  models | gpus | systems list the shipped presets (data/)\n"
@@ -66,6 +69,8 @@ int main(int argc, char **argv)
     if (!strcmp(cmd, "profile")) return lp_cmd_profile(argc - 1, argv + 1);
     if (!strcmp(cmd, "loss")) return lp_cmd_loss(argc - 1, argv + 1);
     if (!strcmp(cmd, "schedule")) return lp_cmd_schedule(argc - 1, argv + 1);
+    if (!strcmp(cmd, "export")) return lp_cmd_export(argc - 1, argv + 1);
+    if (!strcmp(cmd, "report")) return lp_cmd_report(argc - 1, argv + 1);
     if (!strcmp(cmd, "models") || !strcmp(cmd, "gpus") || !strcmp(cmd, "systems"))
         return lp_cmd_presets(argc - 1, argv + 1);
     fprintf(stderr, "llmplan: unknown command '%s' (see llmplan --help)\n", cmd);

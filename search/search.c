@@ -102,6 +102,9 @@ static void usage(FILE *f)
             "                     (default %g; 0 = only at the end and on a signal)\n"
             "  --progress S       progress line every S seconds on stderr (default %g; 0 = off)\n"
             "  --quiet            no progress line and no summary\n"
+            "  --trace-top N      also write the timelines of the N fastest plans (plans.json\n"
+            "                     top_time) as DIR/trace-top<i>.json (Chrome trace JSON)\n"
+            "  --trace-detail D   their detail: stage, microbatch (default) or op\n"
             "  --stop-after N     (testing) rank 0 sends itself SIGUSR1 once this run has\n"
             "                     walked N indices\n"
             "\n"
@@ -132,6 +135,7 @@ static int parse_args(int argc, char **argv, struct lp_search_opts *o, const cha
     o->segment = DEFAULT_SEGMENT;
     o->progress_s = DEFAULT_PROGRESS_S;
     o->checkpoint_s = DEFAULT_CHECKPOINT_S;
+    o->trace_detail = LP_TRACE_MICROBATCH;
     *out_arg = NULL;
     size_t off = 0;
     for (int i = 0; i < argc && off < sizeof(o->cmdline); i++)
@@ -163,6 +167,17 @@ static int parse_args(int argc, char **argv, struct lp_search_opts *o, const cha
             if (parse_u64(argv[++i], 1, &o->min_chunk)) goto bad_value;
         } else if (!strcmp(a, "--segment") && more) {
             if (parse_u64(argv[++i], 1, &o->segment)) goto bad_value;
+        } else if (!strcmp(a, "--trace-top") && more) {
+            if (parse_u64(argv[++i], 1, &o->trace_top)) goto bad_value;
+        } else if (!strcmp(a, "--trace-detail") && more) {
+            if (lp_trace_detail_parse(argv[++i], &o->trace_detail) < 0) {
+                if (loud)
+                    fprintf(stderr,
+                            "llmplan search: --trace-detail: expected stage, microbatch or op, "
+                            "got '%s'\n",
+                            argv[i]);
+                return 2;
+            }
         } else if (!strcmp(a, "--stop-after") && more) {
             if (parse_u64(argv[++i], 1, &o->stop_after)) goto bad_value;
         } else if (!strcmp(a, "--checkpoint") && more) {
@@ -196,6 +211,30 @@ static int parse_args(int argc, char **argv, struct lp_search_opts *o, const cha
         return 2;
     }
     return 0;
+}
+
+/* --trace-top N (rank 0): the timelines of the N fastest plans, simulated
+ * again with their system's evaluator, as DIR/trace-top<i>.json (i = 1 is
+ * plans.json's time_optimal). */
+static int trace_top(struct lp_search *s, const struct lp_results *all, struct lp_err *err)
+{
+    if (!s->opt.trace_top) return LP_OK;
+    const struct lp_entry **list = NULL;
+    size_t n = 0;
+    LP_TRY(err, lp_results_top_sorted(all, LP_OBJ_TIME, &list, &n, err));
+    int rc = LP_OK;
+    for (size_t i = 0; i < n && i < s->opt.trace_top && rc == LP_OK; i++) {
+        const struct lp_entry *e = list[i];
+        int k = 0;
+        while (k < s->nsys - 1 && strcmp(s->sweep->systems[k].name, e->run.system.name) != 0)
+            k++;
+        char path[LP_SWEEP_PATH_LEN + 48];
+        snprintf(path, sizeof(path), "%s/trace-top%zu.json", s->opt.out_dir, i + 1);
+        struct lp_result res;
+        rc = lp_cli_trace(s->sim[k], &e->run, &res, path, s->opt.trace_detail, err);
+    }
+    free(list);
+    return rc;
 }
 
 /* Every rank agrees on failure: the lowest (most negative) code wins. */
@@ -535,6 +574,7 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
                                      s->mismatch_desc,
                                      s->sweep};
         if (rc == LP_OK) rc = lp_plans_write(path, &all, &total, &info, err);
+        if (rc == LP_OK) rc = trace_top(s, &all, err);
         if (rc == LP_OK) lp_checkpoint_remove(s);
     }
     if (agree(s, rc) < 0) {

@@ -29,8 +29,10 @@ struct lp_row {
     double iteration_time_s, tokens_per_s, mfu, model_tflops_per_gpu, memory_per_gpu_gib;
     double compute_s, tp_comm_s, pp_bubble_s, pp_comm_s, dp_comm_exposed_s, optimizer_s;
     double weights_gib, gradients_gib, optimizer_gib, activations_gib, temporary_gib;
-    double cost_per_iteration_usd, cost_usd, gpu_hours, time_days;
+    double cost_per_iteration_usd, cost_usd, gpu_hours, time_days, zero3_gather_s;
     int32_t framework, attention, precision; /* the settings dimensions (#17) */
+    int32_t gpus_per_node, seq_len;
+    double price_per_gpu_hour_usd, tokens_per_usd;
 };
 
 /* A completed index range and its rows (in the owner's row buffer). */
@@ -64,11 +66,13 @@ struct lp_search_opts {
     double progress_s;   /* --progress; 0 = off */
     uint64_t stop_after; /* --stop-after (testing): rank 0 raises SIGUSR1 after N indices */
     double sustained;    /* --sustained-frac: every GPU's sustained fraction; 0 = presets' */
+    uint64_t trace_top;  /* --trace-top: timelines of the N fastest plans */
+    enum lp_trace_detail trace_detail; /* --trace-detail */
     char cmdline[4096];
 };
 
 struct lp_h5;          /* sweep_h5.c */
-#define LP_H5_NCOLS 41 /* columns of sweep.h5 (struct lp_row) */
+#define LP_H5_NCOLS 46 /* columns of sweep.h5 (struct lp_row) */
 
 struct lp_search {
     MPI_Comm comm;

@@ -31,84 +31,124 @@
 
 #define CHUNK_ROWS 16384
 #define DEFLATE_LEVEL 1
-#define SWEEP_FORMAT_VERSION 1
+/* 2: categorical columns as HDF5 enumerations, a units attribute per
+ * column, NaN timing and cost figures for infeasible rows, and the columns
+ * precision, framework, gpus_per_node, seq_len, price_per_gpu_hour_usd,
+ * tokens_per_usd, zero3_gather_s (ZeRO-3 gathers, taken out of tp_comm_s)
+ * (docs/search.md "Format versions") */
+#define SWEEP_FORMAT_VERSION 2
 
-enum ctype { C_U64, C_I32, C_F64 };
+/* C_ENUM: an int32 column stored as an HDF5 enumeration whose members are
+ * the names of enum_names (h5py: h5py.check_enum_dtype) */
+enum ctype { C_U64, C_I32, C_F64, C_ENUM };
+enum cenum {
+    E_NONE = 0,
+    E_MODEL,
+    E_SYSTEM,
+    E_RECOMPUTE,
+    E_SCHEDULE,
+    E_REASON,
+    E_PREC,
+    E_FW,
+    E_ATT
+};
 
 struct col {
     const char *name;
     enum ctype type;
+    enum cenum names;
     size_t off;
+    const char *units; /* UDUNITS-style; "1" = dimensionless, "" = categorical */
     const char *doc;
 };
 
-#define COL(n, t, d)                                                                               \
+#define COL(n, t, u, d)                                                                            \
     {                                                                                              \
-#n, t, offsetof(struct lp_row, n), d                                                       \
+#n, t, E_NONE, offsetof(struct lp_row, n), u, d                                            \
+    }
+#define ECOL(n, e, d)                                                                              \
+    {                                                                                              \
+#n, C_ENUM, e, offsetof(struct lp_row, n), "", d                                           \
     }
 static const struct col cols[] = {
-    COL(index, C_U64, "configuration index in the sweep's space (plans.json \"index\")"),
-    COL(model, C_I32, "index into the root attribute model_names"),
-    COL(system, C_I32, "index into the root attribute system_names"),
-    COL(gpus, C_I32, "GPU count"),
-    COL(tp, C_I32, "tensor parallel degree"),
-    COL(pp, C_I32, "pipeline parallel degree"),
-    COL(dp, C_I32, "data parallel degree (gpus / (tp*pp*cp))"),
-    COL(cp, C_I32, "context parallel degree"),
-    COL(ep, C_I32, "expert parallel degree"),
-    COL(vp, C_I32, "virtual pipeline stages per rank (interleaving)"),
-    COL(micro_batch, C_I32, "micro-batch size (sequences)"),
-    COL(sequence_parallel, C_I32, "1 = sequence parallelism"),
-    COL(recompute, C_I32, "index into recompute_names"),
-    COL(zero, C_I32, "ZeRO stage (1 = distributed optimizer)"),
-    COL(schedule, C_I32, "index into schedule_names"),
-    COL(feasible, C_I32, "1 = fits and runs"),
-    COL(reason, C_I32, "index into reason_names (0 = feasible)"),
-    COL(microbatches, C_I32, "micro-batches per iteration"),
-    COL(iteration_time_s, C_F64, "s"),
-    COL(tokens_per_s, C_F64, "tokens/s"),
-    COL(mfu, C_F64, "model FLOP utilisation (0..1)"),
-    COL(model_tflops_per_gpu, C_F64, "TFLOP/s per GPU (model FLOPs)"),
-    COL(memory_per_gpu_gib, C_F64, "GiB"),
-    COL(compute_s, C_F64, "s, breakdown"),
-    COL(tp_comm_s, C_F64, "s, breakdown"),
-    COL(pp_bubble_s, C_F64, "s, breakdown"),
-    COL(pp_comm_s, C_F64, "s, breakdown"),
-    COL(dp_comm_exposed_s, C_F64, "s, breakdown"),
-    COL(optimizer_s, C_F64, "s, breakdown"),
-    COL(weights_gib, C_F64, "GiB, memory breakdown"),
-    COL(gradients_gib, C_F64, "GiB, memory breakdown"),
-    COL(optimizer_gib, C_F64, "GiB, memory breakdown"),
-    COL(activations_gib, C_F64, "GiB, memory breakdown"),
-    COL(temporary_gib, C_F64, "GiB, memory breakdown"),
-    COL(cost_per_iteration_usd, C_F64, "USD"),
-    COL(cost_usd, C_F64, "USD for the token budget"),
-    COL(gpu_hours, C_F64, "GPU-hours for the token budget"),
-    COL(time_days, C_F64, "days for the token budget"),
-    COL(framework, C_I32, "index into framework_names"),
-    COL(attention, C_I32, "index into attention_names"),
-    COL(precision, C_I32, "index into precision_names"),
+    COL(index, C_U64, "1", "configuration index in the sweep's space (plans.json \"index\")"),
+    ECOL(model, E_MODEL, "model (enumeration; position in the root attribute model_names)"),
+    ECOL(system, E_SYSTEM, "system (enumeration; position in the root attribute system_names)"),
+    COL(gpus, C_I32, "GPU", "GPU count"),
+    COL(tp, C_I32, "1", "tensor parallel degree"),
+    COL(pp, C_I32, "1", "pipeline parallel degree"),
+    COL(dp, C_I32, "1", "data parallel degree (gpus / (tp*pp*cp))"),
+    COL(cp, C_I32, "1", "context parallel degree"),
+    COL(ep, C_I32, "1", "expert parallel degree"),
+    COL(vp, C_I32, "1", "virtual pipeline stages per rank (interleaving)"),
+    COL(micro_batch, C_I32, "sequences", "micro-batch size (sequences)"),
+    COL(sequence_parallel, C_I32, "1", "1 = sequence parallelism"),
+    ECOL(recompute, E_RECOMPUTE, "recomputation (enumeration; position in recompute_names)"),
+    COL(zero, C_I32, "1", "ZeRO stage (1 = distributed optimizer)"),
+    ECOL(schedule, E_SCHEDULE, "pipeline schedule (enumeration; position in schedule_names)"),
+    COL(feasible, C_I32, "1", "1 = fits and runs"),
+    ECOL(reason, E_REASON, "why infeasible (enumeration; position in reason_names, 0 = none)"),
+    COL(microbatches, C_I32, "1", "micro-batches per iteration"),
+    COL(iteration_time_s, C_F64, "s", "iteration time (NaN when infeasible)"),
+    COL(tokens_per_s, C_F64, "tokens/s", "throughput (NaN when infeasible)"),
+    COL(mfu, C_F64, "1", "model FLOP utilisation, 0..1 (NaN when infeasible)"),
+    COL(model_tflops_per_gpu, C_F64, "TFLOP/s", "model TFLOP/s per GPU (NaN when infeasible)"),
+    COL(memory_per_gpu_gib, C_F64, "GiB", "memory per GPU"),
+    COL(compute_s, C_F64, "s", "breakdown: compute of the critical stage"),
+    COL(tp_comm_s, C_F64, "s", "breakdown: exposed TP/CP/EP collectives"),
+    COL(pp_bubble_s, C_F64, "s", "breakdown: pipeline bubble"),
+    COL(pp_comm_s, C_F64, "s", "breakdown: exposed pipeline p2p"),
+    COL(dp_comm_exposed_s, C_F64, "s", "breakdown: exposed DP / ZeRO collectives"),
+    COL(optimizer_s, C_F64, "s", "breakdown: optimizer step"),
+    COL(weights_gib, C_F64, "GiB", "memory breakdown: weights"),
+    COL(gradients_gib, C_F64, "GiB", "memory breakdown: gradients"),
+    COL(optimizer_gib, C_F64, "GiB", "memory breakdown: optimizer state"),
+    COL(activations_gib, C_F64, "GiB", "memory breakdown: activations"),
+    COL(temporary_gib, C_F64, "GiB", "memory breakdown: temporary buffers"),
+    COL(cost_per_iteration_usd, C_F64, "USD", "cost of one iteration (NaN when infeasible)"),
+    COL(cost_usd, C_F64, "USD", "cost of the token budget (NaN when infeasible)"),
+    COL(gpu_hours, C_F64, "GPU*h", "GPU-hours for the token budget (NaN when infeasible)"),
+    COL(time_days, C_F64, "d", "days for the token budget (NaN when infeasible)"),
+    ECOL(framework, E_FW,
+         "framework (enumeration; position in framework_names, the sweep's framework entries)"),
+    ECOL(attention, E_ATT, "attention kernel (enumeration; position in attention_names)"),
+    ECOL(precision, E_PREC, "training precision (enumeration; position in precision_names)"),
+    COL(gpus_per_node, C_I32, "GPU", "GPUs per node of the system"),
+    COL(seq_len, C_I32, "tokens", "sequence length"),
+    COL(price_per_gpu_hour_usd, C_F64, "USD/(GPU*h)", "the system's price per GPU-hour"),
+    COL(tokens_per_usd, C_F64, "tokens/USD",
+        "training tokens per dollar: tokens_per_s * 3600 / (gpus * price) (NaN when infeasible)"),
+    COL(zero3_gather_s, C_F64, "s",
+        "breakdown: exposed ZeRO-3 / FSDP gathers in the passes (not in tp_comm_s since format 2)"),
 };
 #undef COL
+#undef ECOL
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
 _Static_assert(NCOLS == LP_H5_NCOLS, "LP_H5_NCOLS (search_internal.h) counts the columns");
 
 struct lp_h5 {
     hid_t file;
     hid_t dset[NCOLS];
+    hid_t etype[NCOLS]; /* the enumeration type of a C_ENUM column (memory = file type) */
 };
 
-static hid_t mem_type(enum ctype t)
-{
-    return t == C_U64 ? H5T_NATIVE_UINT64 : t == C_I32 ? H5T_NATIVE_INT32 : H5T_NATIVE_DOUBLE;
-}
 static hid_t file_type(enum ctype t)
 {
-    return t == C_U64 ? H5T_STD_U64LE : t == C_I32 ? H5T_STD_I32LE : H5T_IEEE_F64LE;
+    return t == C_U64 ? H5T_STD_U64LE : t == C_F64 ? H5T_IEEE_F64LE : H5T_STD_I32LE;
+}
+/* the memory type of column c: an enumeration is read and written as its
+ * own type (native int32 base), so HDF5 converts nothing */
+static hid_t mem_type(const struct lp_h5 *h, size_t c)
+{
+    enum ctype t = cols[c].type;
+    return t == C_ENUM  ? h->etype[c]
+           : t == C_U64 ? H5T_NATIVE_UINT64
+           : t == C_I32 ? H5T_NATIVE_INT32
+                        : H5T_NATIVE_DOUBLE;
 }
 static size_t type_size(enum ctype t)
 {
-    return t == C_I32 ? 4 : 8;
+    return t == C_I32 || t == C_ENUM ? 4 : 8;
 }
 
 #define H5_TRY(err, call, what)                                                                    \
@@ -314,6 +354,67 @@ static const char *schedule_name(const struct lp_search *s, int i)
     (void)s;
     return lp_schedule_name((enum lp_schedule)i);
 }
+
+/* The names of each enumeration: the core's one table per enum (config.h,
+ * sim.h), or the sweep's models and systems. */
+static int enum_count(const struct lp_search *s, enum cenum e)
+{
+    switch (e) {
+    case E_MODEL:
+        return s->sweep->nvalues[LP_DIM_MODEL];
+    case E_SYSTEM:
+        return s->sweep->nvalues[LP_DIM_SYSTEM];
+    case E_RECOMPUTE:
+        return LP_RECOMPUTE_COUNT;
+    case E_SCHEDULE:
+        return LP_SCHED_COUNT;
+    case E_REASON:
+        return LP_REASON_COUNT;
+    case E_PREC:
+        return LP_PREC_COUNT;
+    case E_FW:
+        return s->sweep->nvalues[LP_DIM_FRAMEWORK];
+    case E_ATT:
+        return LP_ATTENTION_COUNT + 1;
+    case E_NONE:
+        break;
+    }
+    return 0;
+}
+typedef const char *(*name_fn)(const struct lp_search *, int);
+static name_fn enum_names(enum cenum e)
+{
+    static const name_fn fn[] = {
+        [E_MODEL] = model_name,       [E_SYSTEM] = system_name, [E_RECOMPUTE] = recompute_name,
+        [E_SCHEDULE] = schedule_name, [E_REASON] = reason_name, [E_PREC] = precision_name,
+        [E_FW] = framework_name,      [E_ATT] = attention_name,
+    };
+    return fn[e];
+}
+
+/* An HDF5 enumeration of the names of e (base: native int32). Member names
+ * must be unique: a model or system name given twice gets "#<position>". */
+static int enum_type(const struct lp_search *s, enum cenum e, hid_t *out, struct lp_err *err)
+{
+    hid_t t = H5Tenum_create(H5T_NATIVE_INT32);
+    H5_TRY(err, t, "H5Tenum_create");
+    const int n = enum_count(s, e);
+    name_fn get = enum_names(e);
+    for (int i = 0; i < n; i++) {
+        char name[LP_NAME_LEN + 16];
+        snprintf(name, sizeof(name), "%s", get(s, i));
+        for (int j = 0; j < i; j++)
+            if (!strcmp(get(s, j), get(s, i))) snprintf(name, sizeof(name), "%s#%d", get(s, i), i);
+        int32_t v = i;
+        if (H5Tenum_insert(t, name, &v) < 0) {
+            H5Tclose(t);
+            LP_FAIL(err, LP_EHDF5, "%s: HDF5 error in H5Tenum_insert(%s)", path_of(s), name);
+        }
+    }
+    *out = t;
+    return LP_OK;
+}
+
 static const char *column_name(const struct lp_search *s, int i)
 {
     (void)s;
@@ -337,16 +438,23 @@ static int create_columns(struct lp_search *s, struct lp_h5 *h, struct lp_err *e
          * collective filtered writes): also when the serial recovery
          * (lp_h5_recover) creates the file */
         H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
-        h->dset[c] = H5Dcreate2(g, cols[c].name, file_type(cols[c].type), sp, H5P_DEFAULT, dcpl,
-                                H5P_DEFAULT);
+        hid_t ft = file_type(cols[c].type);
+        if (cols[c].type == C_ENUM) {
+            rc = enum_type(s, cols[c].names, &h->etype[c], err);
+            ft = h->etype[c];
+        }
+        h->dset[c] = rc < 0 ? H5I_INVALID_HID
+                            : H5Dcreate2(g, cols[c].name, ft, sp, H5P_DEFAULT, dcpl, H5P_DEFAULT);
         H5Pclose(dcpl);
         H5Sclose(sp);
+        if (rc < 0) break;
         if (h->dset[c] < 0) {
             rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: cannot create /configs/%s",
                                path_of(s), cols[c].name);
             break;
         }
         rc = attr_str(s, h->dset[c], "doc", cols[c].doc, err);
+        if (rc == LP_OK) rc = attr_str(s, h->dset[c], "units", cols[c].units, err);
     }
     H5Gclose(g);
     return rc;
@@ -361,6 +469,11 @@ static int open_columns(struct lp_search *s, struct lp_h5 *h, struct lp_err *err
         if (h->dset[c] < 0)
             LP_FAIL(err, LP_EHDF5, "%s: no dataset %s: not a sweep.h5 of this version", path_of(s),
                     name);
+        if (cols[c].type != C_ENUM) continue;
+        h->etype[c] = H5Dget_type(h->dset[c]);
+        if (H5Tget_class(h->etype[c]) != H5T_ENUM)
+            LP_FAIL(err, LP_EHDF5, "%s: %s is not an enumeration: not a sweep.h5 of this version",
+                    path_of(s), name);
     }
     return LP_OK;
 }
@@ -379,7 +492,7 @@ int lp_h5_open(struct lp_search *s, bool resume, struct lp_err *err)
     struct lp_h5 *h = calloc(1, sizeof(*h));
     if (!h) LP_FAIL(err, LP_ENOMEM, "out of memory");
     for (size_t c = 0; c < NCOLS; c++)
-        h->dset[c] = H5I_INVALID_HID;
+        h->dset[c] = h->etype[c] = H5I_INVALID_HID;
     s->h5 = h;
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_fapl_mpio(fapl, s->comm, MPI_INFO_NULL);
@@ -482,7 +595,7 @@ int lp_h5_write_segment(struct lp_search *s, const struct lp_range *table, size_
             sum[c] += cell_hash(pos[i], v, sz);
         }
         errno = 0;
-        if (H5Dwrite(s->h5->dset[c], mem_type(cols[c].type), msp, fsp, dxpl, col) < 0) {
+        if (H5Dwrite(s->h5->dset[c], mem_type(s->h5, c), msp, fsp, dxpl, col) < 0) {
             const int e = errno;
             rc =
                 lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: writing /configs/%s failed%s",
@@ -535,7 +648,7 @@ int lp_h5_read_rows(struct lp_search *s, uint64_t first, uint64_t n, struct lp_e
     int rc = col ? LP_OK : lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (size_t c = 0; c < NCOLS && rc == LP_OK; c++) {
         size_t sz = type_size(cols[c].type);
-        if (H5Dread(s->h5->dset[c], mem_type(cols[c].type), msp, fsp, dxpl, col) < 0) {
+        if (H5Dread(s->h5->dset[c], mem_type(s->h5, c), msp, fsp, dxpl, col) < 0) {
             rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: reading /configs/%s failed",
                                path_of(s), cols[c].name);
             break;
@@ -571,7 +684,7 @@ static int copy_verified(struct lp_search *s, const char *from, const char *to, 
     struct lp_h5 out;
     memset(&out, 0, sizeof(out));
     for (size_t c = 0; c < NCOLS; c++)
-        out.dset[c] = H5I_INVALID_HID;
+        out.dset[c] = out.etype[c] = H5I_INVALID_HID;
     out.file = in < 0 ? H5I_INVALID_HID : H5Fcreate(to, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5Pclose(fapl);
     struct lp_err err;
@@ -607,7 +720,7 @@ static int copy_verified(struct lp_search *s, const char *from, const char *to, 
             hid_t msp = H5Screate_simple(1, &count, NULL);
             H5Sselect_hyperslab(fsp, H5S_SELECT_SET, &start, NULL, &count, NULL);
             H5Sselect_hyperslab(osp, H5S_SELECT_SET, &start, NULL, &count, NULL);
-            if (H5Dread(ds, mem_type(cols[c].type), msp, fsp, H5P_DEFAULT, buf) < 0) {
+            if (H5Dread(ds, mem_type(&out, c), msp, fsp, H5P_DEFAULT, buf) < 0) {
                 snprintf(why, len, "column %s: rows %llu..%llu unreadable", cols[c].name,
                          (unsigned long long)at, (unsigned long long)(at + count));
                 bad = 1;
@@ -615,7 +728,7 @@ static int copy_verified(struct lp_search *s, const char *from, const char *to, 
                 for (hsize_t i = 0; i < count; i++)
                     sum += cell_hash(at + i, buf + i * sz, sz);
                 errno = 0;
-                if (H5Dwrite(out.dset[c], mem_type(cols[c].type), msp, osp, H5P_DEFAULT, buf) < 0) {
+                if (H5Dwrite(out.dset[c], mem_type(&out, c), msp, osp, H5P_DEFAULT, buf) < 0) {
                     const int e = errno;
                     char sys[200];
                     snprintf(why, len, "cannot write %.200s%s", to, h5_syserr(sys, sizeof(sys), e));
@@ -634,8 +747,10 @@ static int copy_verified(struct lp_search *s, const char *from, const char *to, 
         if (ds >= 0) H5Dclose(ds);
     }
     free(buf);
-    for (size_t c = 0; c < NCOLS; c++)
+    for (size_t c = 0; c < NCOLS; c++) {
         if (out.dset[c] >= 0) H5Dclose(out.dset[c]);
+        if (out.etype[c] >= 0) H5Tclose(out.etype[c]);
+    }
     if (out.file >= 0 && H5Fclose(out.file) < 0 && !bad) {
         snprintf(why, len, "cannot write %.200s", to);
         bad = 1;
@@ -755,8 +870,10 @@ int lp_h5_close(struct lp_search *s, bool complete, const struct lp_counts *tota
     if (!h) return LP_OK;
     int rc = LP_OK;
     if (total && h->file >= 0) rc = write_attrs(s, complete, total, err);
-    for (size_t c = 0; c < NCOLS; c++)
+    for (size_t c = 0; c < NCOLS; c++) {
         if (h->dset[c] >= 0) H5Dclose(h->dset[c]);
+        if (h->etype[c] >= 0) H5Tclose(h->etype[c]);
+    }
     errno = 0;
     if (h->file >= 0 && H5Fclose(h->file) < 0) {
         const int e = errno;

@@ -42,6 +42,26 @@ int lp_read_file(const char *path, char **out, size_t *len, struct lp_err *err);
 /* Write a file atomically: path.tmp.<pid>, fsync, rename. */
 int lp_write_file_atomic(const char *path, const void *data, size_t len, struct lp_err *err);
 
+/* The same, streamed: open path.tmp.<pid>, write to .f, then commit (flush,
+ * fsync, rename; the temporary is removed on failure) or abort. */
+struct lp_atomic {
+    FILE *f;
+    char path[4096], tmp[4160];
+};
+int lp_atomic_open(const char *path, struct lp_atomic *out, struct lp_err *err);
+int lp_atomic_commit(struct lp_atomic *a, struct lp_err *err);
+void lp_atomic_abort(struct lp_atomic *a);
+
+/* sweep.h5 (docs/search.md) as CSV: one header line of the column names in
+ * the file's "columns" order, one line per row; enumerations as their
+ * names, NaN as "NaN". Written atomically. */
+int lp_sweep_export_csv(const char *h5_path, const char *csv_path, struct lp_err *err);
+
+/* The report page of a search's output directory (DIR/plans.json and
+ * DIR/sweep.h5) into out_path, one self-contained HTML file from the
+ * template data/report/report.html (docs/report.md). Written atomically. */
+int lp_report_write(const char *dir, const char *out_path, struct lp_err *err);
+
 /* simulate --json output (one object, docs/design.md). Caller frees *out. */
 int lp_result_to_json(const struct lp_run *run, const struct lp_result *res, bool with_config,
                       char **out, struct lp_err *err);
@@ -50,8 +70,17 @@ int lp_result_to_json(const struct lp_run *run, const struct lp_result *res, boo
 int lp_result_to_json_line(const struct lp_run *run, const struct lp_result *res, bool with_config,
                            char **out, struct lp_err *err);
 
-/* Chrome trace-event JSON of a simulated timeline. */
-int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_event *ev, int n,
+/* Chrome trace-event JSON of a simulated timeline (docs/simulator.md,
+ * "Timeline"), at a level of detail: STAGE one span per pipeline stage's
+ * passes; MICROBATCH every forward / backward pass of every micro-batch,
+ * p2p, DP synchronisation, optimizer, and a memory counter per stage; OP
+ * also each pass's layers by operator class, from the result's own per-layer
+ * breakdown (layer_fwd_s / layer_bwd_s). */
+enum lp_trace_detail { LP_TRACE_STAGE = 0, LP_TRACE_MICROBATCH, LP_TRACE_OP, LP_TRACE_COUNT };
+const char *lp_trace_detail_name(enum lp_trace_detail d);
+int lp_trace_detail_parse(const char *s, enum lp_trace_detail *out);
+int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_result *res,
+                   const struct lp_event *ev, int n, enum lp_trace_detail detail,
                    struct lp_err *err);
 
 /* HDF5 profiles (docs/profile-format.md). attrs: extra provenance key/value

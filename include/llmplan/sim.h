@@ -48,11 +48,15 @@ const char *lp_reason_name(enum lp_reason r);
 
 struct lp_breakdown {
     double compute_s;         /* forward+backward(+recompute) compute on the critical stage */
-    double tp_comm_s;         /* exposed TP/CP/EP communication */
+    double tp_comm_s;         /* exposed TP/CP/EP communication (ZeRO-3 gathers excluded) */
     double pp_bubble_s;       /* pipeline idle time of the critical stage */
     double pp_comm_s;         /* exposed p2p */
     double dp_comm_exposed_s; /* DP / ZeRO collectives not hidden by backward */
     double optimizer_s;       /* optimizer step */
+    /* exposed ZeRO-3 / FSDP parameter all-gathers (and FSDP's gradient
+     * reduce-scatters) inside the forward and backward passes; a part of
+     * the breakdown since sweep.h5 format 2 (before, inside tp_comm_s) */
+    double zero3_gather_s;
 };
 
 struct lp_memory {
@@ -91,6 +95,13 @@ struct lp_result {
     double gpu_hours;
     double cost_usd;
     double cost_per_iteration_usd;
+    /* training tokens per dollar (Ashkboos et al. 2024's metric): tokens of
+     * one iteration / its cost; 0 when the system has no price */
+    double tokens_per_usd;
+    /* exposed ZeRO-3 / FSDP collectives of one micro-batch's forward and
+     * backward passes on a stage (every chunk holds 1/vp of them): the
+     * breakdown's zero3_gather_s is micro-batches x their sum */
+    double zero3_fwd_s, zero3_bwd_s;
     int gpus;
     int microbatches;
     /* one transformer layer (an MoE layer when every layer is MoE), one

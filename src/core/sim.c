@@ -997,8 +997,8 @@ static bool numbers_sound(const struct lp_result *res, bool budget)
                     isfinite(res->cost_usd) && res->cost_usd >= 0))
         return false;
     const struct lp_breakdown *b = &res->breakdown;
-    const double parts[] = {b->compute_s, b->tp_comm_s,         b->pp_bubble_s,
-                            b->pp_comm_s, b->dp_comm_exposed_s, b->optimizer_s};
+    const double parts[] = {b->compute_s,         b->tp_comm_s,   b->pp_bubble_s,   b->pp_comm_s,
+                            b->dp_comm_exposed_s, b->optimizer_s, b->zero3_gather_s};
     for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++)
         if (!isfinite(parts[i])) return false;
     return true;
@@ -1014,6 +1014,7 @@ static void refuse_numeric(struct lp_result *res)
     res->reason_b = 0;
     res->iteration_time_s = res->tokens_per_s = res->model_tflops_per_gpu = res->mfu = 0;
     res->cost_per_iteration_usd = res->cost_usd = res->gpu_hours = res->time_days = 0;
+    res->tokens_per_usd = 0;
     memset(&res->breakdown, 0, sizeof(res->breakdown));
 }
 
@@ -1157,6 +1158,8 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         lp_torch_dp(&s->cm, r, &pr, &ps, &tdp);
         double z3f = tdp.fwd_extra_s / (double)micro, z3b = tdp.bwd_extra_s / (double)micro;
         zero3 = z3f + z3b;
+        res->zero3_fwd_s = z3f;
+        res->zero3_bwd_s = z3b;
         fs[0] += z3f;
         bs[0] += z3b;
     } else if (p->zero >= 3 && p->dp * p->cp > 1) {
@@ -1171,6 +1174,8 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
             z3b = eb + (z3b - eb) * contention;
         }
         zero3 = z3f + z3b;
+        res->zero3_fwd_s = z3f;
+        res->zero3_bwd_s = z3b;
         /* each chunk gathers its share (ZeRO-3 runs without pipelining) */
         for (int vs = 0; vs < pv; vs++) {
             fs[vs] += z3f / p->vp;
@@ -1221,8 +1226,9 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     struct lp_breakdown *bd = &res->breakdown;
     double crit_end = crit == 0 ? end_first : end_last;
     const int ci = crit == 0 ? 0 : 1;
-    bd->tp_comm_s = mbs * (comm[ci] + zero3);
-    bd->compute_s = (crit == 0 ? busy_first : busy_last) - bd->tp_comm_s;
+    bd->tp_comm_s = mbs * comm[ci];
+    bd->zero3_gather_s = mbs * zero3;
+    bd->compute_s = (crit == 0 ? busy_first : busy_last) - bd->tp_comm_s - bd->zero3_gather_s;
     double idle = crit_end - (crit == 0 ? busy_first : busy_last);
     bd->pp_comm_s = p->pp > 1 ? fmin(idle, 2.0 * (p->pp - 1) * in.p2p_s) : 0.0;
     bd->pp_bubble_s = fmax(0.0, idle - bd->pp_comm_s);
@@ -1278,6 +1284,9 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     res->model_flops = model_flops(r, s->kinds_flops);
     res->model_tflops_per_gpu = res->model_flops / (res->iteration_time_s * res->gpus) / 1e12;
     res->mfu = res->model_tflops_per_gpu * 1e12 / r->system.gpu.peak_flops[r->train.precision];
+    double price = r->system.price_per_gpu_hour_usd;
+    res->cost_per_iteration_usd = res->iteration_time_s / 3600.0 * res->gpus * price;
+    res->tokens_per_usd = price > 0 ? tokens / res->cost_per_iteration_usd : 0.0;
     double budget = r->train.tokens_per_param > 0
                         ? r->train.tokens_per_param * lp_model_params(&r->model)
                         : r->train.tokens;
@@ -1287,25 +1296,37 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         if (nev) *nev = 0;
         return 0;
     }
-    if (ev && nev && *nev < cap) {
-        /* DP/optimizer tail on the critical stage's communication stream */
-        struct lp_event *e = &ev[(*nev)++];
-        e->stage = crit;
-        e->stream = 1;
-        e->micro = -1;
-        e->chunk = 0;
-        e->kind = LP_EV_DP;
-        e->start_s = crit_end;
-        e->dur_s = end - crit_end;
-        if (*nev < cap) {
-            e = &ev[(*nev)++];
-            e->stage = crit;
-            e->stream = 0;
-            e->micro = -1;
-            e->chunk = 0;
-            e->kind = LP_EV_OPT;
-            e->start_s = end;
-            e->dur_s = dpc.opt_s;
+    if (ev && nev) {
+        /* DP synchronisation on every stage's communication stream, from
+         * the end of its last backward pass: the critical stage's lasts
+         * until the iteration's sync point (its breakdown's exposed DP
+         * time), every other stage's its own reduction (the stage model of
+         * end0 / endl above). Then the optimizer step on every stage at
+         * the sync point: Megatron's clip_grad_norm all-reduces the
+         * gradient norm over the model-parallel group, so no stage steps
+         * before the slowest has reduced. */
+        const int n0 = *nev;
+        for (int st = 0; st < p->pp && *nev < cap; st++) {
+            double st_end = 0;
+            for (int i = 0; i < n0; i++)
+                if (ev[i].stage == st && ev[i].stream == 0)
+                    st_end = fmax(st_end, ev[i].start_s + ev[i].dur_s);
+            const int k = st == last ? 1 : 0;
+            double dur =
+                st == crit ? end - crit_end : dpc.exposed_s[k] + dpc.hidden_s[k] * contention;
+            ev[(*nev)++] = (struct lp_event){.stage = st,
+                                             .stream = 1,
+                                             .micro = -1,
+                                             .kind = LP_EV_DP,
+                                             .start_s = st == crit ? crit_end : st_end,
+                                             .dur_s = dur};
+            if (*nev < cap)
+                ev[(*nev)++] = (struct lp_event){.stage = st,
+                                                 .stream = 0,
+                                                 .micro = -1,
+                                                 .kind = LP_EV_OPT,
+                                                 .start_s = end,
+                                                 .dur_s = dpc.opt_s};
         }
     }
     return 0;

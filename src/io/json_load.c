@@ -73,38 +73,58 @@ int lp_read_file(const char *path, char **out, size_t *len, struct lp_err *err)
     return LP_OK;
 }
 
-int lp_write_file_atomic(const char *path, const void *data, size_t len, struct lp_err *err)
+int lp_atomic_open(const char *path, struct lp_atomic *out, struct lp_err *err)
 {
-    char tmp[PATH_MAX];
-    snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", path, (long)getpid());
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    snprintf(out->path, sizeof(out->path), "%s", path);
+    snprintf(out->tmp, sizeof(out->tmp), "%s.tmp.%ld", path, (long)getpid());
+    out->f = fopen(out->tmp, "w");
     /* name the file asked for, not the temporary (issue #17: --trace into a
      * missing directory printed "x.json.tmp.123: cannot create") */
-    if (fd < 0) LP_FAIL(err, LP_EIO, "%s: cannot create: %s", path, strerror(errno));
-    const char *p = data;
-    size_t left = len;
-    while (left > 0) {
-        ssize_t w = write(fd, p, left);
-        if (w < 0) {
-            if (errno == EINTR) continue;
-            int e = errno;
-            close(fd);
-            unlink(tmp);
-            LP_FAIL(err, LP_EIO, "%s: write failed: %s", path, strerror(e));
-        }
-        p += w;
-        left -= (size_t)w;
-    }
-    if (fsync(fd) != 0 || close(fd) != 0) {
-        unlink(tmp);
-        LP_FAIL(err, LP_EIO, "%s: fsync/close failed: %s", path, strerror(errno));
-    }
-    if (rename(tmp, path) != 0) {
+    if (!out->f) LP_FAIL(err, LP_EIO, "%s: cannot create: %s", path, strerror(errno));
+    return LP_OK;
+}
+
+void lp_atomic_abort(struct lp_atomic *a)
+{
+    if (!a->f) return;
+    fclose(a->f);
+    a->f = NULL;
+    unlink(a->tmp);
+}
+
+int lp_atomic_commit(struct lp_atomic *a, struct lp_err *err)
+{
+    FILE *f = a->f;
+    a->f = NULL;
+    if (ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0) {
         int e = errno;
-        unlink(tmp);
-        LP_FAIL(err, LP_EIO, "%s: rename to %s failed: %s", tmp, path, strerror(e));
+        fclose(f);
+        unlink(a->tmp);
+        LP_FAIL(err, LP_EIO, "%s: write failed: %s", a->path, strerror(e));
+    }
+    if (fclose(f) != 0) {
+        int e = errno;
+        unlink(a->tmp);
+        LP_FAIL(err, LP_EIO, "%s: close failed: %s", a->path, strerror(e));
+    }
+    if (rename(a->tmp, a->path) != 0) {
+        int e = errno;
+        unlink(a->tmp);
+        LP_FAIL(err, LP_EIO, "%s: rename to %s failed: %s", a->tmp, a->path, strerror(e));
     }
     return LP_OK;
+}
+
+int lp_write_file_atomic(const char *path, const void *data, size_t len, struct lp_err *err)
+{
+    struct lp_atomic a;
+    LP_TRY(err, lp_atomic_open(path, &a, err));
+    if (len && fwrite(data, 1, len, a.f) != len) {
+        int e = errno;
+        lp_atomic_abort(&a);
+        LP_FAIL(err, LP_EIO, "%s: write failed: %s", path, strerror(e));
+    }
+    return lp_atomic_commit(&a, err);
 }
 
 /* ---- typed getters ---- */
@@ -1339,7 +1359,13 @@ int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struc
     LP_TRY(err, lp_json_parse(&c, text, &root));
     int rc = LP_OK;
     run_defaults(out);
-    LP_TRY_GOTO(err, rc, lp_json_check_keys(&c, root, "", keys), cleanup);
+    /* a plan object copied from plans.json (docs/search.md): its
+     * configuration keys are a run description's, the training block is
+     * "training_config" (its "training" is the predicted projection), and
+     * its predictions (every other key) are llmplan's own output, not read */
+    const bool plan = cJSON_IsObject(root) && cJSON_HasObjectItem(root, "index") &&
+                      cJSON_HasObjectItem(root, "training_config");
+    if (!plan) LP_TRY_GOTO(err, rc, lp_json_check_keys(&c, root, "", keys), cleanup);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "model");
     if (!v) {
         rc = missing(&c, "model", "a model preset name or an inline object");
@@ -1359,12 +1385,13 @@ int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struc
         dp_given = cJSON_GetObjectItemCaseSensitive(v, "dp") != NULL;
         LP_TRY_GOTO(err, rc, lp_json_parallel(&c, v, "parallel", &out->par), cleanup);
     }
-    v = cJSON_GetObjectItemCaseSensitive(root, "training");
+    const char *tkey = plan ? "training_config" : "training";
+    v = cJSON_GetObjectItemCaseSensitive(root, tkey);
     if (!v) {
         rc = missing(&c, "training", "an object {global_batch, precision, ...}");
         goto cleanup;
     }
-    LP_TRY_GOTO(err, rc, lp_json_training(&c, v, "training", &out->train), cleanup);
+    LP_TRY_GOTO(err, rc, lp_json_training(&c, v, tkey, &out->train), cleanup);
     v = cJSON_GetObjectItemCaseSensitive(root, "framework");
     if (v) LP_TRY_GOTO(err, rc, lp_json_framework(&c, v, "framework", &out->fw), cleanup);
     /* the GPU count tp*pp*cp*dp in 64 bits: each degree fits an int, their

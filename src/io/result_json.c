@@ -1,5 +1,5 @@
-/* Results as JSON (simulate --json, plans.json entries) and the Chrome
- * trace-event timeline (--trace). */
+/* Results as JSON (simulate --json, plans.json entries); the trace-event
+ * timeline (--trace) is trace_json.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,6 +199,7 @@ static int result_json(const struct lp_run *run, const struct lp_result *res, bo
         bad |= add_num(b, "pp_comm", res->breakdown.pp_comm_s);
         bad |= add_num(b, "dp_comm_exposed", res->breakdown.dp_comm_exposed_s);
         bad |= add_num(b, "optimizer", res->breakdown.optimizer_s);
+        bad |= add_num(b, "zero3_gather", res->breakdown.zero3_gather_s);
     }
     bad |= add_num(o, "queries_per_s", res->queries_per_s);
     bad |= add_num(o, "seq_len", res->seq_len);
@@ -225,6 +226,7 @@ static int result_json(const struct lp_run *run, const struct lp_result *res, bo
     }
     bad |= add_num(o, "microbatches", res->microbatches);
     bad |= add_num(o, "cost_per_iteration_usd", res->cost_per_iteration_usd);
+    bad |= add_num(o, "tokens_per_usd", res->tokens_per_usd);
     cJSON *t = cJSON_AddObjectToObject(o, "training");
     bad |= !t;
     if (t) {
@@ -252,81 +254,4 @@ int lp_result_to_json_line(const struct lp_run *run, const struct lp_result *res
                            char **out, struct lp_err *err)
 {
     return result_json(run, res, with_config, true, out, err);
-}
-
-static const char *event_name(enum lp_event_kind k)
-{
-    switch (k) {
-    case LP_EV_FWD:
-        return "F";
-    case LP_EV_BWD:
-        return "B";
-    case LP_EV_RECOMPUTE:
-        return "R";
-    case LP_EV_P2P:
-        return "p2p";
-    case LP_EV_TP:
-        return "tp";
-    case LP_EV_DP:
-        return "dp-sync";
-    case LP_EV_OPT:
-        return "optimizer";
-    case LP_EV_WGRAD:
-        return "W";
-    default:
-        return "?";
-    }
-}
-
-/* Chrome trace-event format ("X" complete events, microseconds); one process
- * per pipeline stage, thread 0 = compute stream, 1 = communication. */
-int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_event *ev, int n,
-                   struct lp_err *err)
-{
-    cJSON *root = cJSON_CreateObject();
-    cJSON *arr = root ? cJSON_AddArrayToObject(root, "traceEvents") : NULL;
-    if (!arr) {
-        cJSON_Delete(root);
-        LP_FAIL(err, LP_ENOMEM, "out of memory building the trace");
-    }
-    int bad = 0;
-    for (int s = 0; s < run->par.pp; s++) {
-        for (int th = 0; th < 2; th++) {
-            cJSON *m = cJSON_CreateObject();
-            char name[64];
-            snprintf(name, sizeof(name), th ? "stage %d comm" : "stage %d compute", s);
-            bad |= !m || !cJSON_AddStringToObject(m, "name", "thread_name") ||
-                   !cJSON_AddStringToObject(m, "ph", "M") || add_num(m, "pid", s) ||
-                   add_num(m, "tid", th);
-            cJSON *a = m ? cJSON_AddObjectToObject(m, "args") : NULL;
-            bad |= !a || !cJSON_AddStringToObject(a, "name", name);
-            if (m) cJSON_AddItemToArray(arr, m);
-        }
-    }
-    for (int i = 0; i < n && !bad; i++) {
-        cJSON *e = cJSON_CreateObject();
-        char name[64];
-        if (ev[i].micro >= 0 && run->par.vp > 1)
-            snprintf(name, sizeof(name), "%s%d.%d", event_name(ev[i].kind), ev[i].micro,
-                     ev[i].chunk);
-        else if (ev[i].micro >= 0)
-            snprintf(name, sizeof(name), "%s%d", event_name(ev[i].kind), ev[i].micro);
-        else
-            snprintf(name, sizeof(name), "%s", event_name(ev[i].kind));
-        bad |= !e || !cJSON_AddStringToObject(e, "name", name) ||
-               !cJSON_AddStringToObject(e, "cat", event_name(ev[i].kind)) ||
-               !cJSON_AddStringToObject(e, "ph", "X") || add_num(e, "ts", ev[i].start_s * 1e6) ||
-               add_num(e, "dur", ev[i].dur_s * 1e6) || add_num(e, "pid", ev[i].stage) ||
-               add_num(e, "tid", ev[i].stream);
-        cJSON *a = e ? cJSON_AddObjectToObject(e, "args") : NULL;
-        bad |= !a || add_num(a, "micro_batch", ev[i].micro) || add_num(a, "chunk", ev[i].chunk);
-        if (e) cJSON_AddItemToArray(arr, e);
-    }
-    char *s = bad ? NULL : cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (!s) LP_FAIL(err, LP_ENOMEM, "out of memory building the trace");
-    int rc = lp_write_file_atomic(path, s, strlen(s), err);
-    free(s);
-    if (rc < 0) lp_err_trace(err, __FILE__, __LINE__);
-    return rc;
 }

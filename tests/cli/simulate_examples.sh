@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `llmplan simulate` on every data/examples/*.json: the summary, the --json
 # object with the contract's keys, and a --trace that is valid Chrome trace
-# JSON whose events cover every stage and end at the iteration time.
+# JSON whose events cover every stage and end at the iteration time (an
+# infeasible example: --trace exits 1 with the reason).
 #   simulate_examples.sh LLMPLAN SRCDIR SCRATCH
 set -u
 bin=$1 src=$2 dir=$3
@@ -13,7 +14,15 @@ for f in "$src"/data/examples/*.json; do
     fail=$((fail+1)); echo "FAIL $name: summary"; cat "$dir/$name.txt"; continue
   fi
   if ! "$bin" simulate "$f" --json --trace "$dir/$name.trace.json" >"$dir/$name.json" 2>"$dir/$name.err"; then
-    fail=$((fail+1)); echo "FAIL $name: --json --trace"; cat "$dir/$name.err"; continue
+    # an infeasible configuration has no timeline: exit 1 with its reason
+    # (#18), no file; --json alone still prints the result
+    if "$bin" simulate "$f" --json | grep -q '"feasible":[[:space:]]*false' &&
+       grep -q "infeasible" "$dir/$name.err" && [ ! -e "$dir/$name.trace.json" ]; then
+      pass=$((pass+1)); echo "ok   $name: infeasible, --trace refused: $(cat "$dir/$name.err")"
+    else
+      fail=$((fail+1)); echo "FAIL $name: --json --trace"; cat "$dir/$name.err"
+    fi
+    continue
   fi
   if python3 - "$dir/$name.json" "$dir/$name.trace.json" <<'PY'
 import json, sys

@@ -64,7 +64,9 @@ cap = 80.0  # GiB: A100 80GB and H100 SXM
 rows = []
 for l in open(sys.argv[1]):
     i, sysi, gpus, feas, t, cost, days, mem, mfu = l.split()
-    rows.append(dict(index=int(i), system=int(sysi), gpus=int(gpus), feasible=feas == "1",
+    # h5dump prints the system enumeration's name (sweep.h5 format 2)
+    sysi = ["dgx-a100-80gb", "dgx-h100"].index(sysi) if not sysi.isdigit() else int(sysi)
+    rows.append(dict(index=int(i), system=sysi, gpus=int(gpus), feasible=feas == "1",
                      time=float(t), cost=float(cost), days=float(days), mem=float(mem),
                      mfu=float(mfu)))
 def violated(r):  # the first one, in the order of stats (src/core/constraints.c)

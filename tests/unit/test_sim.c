@@ -410,10 +410,39 @@ TEST(breakdown_sums_to_iteration)
         if (!res.feasible) TH_FAIL_("case %d infeasible (reason %d)", i, (int)res.reason);
         const struct lp_breakdown *b = &res.breakdown;
         double sum = b->compute_s + b->tp_comm_s + b->pp_bubble_s + b->pp_comm_s +
-                     b->dp_comm_exposed_s + b->optimizer_s;
+                     b->dp_comm_exposed_s + b->optimizer_s + b->zero3_gather_s;
         ASSERT_NEAR(sum, res.iteration_time_s, 1e-9);
         ASSERT_TRUE(b->compute_s > 0 && b->pp_bubble_s >= 0 && b->dp_comm_exposed_s >= 0);
     }
+    lp_sim_destroy(&sim);
+}
+
+/* ZeRO-3's parameter gathers are reported as such (breakdown zero3_gather_s),
+ * not as TP/CP/EP communication: the TP collectives of a configuration are
+ * the same at ZeRO-1 and ZeRO-3, the gathers appear only at ZeRO-3, and the
+ * breakdown still sums to the iteration. */
+TEST(zero3_gathers_labelled)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    r.model.layers = 24; /* 44B parameters: fits 8-way TP without a pipeline */
+    r.par.pp = 1;
+    r.par.dp = 128;
+    r.par.recompute = LP_RECOMPUTE_FULL;
+    struct lp_sim *sim = roofline_sim(&r);
+    ASSERT_TRUE(sim != NULL);
+    struct lp_result z1, z3;
+    lp_sim_run(sim, &r, &z1);
+    r.par.zero = 3;
+    lp_sim_run(sim, &r, &z3);
+    ASSERT_TRUE(z1.feasible && z3.feasible);
+    ASSERT_NEAR(z1.breakdown.zero3_gather_s, 0.0, 0.0);
+    ASSERT_TRUE(z3.breakdown.zero3_gather_s > 0);
+    ASSERT_NEAR(z3.breakdown.tp_comm_s, z1.breakdown.tp_comm_s, 1e-12);
+    const struct lp_breakdown *b = &z3.breakdown;
+    ASSERT_NEAR(b->compute_s + b->tp_comm_s + b->pp_bubble_s + b->pp_comm_s + b->dp_comm_exposed_s +
+                    b->optimizer_s + b->zero3_gather_s,
+                z3.iteration_time_s, 1e-9);
     lp_sim_destroy(&sim);
 }
 
@@ -591,7 +620,8 @@ TEST(zero_bubble)
 }
 
 TH_MAIN(TH_CASE(zero_bubble), TH_CASE(layer_ops_sum), TH_CASE(memo_keys), TH_CASE(lora_finetuning),
-        TH_CASE(cost_projection), TH_CASE(breakdown_sums_to_iteration), TH_CASE(model_flops_gpt3),
+        TH_CASE(cost_projection), TH_CASE(breakdown_sums_to_iteration),
+        TH_CASE(zero3_gathers_labelled), TH_CASE(model_flops_gpt3),
         TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
         TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta), TH_CASE(zero3_per_tensor),

@@ -34,7 +34,8 @@ show("time-optimal plan", p.get("time_optimal"))
 show("cost-optimal plan", p.get("cost_optimal"))
 s = p["stats"]
 print(f"\n{s['evaluated']} configurations evaluated ({s['feasible']} feasible, "
-      f"{s['skipped']} skipped) in {s['wall_s']:.2f} s, {s['configs_per_s']:.0f} configs/s")
+      f"{s['skipped']} skipped) in {s['wall_s']:.2f} s, {s['simulated_per_s']:.0f} simulated/s "
+      f"({s['ranks']} ranks)")
 PY
 build/search/llmplan report "$out"
 echo

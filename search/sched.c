@@ -101,7 +101,7 @@ static void progress(struct lp_search *s, struct master *m, uint64_t own_partial
     double rate = el > 0 ? (double)(m->done_idx + own_partial) / el : 0;
     double eta = rate > 0 ? (double)(total - done) / rate : 0;
     int h = (int)(eta / 3600), mi = (int)fmod(eta / 60, 60), se = (int)fmod(eta, 60);
-    fprintf(stderr, "search: %llu/%llu (%.1f%%) %.0f configs/s, ETA %02d:%02d:%02d\n",
+    fprintf(stderr, "search: %llu/%llu (%.1f%%) %.0f indices/s, ETA %02d:%02d:%02d\n",
             (unsigned long long)done, (unsigned long long)total,
             total ? 100.0 * (double)done / (double)total : 100.0, rate, h, mi, se);
 }

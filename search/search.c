@@ -473,11 +473,12 @@ static void summary(const struct lp_search *s, const struct lp_counts *t,
     const uint64_t *v = t->v;
     fprintf(stderr,
             "search: %llu configurations: %llu evaluated (%llu feasible, %llu infeasible), "
-            "%llu skipped, %.2f s on %d ranks (%.0f configs/s)\n",
+            "%llu skipped, %.2f s on %d ranks (%.0f simulated/s, %.0f indices/s)\n",
             (unsigned long long)lp_space_size(&s->space), (unsigned long long)v[LP_COUNT_EVALUATED],
             (unsigned long long)v[LP_COUNT_FEASIBLE],
             (unsigned long long)(v[LP_COUNT_EVALUATED] - v[LP_COUNT_FEASIBLE]),
             (unsigned long long)v[LP_COUNT_SKIPPED], wall, s->size,
+            wall > 0 ? (double)v[LP_COUNT_EVALUATED] / wall : 0.0,
             wall > 0 ? (double)v[LP_COUNT_DONE] / wall : 0.0);
     uint64_t excluded = 0;
     for (int c = 0; c < LP_CONS_COUNT; c++)

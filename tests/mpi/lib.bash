@@ -35,7 +35,7 @@ strip_plans() {
     python3 - "$1" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-for k in ("wall_s", "configs_per_s", "ranks"):
+for k in ("wall_s", "configs_per_s", "simulated_per_s", "ranks"):
     d["stats"].pop(k)
 print(json.dumps(d, indent=1))
 PY

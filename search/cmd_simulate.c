@@ -171,6 +171,15 @@ static void print_summary(const struct lp_run *r, const struct lp_result *res, c
            r->par.tp, r->par.pp, r->par.dp, r->par.cp, r->par.ep, r->par.vp, r->par.micro_batch,
            r->par.sequence_parallel ? "on" : "off", lp_recompute_name(r->par.recompute),
            r->par.zero, lp_schedule_name(r->par.schedule));
+    if (r->par.recompute == LP_RECOMPUTE_SELECTIVE && r->par.recompute_modules) {
+        printf("recompute  modules");
+        for (int i = 0; i < LP_RC_MODULES; i++)
+            if (r->par.recompute_modules & (1u << i)) printf(" %s", lp_rc_module_name(i));
+        printf("\n");
+    } else if (r->par.recompute == LP_RECOMPUTE_FULL && r->par.recompute_layers > 0) {
+        printf("recompute  %s, %d layers\n", lp_rc_method_name(r->par.recompute_method),
+               r->par.recompute_layers);
+    }
     printf("training   global batch %lld, %s, %s attention, framework %s\n",
            (long long)r->train.global_batch, lp_prec_name(r->train.precision),
            lp_attention_name(r->train.flash_attention, r->train.attention),

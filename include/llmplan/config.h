@@ -391,6 +391,7 @@ const char *lp_attention_name(bool flash, enum lp_attention a);
 int lp_prec_parse(const char *s, enum lp_prec *out);
 int lp_recompute_parse(const char *s, enum lp_recompute *out);
 int lp_schedule_parse(const char *s, enum lp_schedule *out);
+int lp_rc_method_parse(const char *s, enum lp_rc_method *out);
 int lp_framework_parse(const char *s, enum lp_framework *out);
 
 /* Bytes per element of a precision (fp8 = 1, nvfp4 = 0.5; block scales not

@@ -131,6 +131,13 @@ int lp_recompute_parse(const char *s, enum lp_recompute *out)
     *out = (enum lp_recompute)i;
     return LP_OK;
 }
+int lp_rc_method_parse(const char *s, enum lp_rc_method *out)
+{
+    int i = parse_name(s, rc_method_names, LP_RC_METHOD_COUNT);
+    if (i < 0) return LP_EINVAL;
+    *out = (enum lp_rc_method)i;
+    return LP_OK;
+}
 int lp_schedule_parse(const char *s, enum lp_schedule *out)
 {
     int i = parse_name(s, schedule_names, LP_SCHED_COUNT);

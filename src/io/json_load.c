@@ -393,8 +393,10 @@ static int parse_routing(const char *s, int *o)
 }
 static int parse_recompute(const char *s, int *o)
 {
-    static const char *const n[] = {"none", "selective", "full", NULL};
-    return parse_among(s, o, n);
+    enum lp_recompute r; /* the one name table: config.c */
+    if (lp_recompute_parse(s, &r) != LP_OK) return LP_EINVAL;
+    *o = (int)r;
+    return LP_OK;
 }
 static int parse_schedule(const char *s, int *o)
 {
@@ -1043,12 +1045,10 @@ int lp_json_pick_price(const struct lp_jctx *c, const cJSON *root, struct lp_sys
 
 static int parse_rc_method(const char *s, int *o)
 {
-    for (int i = 0; i < LP_RC_METHOD_COUNT; i++)
-        if (strcmp(s, lp_rc_method_name((enum lp_rc_method)i)) == 0) {
-            *o = i;
-            return LP_OK;
-        }
-    return LP_EINVAL;
+    enum lp_rc_method m;
+    if (lp_rc_method_parse(s, &m) != LP_OK) return LP_EINVAL;
+    *o = (int)m;
+    return LP_OK;
 }
 
 /* recompute_modules (selective; given alone it means selective, as

@@ -253,8 +253,7 @@ static int build(cJSON *root, const struct lp_results *res, const struct lp_coun
     double configs_per_s = info->wall_s > 0 ? (double)c->v[LP_COUNT_DONE] / info->wall_s : 0;
     /* what the simulator did (#20): evaluated configurations per second of
      * the sweep, all ranks together; configs_per_s counts indices walked */
-    double simulated_per_s =
-        info->wall_s > 0 ? (double)c->v[LP_COUNT_EVALUATED] / info->wall_s : 0;
+    double simulated_per_s = info->wall_s > 0 ? (double)c->v[LP_COUNT_EVALUATED] / info->wall_s : 0;
     int bad = !cJSON_AddNumberToObject(st, "space_size", (double)info->space_size) ||
               !cJSON_AddNumberToObject(st, "evaluated", (double)c->v[LP_COUNT_EVALUATED]) ||
               !cJSON_AddNumberToObject(st, "feasible", (double)c->v[LP_COUNT_FEASIBLE]) ||

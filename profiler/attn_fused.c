@@ -522,7 +522,8 @@ static int fa_point(struct lpp_ctx *c, enum lp_prec pr, bool causal, double bh, 
 int lpp_attn_fused_run(struct lpp_ctx *c, struct lp_profile *prof, struct lp_err *err)
 {
     int scaled = 0;
-    LP_TRY(err, lpp_attn_sweep(c, prof, LP_ATTN_FUSED, fa_footprint, 0.5, fa_point, &scaled, err));
+    LP_TRY(err, lpp_attn_sweep(c, prof, LP_ATTN_FUSED, false, fa_footprint, 0.5, fa_point, &scaled,
+                               err));
     lpp_attr_set(c->attrs, "attn.fused.timing",
                  "cuDNN %zu backend graph (composite SDPA as cudnn-frontend lowers it, heuristics "
                  "mode A, first plan that finalizes); no dropout; GQA group %d (h = group, one KV "

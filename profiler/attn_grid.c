@@ -1,6 +1,6 @@
 /* The attention sweep shared by the fused (cuDNN) and unfused (cuBLAS +
  * kernels) families: one arena sized for the largest grid point, then for
- * each precision and causal flag a forward and a backward table over
+ * each precision and causal flag (or the causal one only) a forward and a backward table over
  * (batch_heads, seq, head_dim); a point that fails drops both tables of its
  * kind (recorded as missing) unless the device itself failed. */
 #include <math.h>
@@ -9,7 +9,7 @@
 #include "prof_gpu.h"
 
 int lpp_attn_sweep(struct lpp_ctx *c, struct lp_profile *prof, enum lp_attn_impl impl,
-                   double (*footprint)(double bh, double s, double d, double e),
+                   bool causal_only, double (*footprint)(double bh, double s, double d, double e),
                    double arena_fraction, lpp_attn_point_fn point, int *scaled, struct lp_err *err)
 {
     static const char *const names[3] = {"batch_heads", "seq", "head_dim"};
@@ -30,7 +30,7 @@ int lpp_attn_sweep(struct lpp_ctx *c, struct lp_profile *prof, enum lp_attn_impl
     for (size_t pi = 0; pi < sizeof(precs) / sizeof(precs[0]); pi++) {
         enum lp_prec p = precs[pi];
         if (!c->plan->prec[p]) continue;
-        for (int causal = 0; causal < 2; causal++) {
+        for (int causal = causal_only ? 1 : 0; causal < 2; causal++) {
             struct lp_table *tf = &prof->attn[impl][causal][LP_PASS_FWD][p];
             struct lp_table *tb = &prof->attn[impl][causal][LP_PASS_BWD][p];
             char name[64];

@@ -1,6 +1,10 @@
-/* Unfused attention, as Megatron-LM runs it without flash attention: batched
- * GEMMs (cublasGemmStridedBatchedEx) around a masked softmax and a dropout
- * kernel, the s x s scores materialised in memory.
+/* Unfused attention: batched GEMMs (cublasGemmStridedBatchedEx) around a
+ * softmax and a dropout kernel, the s x s scores materialised in memory, in
+ * the two forms the simulator distinguishes (docs/profile-format.md):
+ * "unfused_fs" as Megatron runs it, the causal mask inside one softmax
+ * kernel that reads only each row's causal part (fused scale-mask-softmax),
+ * and "unfused" as eager PyTorch runs it, the mask a pass of its own and the
+ * softmax over whole rows.
  *   forward:  S = Q K^T / sqrt(d); P = softmax(S) (causal mask); Pd =
  *             dropout(P, 0.1); O = Pd V
  *   backward: dPd = dO V^T; dV = Pd^T dO; dP = dropout'(dPd); dS =
@@ -19,6 +23,7 @@ struct ua {
     cudaDataType_t type;
     int dtype;
     bool causal;
+    bool fused_softmax; /* unfused_fs: the mask inside the softmax kernels */
     size_t bh, s, d;
     float scale;
     void *q, *k, *v, *o, *dout, *dq, *dk, *dv, *s1, *s2, *s3;
@@ -54,8 +59,12 @@ static int ua_fwd(void *arg, cudaStream_t st, struct lp_err *err)
     long long sd = (long long)u->s * (long long)u->d, ss = (long long)u->s * (long long)u->s;
     size_t n = u->bh * u->s * u->s;
     LP_TRY(err, rm_gemm(u, false, true, s, s, d, u->q, sd, u->k, sd, u->s1, ss, u->scale, err));
-    LP_TRY(err, kernel_ok(lpp_k_softmax_fwd(u->s1, u->s2, u->bh * u->s, u->s, u->s, u->causal,
-                                            u->dtype, st),
+    const bool eager_mask = u->causal && !u->fused_softmax;
+    if (eager_mask)
+        LP_TRY(err, kernel_ok(lpp_k_causal_mask(u->s1, u->bh * u->s, u->s, u->s, u->dtype, st),
+                              "causal_mask", err));
+    LP_TRY(err, kernel_ok(lpp_k_softmax_fwd(u->s1, u->s2, u->bh * u->s, u->s, u->s,
+                                            u->causal && u->fused_softmax, u->dtype, st),
                           "softmax", err));
     LP_TRY(err, kernel_ok(lpp_k_dropout_fwd(u->s2, u->s3, u->mask, n, 0.1f, 99u, u->dtype, st),
                           "dropout", err));
@@ -73,7 +82,8 @@ static int ua_bwd(void *arg, cudaStream_t st, struct lp_err *err)
     LP_TRY(err, rm_gemm(u, true, false, s, d, s, u->s3, ss, u->dout, sd, u->dv, sd, 1.0f, err));
     LP_TRY(err, kernel_ok(lpp_k_dropout_bwd(u->s1, u->mask, u->s1, n, 0.1f, u->dtype, st),
                           "dropout_bwd", err));
-    LP_TRY(err, kernel_ok(lpp_k_softmax_bwd(u->s2, u->s1, u->s1, u->bh * u->s, u->s, u->dtype, st),
+    LP_TRY(err, kernel_ok(lpp_k_softmax_bwd(u->s2, u->s1, u->s1, u->bh * u->s, u->s, u->s,
+                                            u->causal && u->fused_softmax, u->dtype, st),
                           "softmax_bwd", err));
     LP_TRY(err, rm_gemm(u, false, false, s, d, s, u->s1, ss, u->k, sd, u->dq, sd, u->scale, err));
     LP_TRY(err, rm_gemm(u, true, false, s, d, s, u->s1, ss, u->q, sd, u->dk, sd, u->scale, err));
@@ -104,9 +114,9 @@ static void ua_carve(struct ua *u, char *arena, size_t e)
     u->mask = (unsigned char *)p;
 }
 
-static int ua_point(struct lpp_ctx *c, enum lp_prec p, bool causal, double bh, double s, double d,
-                    char *arena, size_t arena_bytes, double t[2], double sp[2], int *scaled,
-                    struct lp_err *err)
+static int ua_point(struct lpp_ctx *c, bool fused_softmax, enum lp_prec p, bool causal, double bh,
+                    double s, double d, char *arena, size_t arena_bytes, double t[2], double sp[2],
+                    int *scaled, struct lp_err *err)
 {
     size_t e = lpp_elem_bytes(p);
     double bh_eff = bh;
@@ -122,6 +132,7 @@ static int ua_point(struct lpp_ctx *c, enum lp_prec p, bool causal, double bh, d
     u.type = p == LP_FP16 ? CUDA_R_16F : CUDA_R_16BF;
     u.dtype = (int)p;
     u.causal = causal;
+    u.fused_softmax = fused_softmax;
     u.bh = (size_t)bh_eff;
     u.s = (size_t)s;
     u.d = (size_t)d;
@@ -137,12 +148,33 @@ static int ua_point(struct lpp_ctx *c, enum lp_prec p, bool causal, double bh, d
     return LP_OK;
 }
 
+static int ua_point_eager(struct lpp_ctx *c, enum lp_prec p, bool causal, double bh, double s,
+                          double d, char *arena, size_t arena_bytes, double t[2], double sp[2],
+                          int *scaled, struct lp_err *err)
+{
+    return ua_point(c, false, p, causal, bh, s, d, arena, arena_bytes, t, sp, scaled, err);
+}
+
+static int ua_point_fs(struct lpp_ctx *c, enum lp_prec p, bool causal, double bh, double s,
+                       double d, char *arena, size_t arena_bytes, double t[2], double sp[2],
+                       int *scaled, struct lp_err *err)
+{
+    return ua_point(c, true, p, causal, bh, s, d, arena, arena_bytes, t, sp, scaled, err);
+}
+
 int lpp_attn_unfused_run(struct lpp_ctx *c, struct lp_profile *prof, struct lp_err *err)
 {
     int scaled = 0;
-    LP_TRY(err, lpp_attn_sweep(c, prof, LP_ATTN_UNFUSED, footprint, 0.8, ua_point, &scaled, err));
+    LP_TRY(err, lpp_attn_sweep(c, prof, LP_ATTN_UNFUSED, false, footprint, 0.8, ua_point_eager,
+                               &scaled, err));
+    /* unfused_fs: the causal tables only (the simulator's; unmasked, the two
+     * forms run the same kernels) */
+    LP_TRY(err, lpp_attn_sweep(c, prof, LP_ATTN_UNFUSED_FS, true, footprint, 0.8, ua_point_fs,
+                               &scaled, err));
     lpp_attr_set(c->attrs, "attn.unfused.timing",
-                 "cublasGemmStridedBatchedEx (fp32 compute) + softmax + dropout(p=0.1) kernels; "
+                 "cublasGemmStridedBatchedEx (fp32 compute) + softmax + dropout(p=0.1) kernels "
+                 "(unfused: causal mask pass + softmax over whole rows; unfused_fs: the mask "
+                 "inside the softmax, which reads each row's causal part); "
                  "fwd and bwd timed separately with CUDA events, %d calls after %d warm-up, L2 %s; "
                  "GQA timed as MHA; %d points measured at a smaller batch_heads and scaled "
                  "linearly (memory)",

@@ -227,20 +227,23 @@ int lpp_estimate(const struct lpp_plan *p, const struct lpp_ref_gpu *g, int worl
             fprintf(f, "  (fp8 tables only where the GPU has fp8 tensor cores, sm_89+)\n");
     }
     if (p->family[LPP_ATTN]) {
-        if (f) fprintf(f, "attn (fused: cuDNN SDPA; unfused: GEMM+softmax+dropout)\n");
+        if (f) fprintf(f, "attn (fused: cuDNN SDPA; unfused, unfused_fs: GEMM+softmax+dropout)\n");
         for (size_t pi = 0; pi < sizeof(attn_precs) / sizeof(attn_precs[0]); pi++) {
             enum lp_prec pr = attn_precs[pi];
             if (!p->prec[pr]) continue;
-            /* the profiler measures cuDNN fused and unfused attention only */
-            for (int impl = LP_ATTN_FUSED; impl <= LP_ATTN_UNFUSED; impl++)
-                for (int c = 0; c < 2; c++)
+            /* the profiler measures cuDNN fused and the two unfused forms only */
+            static const enum lp_attn_impl measured[] = {LP_ATTN_FUSED, LP_ATTN_UNFUSED,
+                                                         LP_ATTN_UNFUSED_FS};
+            for (size_t mi = 0; mi < sizeof(measured) / sizeof(measured[0]); mi++) {
+                const enum lp_attn_impl impl = measured[mi];
+                /* unfused_fs: causal only (attn_unfused.c) */
+                for (int c = impl == LP_ATTN_UNFUSED_FS ? 1 : 0; c < 2; c++)
                     for (int pass = 0; pass < LP_PASS_COUNT; pass++) {
                         long pts = lpp_axes_points(p->attn, 3);
-                        double s = est_attn_table(p, g, (enum lp_attn_impl)impl, c != 0,
-                                                  (enum lp_pass)pass, pr);
-                        snprintf(name, sizeof(name), "attn/%s/%s/%s/%s",
-                                 lp_attn_impl_name((enum lp_attn_impl)impl), c ? "causal" : "full",
-                                 lp_pass_name((enum lp_pass)pass), lp_prec_name(pr));
+                        double s = est_attn_table(p, g, impl, c != 0, (enum lp_pass)pass, pr);
+                        snprintf(name, sizeof(name), "attn/%s/%s/%s/%s", lp_attn_impl_name(impl),
+                                 c ? "causal" : "full", lp_pass_name((enum lp_pass)pass),
+                                 lp_prec_name(pr));
                         snprintf(axes, sizeof(axes), "bh%d x seq%d x hd%d", p->attn[0].n,
                                  p->attn[1].n, p->attn[2].n);
                         line(f, name, axes, pts, s);
@@ -248,6 +251,7 @@ int lpp_estimate(const struct lpp_plan *p, const struct lpp_ref_gpu *g, int worl
                         e->tables[LPP_ATTN]++;
                         e->seconds[LPP_ATTN] += s;
                     }
+            }
         }
     }
     if (p->family[LPP_MEM]) {

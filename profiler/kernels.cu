@@ -204,18 +204,35 @@ __global__ void softmax_kernel(const T *in, T *out, size_t cols, size_t seq, int
         out[row * cols + j] = from_f<T>(j < limit ? __expf(to_f(xr[j]) - m) * inv : 0.0f);
 }
 
+// causal: like Megatron's fused kernel, reads P and dP only in the row's
+// causal part (P is zero past it) and writes the whole row
 template <typename T>
-__global__ void softmax_bwd_kernel(const T *p, const T *dp, T *ds, size_t cols)
+__global__ void softmax_bwd_kernel(const T *p, const T *dp, T *ds, size_t cols, size_t seq,
+                                   int causal)
 {
     __shared__ float sh[33];
     size_t row = blockIdx.x;
+    size_t limit = causal ? (row % seq) + 1 : cols;
     const T *pr = p + row * cols, *dr = dp + row * cols;
     float dot = 0;
-    for (size_t j = threadIdx.x; j < cols; j += blockDim.x)
+    for (size_t j = threadIdx.x; j < limit; j += blockDim.x)
         dot += to_f(pr[j]) * to_f(dr[j]);
     dot = block_sum(dot, sh);
     for (size_t j = threadIdx.x; j < cols; j += blockDim.x)
-        ds[row * cols + j] = from_f<T>(to_f(pr[j]) * (to_f(dr[j]) - dot));
+        ds[row * cols + j] = from_f<T>(j < limit ? to_f(pr[j]) * (to_f(dr[j]) - dot) : 0.0f);
+}
+
+// Eager PyTorch's causal mask: scores + mask (-inf above the diagonal), a
+// separate read-and-write pass over the scores
+template <typename T>
+__global__ void causal_mask_kernel(T *x, size_t n, size_t cols, size_t seq)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x) {
+        size_t row = i / cols, j = i % cols;
+        float v = to_f(x[i]);
+        x[i] = from_f<T>(j > row % seq ? -INFINITY : v);
+    }
 }
 
 template <typename T>
@@ -462,14 +479,25 @@ extern "C" int lpp_k_softmax_fwd(const void *in, void *out, size_t rows, size_t 
 }
 
 extern "C" int lpp_k_softmax_bwd(const void *p, const void *dp, void *ds, size_t rows, size_t cols,
-                                 int dtype, cudaStream_t s)
+                                 size_t seq, int causal, int dtype, cudaStream_t s)
 {
     if (dtype == LP_FP16)
         softmax_bwd_kernel<__half><<<(unsigned)rows, row_block(cols), 0, s>>>(
-            (const __half *)p, (const __half *)dp, (__half *)ds, cols);
+            (const __half *)p, (const __half *)dp, (__half *)ds, cols, seq, causal);
     else
         softmax_bwd_kernel<bf16><<<(unsigned)rows, row_block(cols), 0, s>>>(
-            (const bf16 *)p, (const bf16 *)dp, (bf16 *)ds, cols);
+            (const bf16 *)p, (const bf16 *)dp, (bf16 *)ds, cols, seq, causal);
+    return launched();
+}
+
+extern "C" int lpp_k_causal_mask(void *x, size_t rows, size_t cols, size_t seq, int dtype,
+                                 cudaStream_t s)
+{
+    const size_t n = rows * cols;
+    if (dtype == LP_FP16)
+        causal_mask_kernel<__half><<<grid_for(n, 256), 256, 0, s>>>((__half *)x, n, cols, seq);
+    else
+        causal_mask_kernel<bf16><<<grid_for(n, 256), 256, 0, s>>>((bf16 *)x, n, cols, seq);
     return launched();
 }
 

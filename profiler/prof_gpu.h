@@ -158,7 +158,7 @@ typedef int (*lpp_attn_point_fn)(struct lpp_ctx *c, enum lp_prec p, bool causal,
 /* attn_grid.c: the sweep over (precision, causal, batch_heads, seq, head_dim)
  * shared by both attention families. */
 int lpp_attn_sweep(struct lpp_ctx *c, struct lp_profile *prof, enum lp_attn_impl impl,
-                   double (*footprint)(double bh, double s, double d, double e),
+                   bool causal_only, double (*footprint)(double bh, double s, double d, double e),
                    double arena_fraction, lpp_attn_point_fn point, int *scaled, struct lp_err *err);
 int lpp_attn_fused_run(struct lpp_ctx *c, struct lp_profile *prof, struct lp_err *err);
 int lpp_attn_unfused_run(struct lpp_ctx *c, struct lp_profile *prof, struct lp_err *err);
@@ -188,8 +188,10 @@ int lpp_k_mem(int kind, void *a, void *b, void *c, void *d, size_t rows, size_t 
 double lpp_k_mem_bytes(int kind, size_t rows, size_t cols);
 int lpp_k_softmax_fwd(const void *in, void *out, size_t rows, size_t cols, size_t seq, int causal,
                       int dtype, cudaStream_t s);
-int lpp_k_softmax_bwd(const void *p, const void *dp, void *ds, size_t rows, size_t cols, int dtype,
-                      cudaStream_t s);
+int lpp_k_softmax_bwd(const void *p, const void *dp, void *ds, size_t rows, size_t cols,
+                      size_t seq, int causal, int dtype, cudaStream_t s);
+/* eager PyTorch's causal mask: one read-and-write pass over rows x cols scores */
+int lpp_k_causal_mask(void *x, size_t rows, size_t cols, size_t seq, int dtype, cudaStream_t s);
 int lpp_k_dropout_fwd(const void *in, void *out, unsigned char *mask, size_t n, float p,
                       unsigned seed, int dtype, cudaStream_t s);
 int lpp_k_dropout_bwd(const void *dout, const unsigned char *mask, void *din, size_t n, float p,

@@ -300,20 +300,22 @@ struct lp_parallel {
  * overridden in the run description (see docs/frameworks.md). */
 struct lp_framework_opts {
     enum lp_framework kind;
-    bool dp_overlap;               /* gradient reduction overlapped with backward */
-    bool tp_overlap;               /* TP collectives overlapped with GEMMs */
-    bool pp_overlap;               /* p2p overlapped with compute */
-    bool param_gather_overlap;     /* ZeRO-3 / FSDP / distopt all-gathers prefetched */
-    bool fused_kernels;            /* fused bias+GeLU, bias+dropout+add, fused LN, fused Adam */
-    double bucket_bytes;           /* DP gradient bucket size */
-    double step_overhead_s;        /* per-iteration host/launch overhead */
-    double host_op_s;              /* host dispatch time per kernel launch (eager PyTorch) */
-    double host_overlap;           /* p of the smooth max (kernels^p + host^p)^(1/p): 1 = serial */
-    bool zero3_per_tensor;         /* ZeRO-3 gathers/reduce-scatters one collective per parameter
-                                      tensor (DeepSpeed 2021) instead of one per layer */
-    enum lp_xent xent;             /* the loss kernels */
-    bool ep_overlap;               /* EP all-to-alls hidden behind another micro-batch's compute
-                                      (Megatron-Core overlap_moe_expert_parallel_comm, combined 1F1B) */
+    bool dp_overlap;           /* gradient reduction overlapped with backward */
+    bool tp_overlap;           /* TP collectives overlapped with GEMMs */
+    bool pp_overlap;           /* p2p overlapped with compute */
+    bool param_gather_overlap; /* ZeRO-3 / FSDP / distopt all-gathers prefetched */
+    bool fused_kernels;        /* fused bias+GeLU, bias+dropout+add, fused LN, fused Adam */
+    bool fused_softmax;        /* unfused attention's scale, causal mask and softmax in one kernel
+                                  (Megatron's FusedScaleMaskSoftmax) rather than eager PyTorch ops */
+    double bucket_bytes;       /* DP gradient bucket size */
+    double step_overhead_s;    /* per-iteration host/launch overhead */
+    double host_op_s;          /* host dispatch time per kernel launch (eager PyTorch) */
+    double host_overlap;       /* p of the smooth max (kernels^p + host^p)^(1/p): 1 = serial */
+    bool zero3_per_tensor;     /* ZeRO-3 gathers/reduce-scatters one collective per parameter
+                                  tensor (DeepSpeed 2021) instead of one per layer */
+    enum lp_xent xent;         /* the loss kernels */
+    bool ep_overlap;           /* EP all-to-alls hidden behind another micro-batch's compute
+                                  (Megatron-Core overlap_moe_expert_parallel_comm, combined 1F1B) */
     enum lp_dispatcher dispatcher; /* how MoE tokens travel between EP ranks */
     unsigned cuda_graphs;          /* LP_GRAPH_* scopes captured in CUDA graphs */
     bool grad_fp32;                /* bf16/fp8 gradients accumulated and reduced in fp32 (Megatron's

@@ -43,16 +43,21 @@ enum lp_gemm_layout {
  * 2022); "triton" the Triton FlashAttention kernel (used by MPT /
  * llm-foundry's attn_impl "triton"); "cudnn" cuDNN's fused flash attention
  * as Transformer Engine runs it (FusedAttention, F16_arbitrary_seqlen),
- * which TE prefers on Hopper and newer. Tables of flash1, triton and cudnn
- * are optional: analytical profiles carry them; a measured profile's fused
- * table is cuDNN's kernel (llmplan-profile measures cuDNN), so it stands in
- * for a missing cudnn table. */
+ * which TE prefers on Hopper and newer. "unfused" is attention with the
+ * s x s scores in memory as eager PyTorch runs it (matmul, mask, softmax,
+ * dropout as separate kernels); "unfused_fs" the same with Megatron's fused
+ * scale-mask-softmax kernel (one pass that reads only the causal part of
+ * each row). Tables of flash1, triton, cudnn and unfused_fs are optional:
+ * analytical profiles carry them; a measured profile's fused table is
+ * cuDNN's kernel (llmplan-profile measures cuDNN), so it stands in for a
+ * missing cudnn table, and its unfused table for a missing unfused_fs. */
 enum lp_attn_impl {
     LP_ATTN_FUSED = 0,
     LP_ATTN_UNFUSED,
     LP_ATTN_FLASH1,
     LP_ATTN_TRITON,
     LP_ATTN_CUDNN,
+    LP_ATTN_UNFUSED_FS,
     LP_ATTN_IMPL_COUNT
 };
 /* Speed of flash1 and triton relative to FlashAttention-2 where a profile

@@ -54,7 +54,8 @@ static double rl_attn(const struct lp_cost_model *cm, enum lp_attn_impl impl, bo
     double io = e * bh * seq * hd * (pass == LP_PASS_BWD ? 8.0 : 4.0);
     double eff = pass == LP_PASS_BWD ? RL_ATTN_BWD_EFF : RL_ATTN_FWD_EFF;
     if (impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) eff *= LP_ATTN_OLD_RATIO;
-    if (impl == LP_ATTN_UNFUSED) {
+    const bool unf = impl == LP_ATTN_UNFUSED || impl == LP_ATTN_UNFUSED_FS;
+    if (unf) { /* unfused_fs: costed as eager unfused attention (an upper bound) */
         /* score matrix written and read by softmax and dropout: s*s elements per head */
         double score = bh * seq * seq * e * (pass == LP_PASS_BWD ? 6.0 : 4.0);
         io += score;
@@ -63,8 +64,8 @@ static double rl_attn(const struct lp_cost_model *cm, enum lp_attn_impl impl, bo
     }
     double tc = flops / (peak(&cm->gpu, p) * eff);
     double tm = io / (cm->gpu.mem_bw_Bps * RL_MEM_EFF);
-    double launches = impl == LP_ATTN_UNFUSED ? 4.0 : 1.0;
-    return launches * RL_LAUNCH_S + (impl == LP_ATTN_UNFUSED ? tc + tm : (tc > tm ? tc : tm));
+    double launches = unf ? 4.0 : 1.0;
+    return launches * RL_LAUNCH_S + (unf ? tc + tm : (tc > tm ? tc : tm));
 }
 
 static double rl_mem(const struct lp_cost_model *cm, enum lp_mem_kind k, double bytes)

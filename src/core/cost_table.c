@@ -69,6 +69,11 @@ static double tb_attn(const struct lp_cost_model *cm, enum lp_attn_impl impl, bo
             return lp_table_lookup_pow(t, x, attn_pow, NULL);
         if ((impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) && lp_table_present(t))
             return lp_table_lookup_pow(t, x, attn_pow, NULL) / LP_ATTN_OLD_RATIO;
+        /* without unfused_fs tables: the unfused table (an eager softmax, so
+         * an overestimate; llmplan-profile measures both) */
+        t = &pr->attn[LP_ATTN_UNFUSED][causal ? 1 : 0][pass][p];
+        if (impl == LP_ATTN_UNFUSED_FS && lp_table_present(t))
+            return lp_table_lookup_pow(t, x, attn_pow, NULL);
     }
     return lp_cost_roofline_ops.attn_s(cm, impl, causal, pass, p, bh, seq, hd);
 }

@@ -419,9 +419,10 @@ static enum lp_attn_impl attn_impl(const struct lp_run *r)
         [LP_ATTENTION_FLASH1] = LP_ATTN_FLASH1,
         [LP_ATTENTION_TRITON] = LP_ATTN_TRITON,
         [LP_ATTENTION_CUDNN] = LP_ATTN_CUDNN};
-    return !r->train.flash_attention                           ? LP_ATTN_UNFUSED
-           : (unsigned)r->train.attention < LP_ATTENTION_COUNT ? fused_impl[r->train.attention]
-                                                               : LP_ATTN_FUSED;
+    if (!r->train.flash_attention)
+        return r->fw.fused_softmax ? LP_ATTN_UNFUSED_FS : LP_ATTN_UNFUSED;
+    return (unsigned)r->train.attention < LP_ATTENTION_COUNT ? fused_impl[r->train.attention]
+                                                             : LP_ATTN_FUSED;
 }
 
 static double window_frac(double s, double window)
@@ -439,18 +440,16 @@ static void attn_core(const struct wl *w, bool local, double d, double *af, doub
     const enum lp_attn_impl impl = attn_impl(r);
     double bh = r->par.micro_batch * w->at * r->par.cp;
     double s = (double)r->model.seq_len / r->par.cp;
-    /* Unfused attention with fused kernels (Megatron's
-     * scaled_upper_triang_masked_softmax): the causal mask is applied inside
-     * the softmax kernel, so there is no separate masking pass over the
-     * scores: it costs what the unmasked (full) unfused attention costs. */
-    const bool causal_tab = !(impl == LP_ATTN_UNFUSED && r->fw.fused_kernels);
+    /* causal: unfused_fs (Megatron's fused scale-mask-softmax) applies the
+     * mask inside its softmax kernel; eager unfused attention adds it */
     const double k = local ? window_frac(r->model.seq_len, r->model.attention_window) : 1.0;
-    *af = k * w->cm->ops->attn_s(w->cm, impl, causal_tab, LP_PASS_FWD, w->aprec, bh, s, d);
-    *ab = k * w->cm->ops->attn_s(w->cm, impl, causal_tab, LP_PASS_BWD, w->aprec, bh, s, d);
+    *af = k * w->cm->ops->attn_s(w->cm, impl, true, LP_PASS_FWD, w->aprec, bh, s, d);
+    *ab = k * w->cm->ops->attn_s(w->cm, impl, true, LP_PASS_BWD, w->aprec, bh, s, d);
     /* unfused: QK^T, scale+mask+softmax, dropout, AV forward; their six
      * backward kernels */
-    *nf = impl == LP_ATTN_UNFUSED ? 4 : 1;
-    *nb = impl == LP_ATTN_UNFUSED ? 6 : 1;
+    const bool unf = impl == LP_ATTN_UNFUSED || impl == LP_ATTN_UNFUSED_FS;
+    *nf = unf ? 4 : 1;
+    *nb = unf ? 6 : 1;
 }
 
 static void add_attn(struct acc *a, double t, int n)
@@ -561,8 +560,7 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
      * runs again); Megatron-LM's and Megatron-DeepSpeed's legacy
      * transformer.py checkpoint only the unfused core, FlashAttention
      * recomputing its scores inside its own backward. */
-    if ((mods & LP_RC_CORE_ATTN) &&
-        (attn_impl(r) == LP_ATTN_UNFUSED || r->fw.kind == LP_FW_MEGATRON)) {
+    if ((mods & LP_RC_CORE_ATTN) && (!r->train.flash_attention || r->fw.kind == LP_FW_MEGATRON)) {
         rc.s += af;
         rc.n += nf;
         rc.cat[LP_OPC_ATTN] += af;

@@ -207,6 +207,17 @@ static const char *const sy_hopper_gpus[] = {"h100", "h200"};
 /* Layout copies of q, k, v and the output into/out of [b*h, s, d]: four
  * read+write copies of batch_heads*seq*head_dim elements per pass. */
 #define SY_UNF_LAYOUT_COPIES 4.0
+/* Megatron's fused softmax (megatron/fused_kernels/
+ * scaled_upper_triang_masked_softmax.h, FusedScaleMaskSoftmax): one kernel,
+ * a warp per row. Causal forward: it loads only the row's first i+1 scores
+ * (element_index < local_seq) and writes the whole row (zeros past it):
+ * on average (s+1)/2s of a pass read, one written. Causal backward: it
+ * loads the output gradient and the softmax output in the causal part and
+ * writes the whole input gradient. Without the mask (scaled_softmax) every
+ * element is read: 2 passes forward, 3 backward. A streaming kernel: the
+ * common SY_MEM_EFF (assumption; no kernels.csv row measures it). */
+#define SY_FS_FWD_WRITE 1.0
+#define SY_FS_BWD_WRITE 1.0
 
 /* ---- collectives ---- */
 
@@ -460,6 +471,31 @@ static double unfused_attn_s(const struct sy_ctx *c, bool causal, enum lp_pass p
     return t;
 }
 
+/* Unfused attention with Megatron's fused scale-mask-softmax: the GEMMs,
+ * layout copies and dropout of unfused_attn_s, one softmax pass as above. */
+static double unfused_fs_attn_s(const struct sy_ctx *c, bool causal, enum lp_pass pass,
+                                enum lp_prec p, double bh, double s, double d)
+{
+    const enum lp_prec ap = attn_prec(c->gpu, p);
+    const double e = prec_in_bytes(ap);
+    const double score = bh * s * s * e;
+    const double part = causal ? (s + 1.0) / (2.0 * s) : 1.0; /* of each row read */
+    double t = SY_UNF_LAYOUT_COPIES * mem_s(c, 2.0 * bh * s * d * e);
+    if (pass == LP_PASS_FWD) {
+        t += gemm_s(c, ap, s, s, d, bh);
+        t += stream_s(c, (part + SY_FS_FWD_WRITE) * score, SY_MEM_EFF);
+        t += stream_s(c, SY_UNF_DROPOUT * score, SY_MEM_EFF);
+        t += gemm_s(c, ap, s, d, s, bh);
+    } else {
+        t += gemm_s(c, ap, s, s, d, bh);
+        t += gemm_s(c, ap, s, d, s, bh);
+        t += stream_s(c, SY_UNF_DROPOUT * score, SY_MEM_EFF);
+        t += stream_s(c, (2.0 * part + SY_FS_BWD_WRITE) * score, SY_MEM_EFF);
+        t += 2.0 * gemm_s(c, ap, s, d, s, bh);
+    }
+    return t;
+}
+
 static double coll_einf(const struct sy_ctx *c, enum lp_coll op, enum lp_tier tier, double bytes,
                         double n)
 {
@@ -626,9 +662,10 @@ static int build_attn(const struct sy_ctx *c, struct lp_table *t, enum lp_attn_i
         for (int j = 0; j < dims[1]; j++)
             for (int l = 0; l < dims[2]; l++) {
                 const double bh = t->axis[0][i], s = t->axis[1][j], d = t->axis[2][l];
-                t->value[o++] = impl == LP_ATTN_UNFUSED
-                                    ? unfused_attn_s(c, causal, pass, p, bh, s, d)
-                                    : fused_attn_s(c, impl, causal, pass, p, bh, s, d);
+                t->value[o++] =
+                    impl == LP_ATTN_UNFUSED      ? unfused_attn_s(c, causal, pass, p, bh, s, d)
+                    : impl == LP_ATTN_UNFUSED_FS ? unfused_fs_attn_s(c, causal, pass, p, bh, s, d)
+                                                 : fused_attn_s(c, impl, causal, pass, p, bh, s, d);
             }
     return LP_OK;
 }
@@ -737,6 +774,11 @@ static int add_provenance(const struct sy_ctx *c, const struct lp_system *ref, s
                 "%.2f (included: do not add attention dropout)",
                 SY_UNF_FWD_SOFTMAX, SY_UNF_FWD_MASK, SY_UNF_BWD_SOFTMAX, SY_UNFUSED_PASS_EFF,
                 SY_UNF_LAYOUT_COPIES, SY_UNF_DROPOUT, SY_MEM_EFF));
+    LP_TRY(err, prov(p, err, "attn_unfused_fs",
+                     "unfused + Megatron scaled_upper_triang_masked_softmax: one pass at "
+                     "%.2f of HBM bw, fwd reads (s+1)/2s of a row (causal; 1 unmasked), "
+                     "writes %.0f; bwd reads 2x that, writes %.0f",
+                     SY_MEM_EFF, SY_FS_FWD_WRITE, SY_FS_BWD_WRITE));
     LP_TRY(err, prov(p, err, "attn_unfused_pass_eff",
                      "%.3f fitted to PyTorch standard attention fwd+bwd rows K0021-K0192 (40 rows, "
                      "rms 7.7%%, max 22%%)",
@@ -833,7 +875,8 @@ int lp_profile_synth(const struct lp_gpu *gpu, const struct lp_system *ref_syste
         const enum lp_prec ap = attn_prec(gpu, pr);
         if (gpu->peak_flops[ap] <= 0) continue;
         for (int im = 0; im < LP_ATTN_IMPL_COUNT; im++) {
-            if (im != LP_ATTN_UNFUSED && pr == LP_FP32) continue; /* FlashAttention has no fp32 */
+            /* FlashAttention has no fp32 */
+            if (im != LP_ATTN_UNFUSED && im != LP_ATTN_UNFUSED_FS && pr == LP_FP32) continue;
             for (int cz = 0; cz < 2; cz++)
                 for (int ps = 0; ps < LP_PASS_COUNT; ps++)
                     LP_TRY_GOTO(err, rc,

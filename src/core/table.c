@@ -24,8 +24,8 @@
 /* ---- names ---- */
 
 static const char *const gemm_layout_names[LP_GEMM_LAYOUT_COUNT] = {"fwd", "dgrad", "wgrad"};
-static const char *const attn_impl_names[LP_ATTN_IMPL_COUNT] = {"fused", "unfused", "flash1",
-                                                                "triton", "cudnn"};
+static const char *const attn_impl_names[LP_ATTN_IMPL_COUNT] = {"fused",  "unfused", "flash1",
+                                                                "triton", "cudnn",   "unfused_fs"};
 static const char *const pass_names[LP_PASS_COUNT] = {"fwd", "bwd"};
 static const char *const mem_kind_names[LP_MEM_KIND_COUNT] = {
     "layernorm", "rmsnorm", "gelu", "swiglu",        "softmax",   "dropout",
@@ -438,6 +438,22 @@ static const struct lp_slot slot_table[LP_PROFILE_SLOTS] = {
     {LP_FAM_ATTN, "/attention/cudnn/causal/bwd/fp16", 3, attn_axes, "s", false},
     {LP_FAM_ATTN, "/attention/cudnn/causal/bwd/bf16", 3, attn_axes, "s", false},
     {LP_FAM_ATTN, "/attention/cudnn/causal/bwd/fp8", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/full/fwd/fp32", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/full/fwd/fp16", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/full/fwd/bf16", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/full/fwd/fp8", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/full/bwd/fp32", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/full/bwd/fp16", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/full/bwd/bf16", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/full/bwd/fp8", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/causal/fwd/fp32", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/causal/fwd/fp16", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/causal/fwd/bf16", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/causal/fwd/fp8", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/causal/bwd/fp32", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/causal/bwd/fp16", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/causal/bwd/bf16", 3, attn_axes, "s", false},
+    {LP_FAM_ATTN, "/attention/unfused_fs/causal/bwd/fp8", 3, attn_axes, "s", false},
     {LP_FAM_MEM, "/mem/layernorm", 1, mem_axes, "s", true},
     {LP_FAM_MEM, "/mem/rmsnorm", 1, mem_axes, "s", true},
     {LP_FAM_MEM, "/mem/gelu", 1, mem_axes, "s", true},
@@ -466,7 +482,7 @@ static const struct lp_slot slot_table[LP_PROFILE_SLOTS] = {
 
 _Static_assert(N_GEMM + N_ATTN + N_MEM + N_COLL == LP_PROFILE_SLOTS, "slot count");
 _Static_assert(LP_PREC_TABLES == 4 && LP_GEMM_LAYOUT_COUNT == 3 && LP_MEM_KIND_COUNT == 12 &&
-                   LP_COLL_COUNT == 5 && LP_TIER_COUNT == 2 && LP_ATTN_IMPL_COUNT == 5 &&
+                   LP_COLL_COUNT == 5 && LP_TIER_COUNT == 2 && LP_ATTN_IMPL_COUNT == 6 &&
                    LP_PASS_COUNT == 2,
                "slot_table must be regenerated when an enum changes");
 

@@ -1275,11 +1275,26 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *f)
 {
-    static const char *const keys[] = {
-        "name",          "dp_overlap",   "tp_overlap",       "pp_overlap", "param_gather_overlap",
-        "fused_kernels", "bucket_MB",    "step_overhead_ms", "host_op_us", "zero3_per_tensor",
-        "cross_entropy", "host_overlap", "grad_fp32",        "ep_overlap", "moe_dispatcher",
-        "cuda_graphs",   "moe_impl",     "hybrid_shard",     NULL};
+    static const char *const keys[] = {"name",
+                                       "dp_overlap",
+                                       "tp_overlap",
+                                       "pp_overlap",
+                                       "param_gather_overlap",
+                                       "fused_kernels",
+                                       "bucket_MB",
+                                       "step_overhead_ms",
+                                       "host_op_us",
+                                       "zero3_per_tensor",
+                                       "cross_entropy",
+                                       "host_overlap",
+                                       "grad_fp32",
+                                       "ep_overlap",
+                                       "moe_dispatcher",
+                                       "cuda_graphs",
+                                       "moe_impl",
+                                       "hybrid_shard",
+                                       "fused_softmax",
+                                       NULL};
     struct lp_err *err = c->err;
     const char *expected =
         "\"megatron\", \"megatron-2021\", \"megatron-deepspeed\", \"fsdp\", \"hf\" or \"ddp\"";
@@ -1303,6 +1318,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     LP_TRY(err,
            lp_json_bool(c, item, path, "param_gather_overlap", false, &f->param_gather_overlap));
     LP_TRY(err, lp_json_bool(c, item, path, "fused_kernels", false, &f->fused_kernels));
+    LP_TRY(err, lp_json_bool(c, item, path, "fused_softmax", false, &f->fused_softmax));
     LP_TRY(err, lp_json_bool(c, item, path, "zero3_per_tensor", false, &f->zero3_per_tensor));
     LP_TRY(err, lp_json_bool(c, item, path, "grad_fp32", false, &f->grad_fp32));
     LP_TRY(err, lp_json_bool(c, item, path, "ep_overlap", false, &f->ep_overlap));

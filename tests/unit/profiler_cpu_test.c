@@ -286,7 +286,7 @@ TEST(estimate_sane)
     ASSERT_EQ_INT(e.points[LPP_COLL], 0);
     ASSERT_EQ_INT(e.tables[LPP_GEMM], 9);
     ASSERT_EQ_INT(e.points[LPP_GEMM], 9 * 729);
-    ASSERT_EQ_INT(e.tables[LPP_ATTN], 16);
+    ASSERT_EQ_INT(e.tables[LPP_ATTN], 20); /* fused 8, unfused 8, unfused_fs causal 4 */
     ASSERT_EQ_INT(e.tables[LPP_MEM], LP_MEM_KIND_COUNT);
     for (int f = 0; f < LPP_COLL; f++)
         ASSERT_TRUE(e.seconds[f] > 0);

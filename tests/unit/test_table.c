@@ -44,6 +44,7 @@ TEST(names)
 {
     ASSERT_EQ_STR(lp_gemm_layout_name(LP_GEMM_WGRAD), "wgrad");
     ASSERT_EQ_STR(lp_attn_impl_name(LP_ATTN_UNFUSED), "unfused");
+    ASSERT_EQ_STR(lp_attn_impl_name(LP_ATTN_UNFUSED_FS), "unfused_fs");
     ASSERT_EQ_STR(lp_pass_name(LP_PASS_BWD), "bwd");
     ASSERT_EQ_STR(lp_mem_kind_name(LP_MEM_CROSS_ENTROPY), "cross_entropy");
     ASSERT_EQ_STR(lp_mem_kind_name(LP_MEM_COPY), "copy");
@@ -68,9 +69,9 @@ TEST(slots_map_to_tables)
     ASSERT_TRUE(lp_profile_slot_table(p, i_tri) == &p->attn[LP_ATTN_TRITON][0][0][LP_BF16]);
     ASSERT_EQ_STR(lp_profile_slot(i_tri)->path, "/attention/triton/full/fwd/bf16");
     ASSERT_TRUE(!lp_profile_slot(i_tri)->required);
-    ASSERT_TRUE(lp_profile_slot_table(p, 12 + 80 + LP_MEM_ADAM) == &p->mem[LP_MEM_ADAM]);
-    ASSERT_TRUE(lp_profile_slot_table(p, 12 + 80 + 12 + 2 * 2 + 1) == &p->coll[2][1]);
-    ASSERT_EQ_STR(lp_profile_slot(12 + 80 + 12 + 2 * 2 + 1)->path, "/coll/reducescatter/inter");
+    ASSERT_TRUE(lp_profile_slot_table(p, 12 + 96 + LP_MEM_ADAM) == &p->mem[LP_MEM_ADAM]);
+    ASSERT_TRUE(lp_profile_slot_table(p, 12 + 96 + 12 + 2 * 2 + 1) == &p->coll[2][1]);
+    ASSERT_EQ_STR(lp_profile_slot(12 + 96 + 12 + 2 * 2 + 1)->path, "/coll/reducescatter/inter");
     for (int i = 0; i < LP_PROFILE_SLOTS; i++)
         for (int j = i + 1; j < LP_PROFILE_SLOTS; j++)
             ASSERT_TRUE(lp_profile_slot_table(p, i) != lp_profile_slot_table(p, j));
@@ -527,10 +528,47 @@ TEST(synth_cudnn_attention)
     lp_profile_destroy(&p);
 }
 
+/* Unfused attention with Megatron's fused scale-mask-softmax (unfused_fs)
+ * differs from the eager form only in its score passes: eager causal
+ * forward = a mask pass and a softmax pass (2 + 2 elements read+written per
+ * score, at 0.387 of HBM bandwidth, each a kernel); fused = one kernel
+ * reading (s+1)/2s of each row and writing it (at 0.9). Backward: eager
+ * softmax 3 at 0.387, fused 2(s+1)/2s + 1 at 0.9. Each kernel costs the
+ * 3 us launch and 1 us x 0.9/eff latency (synth.c stream_s). */
+TEST(synth_unfused_fused_softmax)
+{
+    struct lp_gpu g;
+    a100(&g);
+    struct lp_profile *p = NULL;
+    ASSERT_OK(lp_profile_synth(&g, NULL, &p, NULL));
+    const double bh = 64, s = 2048, d = 128, bw = 2039e9;
+    const double x[3] = {bh, s, d};
+    const double score = bh * s * s * 2.0, part = (s + 1.0) / (2.0 * s);
+    const double k_eager = 3e-6 + 1e-6 * 0.9 / 0.387, k_fs = 3e-6 + 1e-6;
+    const double want[LP_PASS_COUNT] = {
+        2.0 * k_eager + 4.0 * score / (bw * 0.387) - k_fs - (part + 1.0) * score / (bw * 0.9),
+        k_eager + 3.0 * score / (bw * 0.387) - k_fs - (2.0 * part + 1.0) * score / (bw * 0.9)};
+    for (int ps = 0; ps < LP_PASS_COUNT; ps++) {
+        const double te = lp_table_lookup(&p->attn[LP_ATTN_UNFUSED][1][ps][LP_BF16], x, NULL);
+        const double tf = lp_table_lookup(&p->attn[LP_ATTN_UNFUSED_FS][1][ps][LP_BF16], x, NULL);
+        ASSERT_NEAR((te - tf) / want[ps], 1.0, 1e-9);
+        ASSERT_TRUE(tf < te);
+    }
+    /* without the mask the fused kernel reads every score: 2 and 3 passes */
+    const double tff =
+        lp_table_lookup(&p->attn[LP_ATTN_UNFUSED_FS][0][LP_PASS_FWD][LP_BF16], x, NULL);
+    const double tfc =
+        lp_table_lookup(&p->attn[LP_ATTN_UNFUSED_FS][1][LP_PASS_FWD][LP_BF16], x, NULL);
+    ASSERT_NEAR((tff - tfc) / ((1.0 - part) * score / (bw * 0.9)), 1.0, 1e-9);
+    ASSERT_CONTAINS(lp_profile_get_prov(p, "attn_unfused_fs"), "scaled_upper_triang");
+    lp_profile_destroy(&p);
+}
+
 TH_MAIN(TH_CASE(names), TH_CASE(slots_map_to_tables), TH_CASE(exact_at_grid_points),
         TH_CASE(loglog_exact_for_power_laws), TH_CASE(monotone_between_points),
         TH_CASE(clamping_below_and_on_non_size_axes), TH_CASE(extrapolation_along_size_axes),
         TH_CASE(single_point_axis), TH_CASE(check_refuses_bad_tables), TH_CASE(copy_and_checksum),
         TH_CASE(synth_a100), TH_CASE(synth_without_system_and_without_bf16),
         TH_CASE(synth_monotone_across_gpus), TH_CASE(profile_check_required),
-        TH_CASE(cost_table_and_fallbacks), TH_CASE(synth_cudnn_attention))
+        TH_CASE(cost_table_and_fallbacks), TH_CASE(synth_cudnn_attention),
+        TH_CASE(synth_unfused_fused_softmax))

@@ -98,6 +98,10 @@ struct lp_sched_val {
     double end_first, end_last; /* finish of stage 0 / stage p-1 */
 };
 
+/* The busbw fraction of a collective of `bytes` over `n` ranks on `sys`'s
+ * `tier` links, from a profile built for other links (sim_comm.c). */
+double lp_coll_eff_on(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
+                      enum lp_tier tier, double bytes, int n);
 /* Collective over a group of `n` ranks spaced `stride` apart in the rank
  * order (Megatron: TP innermost). Returns seconds. */
 double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,

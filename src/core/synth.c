@@ -790,6 +790,11 @@ static int add_provenance(const struct sy_ctx *c, const struct lp_system *ref, s
                            "GPU, 8 GPUs per node"));
     LP_TRY(err, prov(p, err, "coll_intra_bw_GBps", "%g", c->intra_bw / 1e9));
     LP_TRY(err, prov(p, err, "coll_inter_bw_GBps", "%g", c->inter_bw / 1e9));
+    if (ref) {
+        /* the latencies S_half stands for on these links (lp_coll_eff_on) */
+        LP_TRY(err, prov(p, err, "coll_intra_latency_us", "%g", ref->intra.latency_s * 1e6));
+        LP_TRY(err, prov(p, err, "coll_inter_latency_us", "%g", ref->inter.latency_s * 1e6));
+    }
     LP_TRY(err, prov(p, err, "coll_gpus_per_node", "%d", c->gpus_per_node));
     LP_TRY(err, prov(p, err, "coll_inter_norm",
                      "inter fractions are busbw / (ranks per node x coll_inter_bw_GBps), full "

@@ -240,6 +240,7 @@ struct lp_torch_dp {
     double tail_s;      /* after the last backward: reductions not hidden, DDP copy-back */
     double hidden_s;    /* communication overlapped with compute */
     double comm_s;      /* all communication (and the kernels on its streams) */
+    double host_s;      /* FSDP hooks' host work (views), hidden or not */
 };
 /* true when lp_torch_dp models the run (DDP zero 0; FSDP zero 0/2/3; pp 1, dense) */
 bool lp_torch_dp_applies(const struct lp_run *r);

@@ -294,6 +294,10 @@ struct lp_cost_model {
     const struct lp_cost_ops *ops;
     const struct lp_profile *profile; /* table backend (borrowed) */
     struct lp_gpu gpu;                /* roofline backend / fallbacks */
+    /* The links a synthetic profile's collective fractions were built for
+     * (its provenance coll_{intra,inter}_bw_GBps and _latency_us); 0 where
+     * not known (a measured profile: its own links). lp_coll_eff_on. */
+    struct lp_link coll_ref[LP_TIER_COUNT];
 };
 
 extern const struct lp_cost_ops lp_cost_table_ops;

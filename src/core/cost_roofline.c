@@ -4,6 +4,7 @@
  * with fixed efficiencies (not calibrated; see the constants below). It is
  * deliberately simple: tests derive its numbers by hand. */
 #include <math.h>
+#include <string.h>
 
 #include "llmplan/profile.h"
 
@@ -94,4 +95,5 @@ void lp_cost_model_roofline(struct lp_cost_model *cm, const struct lp_gpu *gpu)
     cm->ops = &lp_cost_roofline_ops;
     cm->profile = NULL;
     cm->gpu = *gpu;
+    memset(cm->coll_ref, 0, sizeof(cm->coll_ref));
 }

@@ -9,6 +9,7 @@
  * batch_heads linearly, attention seq quadratically, memory bytes linearly);
  * head_dim and the collective axes are clamped to the edge. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "llmplan/profile.h"
 
@@ -119,4 +120,16 @@ void lp_cost_model_table(struct lp_cost_model *cm, const struct lp_profile *p,
     cm->ops = &lp_cost_table_ops;
     cm->profile = p;
     cm->gpu = *gpu;
+    /* synth.c add_provenance writes the reference links as numbers */
+    static const char *const keys[LP_TIER_COUNT][2] = {
+        {"coll_intra_bw_GBps", "coll_intra_latency_us"},
+        {"coll_inter_bw_GBps", "coll_inter_latency_us"}};
+    for (int t = 0; t < LP_TIER_COUNT; t++) {
+        const char *bw = p ? lp_profile_get_prov(p, keys[t][0]) : NULL;
+        const char *lat = p ? lp_profile_get_prov(p, keys[t][1]) : NULL;
+        const double b = bw ? strtod(bw, NULL) * 1e9 : 0.0,
+                     l = lat ? strtod(lat, NULL) * 1e-6 : 0.0;
+        cm->coll_ref[t].bw_Bps = isfinite(b) && b > 0 ? b : 0.0;
+        cm->coll_ref[t].latency_s = isfinite(l) && l > 0 ? l : 0.0;
+    }
 }

@@ -30,6 +30,26 @@
 
 #include "sim_internal.h"
 
+/* A synthetic profile's busbw fraction eff(S) = e_inf / (1 + (S_half / S)^p)
+ * was built for its reference links: S_half, the size at which the fixed
+ * latency equals the transfer time, is latency x bandwidth of those links
+ * (synth.c coll_eff). On a system with other links the latency stays the
+ * system's own and does not scale with its bandwidth, so the fraction is
+ * the reference one at S x (bw_ref / bw) x (lat_ref / lat): a 10 KB
+ * all-reduce costs a latency on a slow cloud network, not the reference
+ * cluster's latency times the bandwidth ratio. Factors whose reference is
+ * unknown (measured profiles: their own links) stay 1. */
+double lp_coll_eff_on(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
+                      enum lp_tier tier, double bytes, int n)
+{
+    const struct lp_link *ref = &cm->coll_ref[tier];
+    const struct lp_link *l = tier == LP_TIER_INTRA ? &sys->intra : &sys->inter;
+    double s = bytes;
+    if (ref->bw_Bps > 0 && l->bw_Bps > 0) s *= ref->bw_Bps / l->bw_Bps;
+    if (ref->latency_s > 0 && l->latency_s > 0) s *= ref->latency_s / l->latency_s;
+    return cm->ops->coll_eff(cm, op, tier, s, n);
+}
+
 double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
                     double bytes, int n, int stride)
 {
@@ -41,11 +61,11 @@ double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys,
     double steps_factor = op == LP_COLL_ALLREDUCE ? 2.0 : 1.0;
     double alpha, busbw;
     if (nodes <= 1) {
-        double eff = cm->ops->coll_eff(cm, op, LP_TIER_INTRA, bytes, n);
+        double eff = lp_coll_eff_on(cm, sys, op, LP_TIER_INTRA, bytes, n);
         busbw = eff * sys->intra.bw_Bps;
         alpha = steps_factor * (n - 1) * sys->intra.latency_s;
     } else {
-        double eff = cm->ops->coll_eff(cm, op, LP_TIER_INTER, bytes, n);
+        double eff = lp_coll_eff_on(cm, sys, op, LP_TIER_INTER, bytes, n);
         double link = k * sys->inter.bw_Bps;
         if (link > sys->intra.bw_Bps) link = sys->intra.bw_Bps;
         busbw = eff * link;
@@ -70,6 +90,6 @@ double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, 
     bool inter = stride >= G;
     enum lp_tier tier = inter ? LP_TIER_INTER : LP_TIER_INTRA;
     const struct lp_link *l = inter ? &sys->inter : &sys->intra;
-    double eff = cm->ops->coll_eff(cm, LP_COLL_SENDRECV, tier, bytes, 2);
+    double eff = lp_coll_eff_on(cm, sys, LP_COLL_SENDRECV, tier, bytes, 2);
     return l->latency_s + bytes / (eff * l->bw_Bps);
 }

@@ -217,6 +217,19 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
 
 #define LP_TORCH_MAX_UNITS 1024
 
+/* FSDP's host work per original parameter of a unit, measured by the FSDP
+ * maintainers on 400 nn.Parameters in one FlatParameter (pytorch/pytorch
+ * PR #96958, "[FSDP] Reduce CPU overhead", 2023-03, after that PR; PyTorch
+ * 2.1 and later carry it): FlatParamHandle.unshard -> _use_unsharded_views
+ * 4.268 ms (a view and an unsafe setattr per parameter), reshard ->
+ * _use_sharded_views 2.7-2.8 ms (aten::slice and setattr). use_orig_params
+ * (False by default) would add _writeback_orig_params, 1.071 ms: not
+ * counted. The hooks run on the host thread that issues the unit's kernels
+ * (the Python thread forward, the autograd engine's device thread
+ * backward), so the GPU waits for them when the host has not run ahead. */
+#define LP_FSDP_UNSHARD_VIEWS_S (4.268e-3 / 400.0)
+#define LP_FSDP_SHARD_VIEWS_S (2.75e-3 / 400.0)
+
 bool lp_torch_dp_applies(const struct lp_run *r)
 {
     const struct lp_parallel *p = &r->par;
@@ -313,6 +326,18 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
     }
     const double P_layer = pr->layer;
     const double P_root = pr->stage_max - L * pr->layer;
+    /* host: the hook work of unshard / reshard for a block and the root
+     * (embedding, final norm, head: tied or not, 2-3 tensors) */
+    double hu_blk = 0, hr_blk = 0, hu_root = 0, hr_root = 0;
+    if (shard) {
+        double sz[64];
+        const double nt = layer_tensors(r, false, sz, 64);
+        const double nr = r->model.tied_embeddings ? 2.0 : 3.0;
+        hu_blk = nt * LP_FSDP_UNSHARD_VIEWS_S;
+        hr_blk = nt * LP_FSDP_SHARD_VIEWS_S;
+        hu_root = nr * LP_FSDP_UNSHARD_VIEWS_S;
+        hr_root = nr * LP_FSDP_SHARD_VIEWS_S;
+    }
     double ag_blk = 0, ag_root = 0;
     if (shard) {
         ag_blk = unit_gather_s(&c, P_layer, b.w);
@@ -324,25 +349,33 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
                                 : 0.0;
 
     double t = 0, net_free = 0, busy = 0, wait_f = 0, wait_b = 0, extra_b = 0;
+    double h = 0; /* the host thread: when it has issued everything so far */
     double ce[LP_TORCH_MAX_UNITS];
     for (int k = 0; k < M; k++) {
         const bool sync = fsdp || k == M - 1;
         /* ---- forward ---- */
         double t0 = t;
+        if (h < t0) h = t0; /* the optimizer step synchronised the host */
         if (shard) {
-            double ag = net(&net_free, t0, ag_root, &busy);
+            h += hu_root; /* each micro-batch: the backward resharded it */
+            double ag = net(&net_free, h, ag_root, &busy);
             if (ag > t) wait_f += ag - t, t = ag;
         }
         t += ps->emb_f + cast_fwd;
         for (int i = 0; i < L; i++) {
             if (shard) {
-                /* limit_all_gathers: unit i-2 (FULL_SHARD frees in forward) */
-                double ready = full && i >= 2 ? ce[i - 2] : t0;
-                double ag = net(&net_free, ready, ag_blk, &busy);
-                if (ag > t) wait_f += ag - t, t = ag;
+                /* limit_all_gathers: the host waits until unit i-2 is freed
+                 * (FULL_SHARD frees in forward), then runs the unit's
+                 * pre-forward unshard and issues its all-gather */
+                if (full && i >= 2 && ce[i - 2] > h) h = ce[i - 2];
+                h += hu_blk;
+                double ag = net(&net_free, h, ag_blk, &busy);
+                double go = fmax(ag, h); /* the unit's kernels are issued after the hook */
+                if (go > t) wait_f += go - t, t = go;
             }
             t += ps->layer_f;
             ce[i] = t;
+            if (full) h += hr_blk; /* _post_forward -> _reshard */
         }
         t += ps->head_f + ps->head_b;
         /* ---- backward ---- */
@@ -353,19 +386,26 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
             const double rs_blk = unit_reduce_s(&c, P_layer, b.g_comm, shard, k > 0);
             const double bstart = t;
             for (int i = L - 1; i >= 0; i--) {
+                if (h < bstart && i == L - 1) h = bstart; /* loss.backward() */
                 if (full) {
                     /* BACKWARD_PRE prefetch; limit_all_gathers: unit i+2 freed */
                     double ready = i + 2 < L ? ce[i + 2] : bstart;
+                    if (ready > h) h = ready;
+                    h += hu_blk; /* the (prefetched) unshard's views */
+                    ready = h;
                     while (rs_next < rs_n &&
                            rs_ready[rs_next] <= (ready > net_free ? ready : net_free))
                         net(&net_free, rs_ready[rs_next++], rs_blk, &busy);
                     double ag = net(&net_free, ready, ag_blk, &busy);
                     if (ag > t) wait_b += ag - t, t = ag;
                 }
+                if (h > t) wait_b += h - t, t = h; /* kernels issued after the hooks */
                 t += ps->layer_b;
                 ce[i] = t; /* now: the end of the unit's backward */
                 rs_ready[rs_n++] = t;
+                h += hr_blk; /* _post_backward_hook -> _reshard */
             }
+            h += hr_root;
             t += ps->emb_b;
             while (rs_next < rs_n)
                 net(&net_free, rs_ready[rs_next++], rs_blk, &busy);
@@ -424,6 +464,8 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
         out->tail_s = net_free - t;
         t = net_free;
     }
+    out->host_s =
+        shard ? M * ((full ? 2.0 : 1.0) * L * (hu_blk + hr_blk) + hu_root + hr_root) : 0.0;
     out->fwd_extra_s = wait_f + M * cast_fwd;
     out->bwd_extra_s = wait_b + extra_b;
     out->comm_s = busy;

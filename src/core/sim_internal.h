@@ -98,6 +98,10 @@ struct lp_sched_val {
     double end_first, end_last; /* finish of stage 0 / stage p-1 */
 };
 
+/* The busbw fraction of a collective of `bytes` over `n` ranks on `sys`'s
+ * `tier` links, from a profile built for other links (sim_comm.c). */
+double lp_coll_eff_on(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
+                      enum lp_tier tier, double bytes, int n);
 /* Collective over a group of `n` ranks spaced `stride` apart in the rank
  * order (Megatron: TP innermost). Returns seconds. */
 double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
@@ -236,6 +240,7 @@ struct lp_torch_dp {
     double tail_s;      /* after the last backward: reductions not hidden, DDP copy-back */
     double hidden_s;    /* communication overlapped with compute */
     double comm_s;      /* all communication (and the kernels on its streams) */
+    double host_s;      /* FSDP hooks' host work (views), hidden or not */
 };
 /* true when lp_torch_dp models the run (DDP zero 0; FSDP zero 0/2/3; pp 1, dense) */
 bool lp_torch_dp_applies(const struct lp_run *r);

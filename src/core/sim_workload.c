@@ -708,8 +708,10 @@ static double dispatch_time(const struct wl *w, double bytes, int stride)
     const double inter = bytes * (N - 1.0) * (1.0 - pow(1.0 - 1.0 / N, k));
     /* the network part runs at a point-to-point transfer's efficiency
      * through this GPU's NIC (the send/recv table's nominal is one link) */
-    const double eff_x = w->cm->ops->coll_eff(w->cm, LP_COLL_SENDRECV, LP_TIER_INTER, inter, 2);
-    const double eff_i = w->cm->ops->coll_eff(w->cm, LP_COLL_ALLTOALL, LP_TIER_INTRA, copies, per);
+    const double eff_x =
+        lp_coll_eff_on(w->cm, &r->system, LP_COLL_SENDRECV, LP_TIER_INTER, inter, 2);
+    const double eff_i =
+        lp_coll_eff_on(w->cm, &r->system, LP_COLL_ALLTOALL, LP_TIER_INTRA, copies, per);
     return fmax(inter / (eff_x * r->system.inter.bw_Bps),
                 copies * (per - 1.0) / per / (eff_i * r->system.intra.bw_Bps));
 }

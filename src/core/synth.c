@@ -146,9 +146,26 @@ static const double sy_fa2[2][2][2][2][SY_ATTN_NS] = {
  *   FlashAttention (v1): A100 K0026-K0031, K0055-K0060, K0084-K0089,
  *     K0113-K0118; H100 K0142-K0147, K0159-K0164, K0176-K0181, K0193-K0198.
  *   FlashAttention Triton: A100 K0038-K0043, K0067-K0072, K0096-K0101,
- *     K0125-K0130. No H100 forward+backward row (K0216-K0279 are a 2024
- *     Triton kernel, forward only): the hopper class uses A100's ratio
- *     (assumption). */
+ *     K0125-K0130, over A100's FlashAttention-2 rows: the ratio is taken
+ *     on the A100 for every GPU (sy_fa2_fb[0], not the GPU's own class).
+ * The `triton` tables model the kernel MPT / llm-foundry ran as
+ * `attn_impl: triton` in its published benchmarks (scripts/train/
+ * benchmarking, v0.3.0-v0.4.0 and main to 2024-03: submit_benchmarks.py
+ * --attn_impl default 'triton'): llmfoundry/models/layers/flash_attn_triton.py,
+ * the flash-attention repo's flash_attn_triton.py compiled by triton_pre_mlir
+ * (Triton 2.0.0.dev20221202's code generator, branch triton_pre_mlir_sm90,
+ * setup.py). That compiler predates Hopper's warpgroup MMA: on an H100 the
+ * kernel runs the Ampere mma.sync path, as FlashAttention-2 does, so the
+ * ratio measured on the A100 carries over (assumption). The H100 "Triton"
+ * forward rows K0216-K0279 (FlashAttention-3 paper) measure another kernel,
+ * Triton 3's fused attention with H100-specific instructions, 1.1-1.25x
+ * FlashAttention-2's forward: they do not apply to `triton`. Cross-check
+ * on the H100 itself: the flash_attn_triton.py docstring puts its fwd+bwd
+ * "slightly slower" than the CUDA FlashAttention (v1) of its time, and
+ * H100 FA1/FA2 (K0142-K0198 / K0148-K0204) is 0.40-0.74 (geometric mean
+ * 0.515) where this rule gives 0.42-0.68 (0.517). Until 2026-11 the hopper
+ * class divided A100's Triton TFLOP/s by H100's FlashAttention-2 TFLOP/s
+ * (0.24-0.42): the A100 kernel's absolute speed on an H100. */
 static const double sy_fa2_fb[2][2][2][SY_ATTN_NS] = {
     {{{132, 153, 162, 171, 175, 176}, {88, 119, 140, 156, 165, 171}},
      {{151, 173, 187, 196, 201, 203}, {99, 133, 155, 173, 182, 189}}},
@@ -418,9 +435,10 @@ static double attn_impl_ratio(const struct sy_ctx *c, enum lp_attn_impl impl, bo
         r[1] = d128;
     } else if (impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) {
         for (int di = 0; di < 2; di++)
-            r[di] = seq_ratio(impl == LP_ATTN_FLASH1 ? sy_fa1_fb[c->attn_class][di][causal]
-                                                     : sy_triton_fb[di][causal],
-                              sy_fa2_fb[c->attn_class][di][causal], s);
+            r[di] = impl == LP_ATTN_FLASH1
+                        ? seq_ratio(sy_fa1_fb[c->attn_class][di][causal],
+                                    sy_fa2_fb[c->attn_class][di][causal], s)
+                        : seq_ratio(sy_triton_fb[di][causal], sy_fa2_fb[0][di][causal], s);
     } else {
         return 1.0;
     }
@@ -758,7 +776,9 @@ static int add_provenance(const struct sy_ctx *c, const struct lp_system *ref, s
     LP_TRY(err, prov(p, err, "attn_triton",
                      "FlashAttention-2 tables x measured Triton/FA2 fwd+bwd TFLOP/s ratio (A100 "
                      "K0038-K0130 / K0044-K0136%s)",
-                     c->attn_class ? "; no H100 fwd+bwd row: A100 ratio, assumption" : ""));
+                     c->attn_class ? "; llm-foundry's pre-MLIR Triton kernel runs mma.sync on "
+                                     "Hopper: A100 ratio, assumption"
+                                   : ""));
     LP_TRY(err, prov(p, err, "attn_cudnn", "%s",
                      c->sm90 ? "FlashAttention-2 tables x measured cuDNN/FA2 forward TFLOP/s "
                                "ratio on the H100 (K0222-K0285 / K0210-K0273), backward "
@@ -812,6 +832,11 @@ static int add_provenance(const struct sy_ctx *c, const struct lp_system *ref, s
                            "GPU, 8 GPUs per node"));
     LP_TRY(err, prov(p, err, "coll_intra_bw_GBps", "%g", c->intra_bw / 1e9));
     LP_TRY(err, prov(p, err, "coll_inter_bw_GBps", "%g", c->inter_bw / 1e9));
+    if (ref) {
+        /* the latencies S_half stands for on these links (lp_coll_eff_on) */
+        LP_TRY(err, prov(p, err, "coll_intra_latency_us", "%g", ref->intra.latency_s * 1e6));
+        LP_TRY(err, prov(p, err, "coll_inter_latency_us", "%g", ref->inter.latency_s * 1e6));
+    }
     LP_TRY(err, prov(p, err, "coll_gpus_per_node", "%d", c->gpus_per_node));
     LP_TRY(err, prov(p, err, "coll_inter_norm",
                      "inter fractions are busbw / (ranks per node x coll_inter_bw_GBps), full "

@@ -619,11 +619,44 @@ TEST(zero_bubble)
     lp_sim_destroy(&sim);
 }
 
+/* A synthetic profile's collective fractions hold its reference links'
+ * latency (S_half = latency x bandwidth, synth.c): on a network of a sixth
+ * of the bandwidth a latency-bound message (64 KiB reduce-scatter over 16
+ * nodes, S_half ~ MBs) costs what it costs on the reference network, a
+ * bandwidth-bound one (4 GiB) six times as much; three times the latency
+ * makes the small one three times as slow. Before lp_coll_eff_on the small
+ * message cost six times as much on the slow network. */
+TEST(collective_reference_links)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    struct lp_profile *p = NULL;
+    ASSERT_OK(lp_profile_synth(&r.system.gpu, &r.system, &p, NULL));
+    struct lp_cost_model cm;
+    lp_cost_model_table(&cm, p, &r.system.gpu);
+    ASSERT_NEAR(cm.coll_ref[LP_TIER_INTER].bw_Bps, r.system.inter.bw_Bps, 1e-9);
+    ASSERT_NEAR(cm.coll_ref[LP_TIER_INTER].latency_s, r.system.inter.latency_s, 1e-9);
+    struct lp_system slow = r.system, far = r.system;
+    slow.inter.bw_Bps /= 6.0;
+    far.inter.latency_s *= 3.0;
+    const double small = 65536.0, big = 4294967296.0;
+    const double t0 = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, small, 16, 8);
+    ASSERT_NEAR(lp_coll_time(&cm, &slow, LP_COLL_REDUCESCATTER, small, 16, 8) / t0, 1.0, 0.05);
+    ASSERT_NEAR(lp_coll_time(&cm, &far, LP_COLL_REDUCESCATTER, small, 16, 8) / t0, 3.0, 0.05);
+    const double t1 = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, big, 16, 8);
+    ASSERT_NEAR(lp_coll_time(&cm, &slow, LP_COLL_REDUCESCATTER, big, 16, 8) / t1, 6.0, 0.05);
+    /* the reference system itself: the table as it is */
+    ASSERT_NEAR(lp_coll_eff_on(&cm, &r.system, LP_COLL_REDUCESCATTER, LP_TIER_INTER, small, 16),
+                cm.ops->coll_eff(&cm, LP_COLL_REDUCESCATTER, LP_TIER_INTER, small, 16), 1e-12);
+    lp_profile_destroy(&p);
+}
+
 TH_MAIN(TH_CASE(zero_bubble), TH_CASE(layer_ops_sum), TH_CASE(memo_keys), TH_CASE(lora_finetuning),
         TH_CASE(cost_projection), TH_CASE(breakdown_sums_to_iteration),
         TH_CASE(zero3_gathers_labelled), TH_CASE(model_flops_gpt3),
         TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
-        TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta), TH_CASE(zero3_per_tensor),
+        TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta),
+        TH_CASE(collective_reference_links), TH_CASE(zero3_per_tensor),
         TH_CASE(cross_entropy_kinds), TH_CASE(fused_masked_softmax), TH_CASE(sustained_clock),
         TH_CASE(monotone_sanity))

@@ -68,6 +68,15 @@ static void fixture(struct lp_run *r, enum lp_framework fw, int zero, struct lp_
     pr->dense_layers_per_stage = r->model.layers;
 }
 
+/* FSDP's hook work on the host per parameter tensor (pytorch/pytorch PR
+ * #96958: 400 parameters, _use_unsharded_views 4.268 ms, _use_sharded_views
+ * about 2.75 ms); the fixture's block has 6 tensors (2 RMSNorms, QKV, out,
+ * gate+up, down), its root 3 (embedding, final norm, untied head). */
+#define HU (4.268e-3 / 400.0)
+#define HS (2.75e-3 / 400.0)
+#define NT 6.0
+#define NR 3.0
+
 static double ag_s(const struct lp_cost_model *cm, const struct lp_run *r, double P, int n)
 {
     return cm->ops->mem_s(cm, LP_MEM_COPY, P / n * 6.0) +
@@ -100,7 +109,11 @@ TEST(fsdp_all_exposed_without_compute)
     double want = ag_s(&cm, &r, 130e6, 16) + 2 * L * ag_s(&cm, &r, pr.layer, 16) +
                   L * rs_s(&cm, &r, pr.layer, 16) + rs_s(&cm, &r, 130e6, 16);
     ASSERT_NEAR(o.comm_s, want, 1e-9);
-    ASSERT_NEAR(o.fwd_extra_s + o.bwd_extra_s + o.tail_s, want, 1e-9);
+    /* the host's hooks delay the first gathers a little: the root's
+     * unshard before anything, at most all of the hook work */
+    const double exposed = o.fwd_extra_s + o.bwd_extra_s + o.tail_s;
+    ASSERT_NEAR(o.host_s, 2 * L * NT * (HU + HS) + NR * (HU + HS), 1e-9);
+    ASSERT_TRUE(exposed >= want + NR * HU - 1e-12 && exposed <= want + o.host_s + 1e-12);
     ASSERT_NEAR(o.hidden_s, 0.0, want * 1e-9);
 }
 
@@ -118,8 +131,10 @@ TEST(fsdp_exposed_with_long_compute)
     struct lp_torch_dp o;
     ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o));
     double g = ag_s(&cm, &r, pr.layer, 16);
-    ASSERT_NEAR(o.fwd_extra_s, ag_s(&cm, &r, 130e6, 16) + g, 1e-9);
-    ASSERT_NEAR(o.bwd_extra_s, g, 1e-9);
+    /* the root's pre-forward hook runs before its gather is issued, the last
+     * block's pre-backward hook before its gather */
+    ASSERT_NEAR(o.fwd_extra_s, NR * HU + ag_s(&cm, &r, 130e6, 16) + g, 1e-9);
+    ASSERT_NEAR(o.bwd_extra_s, NT * HU + g, 1e-9);
     ASSERT_NEAR(o.tail_s, rs_s(&cm, &r, pr.layer, 16) + rs_s(&cm, &r, 130e6, 16), 1e-9);
     ASSERT_NEAR(o.hidden_s, o.comm_s - o.fwd_extra_s - o.bwd_extra_s - o.tail_s, 1e-9);
 
@@ -137,7 +152,8 @@ TEST(fsdp_exposed_with_long_compute)
     r.fw.hybrid_shard = true;
     struct lp_torch_dp o3;
     ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o3));
-    ASSERT_NEAR(o3.fwd_extra_s, ag_s(&cm, &r, 130e6, 8) + ag_s(&cm, &r, pr.layer, 8), 1e-9);
+    ASSERT_NEAR(o3.fwd_extra_s, NR * HU + ag_s(&cm, &r, 130e6, 8) + ag_s(&cm, &r, pr.layer, 8),
+                1e-9);
     ASSERT_TRUE(o3.fwd_extra_s < o.fwd_extra_s);
 }
 
@@ -213,5 +229,39 @@ TEST(simulate_uses_torch_dp)
     lp_sim_destroy(&sim);
 }
 
-TH_MAIN(TH_CASE(fsdp_all_exposed_without_compute), TH_CASE(fsdp_exposed_with_long_compute),
-        TH_CASE(ddp_buckets), TH_CASE(simulate_uses_torch_dp))
+/* Units too small to hide FSDP's hooks: a tiny block (hidden 64) on 2 GPUs
+ * of one node, no compute. Its gathers take microseconds, the hooks' views
+ * (PR #96958's per-tensor costs) about 105 us per block and pass: the
+ * iteration is the host's, FULL_SHARD paying the views twice per block
+ * (forward and backward), SHARD_GRAD_OP once; DDP has no such hooks. */
+TEST(fsdp_hooks_bound_small_units)
+{
+    struct lp_run r;
+    struct lp_cost_model cm;
+    struct lp_params pr;
+    fixture(&r, LP_FW_FSDP, 3, &cm, &pr, 1e5);
+    r.model.hidden = 64;
+    r.model.heads = 1;
+    r.model.kv_heads = 1;
+    r.model.ffn_hidden = 176;
+    r.par.dp = 2;
+    r.train.global_batch = 8;
+    pr.layer = 4 * 64.0 * 64 + 3 * 64.0 * 176 + 2 * 64;
+    pr.stage_max = pr.stage0 = pr.stage_last = r.model.layers * pr.layer + 1e5;
+    struct lp_torch_pass ps = {.micro = 1};
+    struct lp_torch_dp o3, o2;
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o3));
+    const int L = r.model.layers;
+    ASSERT_NEAR(o3.host_s, 2 * L * NT * (HU + HS) + NR * (HU + HS), 1e-9);
+    const double e3 = o3.fwd_extra_s + o3.bwd_extra_s + o3.tail_s;
+    ASSERT_TRUE(o3.comm_s < 0.2 * o3.host_s);
+    ASSERT_TRUE(e3 >= 0.9 * o3.host_s && e3 <= o3.host_s + o3.comm_s);
+    r.par.zero = 2;
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o2));
+    ASSERT_NEAR(o2.host_s, L * NT * (HU + HS) + NR * (HU + HS), 1e-9);
+    ASSERT_TRUE(o2.fwd_extra_s + o2.bwd_extra_s + o2.tail_s < 0.6 * e3);
+}
+
+TH_MAIN(TH_CASE(fsdp_hooks_bound_small_units), TH_CASE(fsdp_all_exposed_without_compute),
+        TH_CASE(fsdp_exposed_with_long_compute), TH_CASE(ddp_buckets),
+        TH_CASE(simulate_uses_torch_dp))

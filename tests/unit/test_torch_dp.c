@@ -95,7 +95,7 @@ TEST(fsdp_all_exposed_without_compute)
     struct lp_torch_pass ps = {.micro = 1};
     struct lp_torch_dp o;
     ASSERT_TRUE(lp_torch_dp_applies(&r));
-    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o, NULL));
     const int L = r.model.layers;
     double want = ag_s(&cm, &r, 130e6, 16) + 2 * L * ag_s(&cm, &r, pr.layer, 16) +
                   L * rs_s(&cm, &r, pr.layer, 16) + rs_s(&cm, &r, 130e6, 16);
@@ -116,7 +116,7 @@ TEST(fsdp_exposed_with_long_compute)
     fixture(&r, LP_FW_FSDP, 3, &cm, &pr, 130e6);
     struct lp_torch_pass ps = {.layer_f = 1.0, .layer_b = 2.0, .micro = 1};
     struct lp_torch_dp o;
-    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o, NULL));
     double g = ag_s(&cm, &r, pr.layer, 16);
     ASSERT_NEAR(o.fwd_extra_s, ag_s(&cm, &r, 130e6, 16) + g, 1e-9);
     ASSERT_NEAR(o.bwd_extra_s, g, 1e-9);
@@ -127,7 +127,7 @@ TEST(fsdp_exposed_with_long_compute)
      * gathers per micro-batch, and no wait before the backward */
     struct lp_torch_dp o2;
     r.par.zero = 2;
-    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o2));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o2, NULL));
     ASSERT_NEAR(o.comm_s - o2.comm_s, r.model.layers * g, 1e-9);
     ASSERT_NEAR(o2.bwd_extra_s, 0.0, 1e-9);
 
@@ -136,7 +136,7 @@ TEST(fsdp_exposed_with_long_compute)
     r.par.zero = 3;
     r.fw.hybrid_shard = true;
     struct lp_torch_dp o3;
-    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o3));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o3, NULL));
     ASSERT_NEAR(o3.fwd_extra_s, ag_s(&cm, &r, 130e6, 8) + ag_s(&cm, &r, pr.layer, 8), 1e-9);
     ASSERT_TRUE(o3.fwd_extra_s < o.fwd_extra_s);
 }
@@ -155,7 +155,7 @@ TEST(ddp_buckets)
     struct lp_torch_pass ps = {.layer_f = 1.0, .layer_b = 2.0, .emb_b = 1.0, .micro = 3};
     struct lp_torch_dp o;
     ASSERT_TRUE(lp_torch_dp_applies(&r));
-    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o, NULL));
     const double G = 4.0, cap = 25.0 * 1024 * 1024;
     const double bytes = pr.stage_max * G; /* fp32 gradients under autocast */
     /* every byte is all-reduced once; every bucket but the last holds at
@@ -184,7 +184,7 @@ TEST(ddp_buckets)
     /* a slower network exposes more */
     r.system.inter.bw_Bps /= 4;
     struct lp_torch_dp slow;
-    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &slow));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &slow, NULL));
     ASSERT_TRUE(slow.tail_s > o.tail_s);
 }
 

@@ -1051,6 +1051,48 @@ static void trace_dp_buckets(struct lp_event *ev, int cap, int *nev, const struc
     trace_dp_add(ev, cap, nev, st, LP_DPC_PARAM_GATHER, st_end + d->red_exposed_s[k], gx, nb);
 }
 
+/* ZeRO-3's per-micro-batch collectives as lp_dp_costs sums them (one
+ * all-gather per layer in each forward pass; an all-gather and a
+ * reduce-scatter per layer in each backward pass, from the last layer; the
+ * embedding and head's one each), each pass's from its start, one after
+ * another on one network (pp = 1: stage 0). The accounting sums them into
+ * the passes (zero3_fwd_s / zero3_bwd_s): their place inside a pass is
+ * drawn, not simulated. */
+static void trace_zero3_colls(struct lp_event *ev, int cap, int *nev, int n0,
+                              const struct lp_run *r, const struct lp_dp_cost *d)
+{
+    struct lp_dp_rec rec = {ev, cap, *nev};
+    const int L = r->model.layers;
+    double t = 0;
+#define PUT(c, unit, dur)                                                                          \
+    do {                                                                                           \
+        lp_dp_rec_put(&rec, 0, e->micro, (c), (unit), L + 1, t, (dur));                            \
+        t += (dur);                                                                                \
+    } while (0)
+    for (int j = 0; j < n0; j++) {
+        const struct lp_event *e = &ev[j];
+        if (e->kind != LP_EV_FWD && e->kind != LP_EV_BWD) continue;
+        const bool f = e->kind == LP_EV_FWD;
+        t = fmax(t, e->start_s);
+        if (f && d->z3_ends_ag_s > 0) PUT(LP_DPC_UNIT_GATHER, L, d->z3_ends_ag_s);
+        for (int i = 0; i < L; i++) {
+            const int layer = f ? i : L - 1 - i;
+            enum lp_mixer mx;
+            enum lp_ffn ff;
+            lp_arch_layer(&r->model, layer, &mx, &ff);
+            const int k = ff == LP_FFN_MOE;
+            PUT(LP_DPC_UNIT_GATHER, layer, d->z3_ag_s[k]);
+            if (!f) PUT(LP_DPC_UNIT_REDUCE, layer, d->z3_rs_s[k]);
+        }
+        if (!f && d->z3_ends_ag_s > 0) {
+            PUT(LP_DPC_UNIT_GATHER, L, d->z3_ends_ag_s);
+            PUT(LP_DPC_UNIT_REDUCE, L, d->z3_ends_rs_s);
+        }
+    }
+#undef PUT
+    *nev = rec.n;
+}
+
 /* lp_torch_dp's collectives (pp = 1: stage 0) at the play-out's own times,
  * its last backward's end on the schedule's (ev[0..n0)): the two agree on
  * where the backward ends; the passes in between carry the play-out's
@@ -1363,6 +1405,8 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
             lp_torch_dp(&s->cm, r, &pr, &ps, &tdp, &rec);
             trace_torch_colls(ev, n0, &rec);
             *nev += rec.n;
+        } else if (p->zero >= 3 && p->dp * p->cp > 1) {
+            trace_zero3_colls(ev, cap, nev, n0, r, &dpc);
         }
         for (int st = 0; st < p->pp && *nev < cap; st++) {
             double st_end = 0;

@@ -148,16 +148,25 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
             sz[0] = moe ? pr->moe_layer : pr->layer;
             if (r->fw.zero3_per_tensor) nt = layer_tensors(r, moe != 0, sz, 512);
             for (int i = 0; i < nt; i++) {
-                ag += nl * lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, sz[i] * b.w, nd, p->tp);
-                rs += nl * lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, sz[i] * b.g_comm, nd,
-                                        p->tp);
+                const double g =
+                    lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, sz[i] * b.w, nd, p->tp);
+                const double x = lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER,
+                                              sz[i] * b.g_comm, nd, p->tp);
+                ag += nl * g;
+                rs += nl * x;
+                out->z3_ag_s[moe] += g;
+                out->z3_rs_s[moe] += x;
             }
         }
         double ends = pr->stage_max - (pr->dense_layers_per_stage * pr->layer +
                                        pr->moe_layers_per_stage * pr->moe_layer);
         if (ends > 0) {
-            ag += lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, ends * b.w, nd, p->tp);
-            rs += lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, ends * b.g_comm, nd, p->tp);
+            out->z3_ends_ag_s =
+                lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, ends * b.w, nd, p->tp);
+            out->z3_ends_rs_s =
+                lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, ends * b.g_comm, nd, p->tp);
+            ag += out->z3_ends_ag_s;
+            rs += out->z3_ends_rs_s;
         }
         out->zero3_fwd_s = ag;
         out->zero3_bwd_s = ag + rs;

@@ -224,6 +224,9 @@ struct lp_dp_cost {
     double emb_sync_s;
     double opt_s;
     double zero3_fwd_s, zero3_bwd_s; /* per micro-batch */
+    /* their parts: one layer's all-gather and reduce-scatter ([0] dense,
+     * [1] MoE layer), the embedding and head's (the timeline draws them) */
+    double z3_ag_s[2], z3_rs_s[2], z3_ends_ag_s, z3_ends_rs_s;
 };
 
 /* The vocabulary padded to a multiple of 128 x TP (Megatron). */

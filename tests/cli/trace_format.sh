@@ -158,6 +158,32 @@ print(("ok   " if ok else "FAIL ") + f"ZeRO-3: gather spans {g:.6f} s = breakdow
 sys.exit(0 if ok else 1)
 PY
 
+# ZeRO-3's collectives on the DP collectives thread: per micro-batch one
+# all-gather per block forward, an all-gather and a reduce-scatter per block
+# backward, the root's; without prefetch (param_gather_overlap off) every
+# one is exposed, so together they are the breakdown's zero3_gather
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r["framework"]={"name":"megatron","param_gather_overlap":False}; json.dump(r,open(sys.argv[2],"w"))' \
+    "$dir/z3.json" "$dir/z3b.json"
+"$bin" simulate "$dir/z3b.json" --profile roofline --json --trace "$dir/z3b.trace.json" \
+    >"$dir/z3b.result.json" || fail "ZeRO-3 trace without prefetch: exit $?"
+python3 - "$dir/z3b.result.json" "$dir/z3b.trace.json" <<'PY' || exit 1
+import json, re, sys
+from collections import Counter
+r, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["traceEvents"]
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok: sys.exit(1)
+c = sorted((e for e in t if e.get("ph") == "X" and e["tid"] == 3), key=lambda e: e["ts"])
+check(all(a["ts"] + a["dur"] <= b["ts"] + 1e-3 for a, b in zip(c, c[1:])), f"ZeRO-3: {len(c)} collectives, one at a time")
+n = Counter(re.sub(r" block \d+", " block", e["name"]) for e in c)
+m = r["microbatches"]
+check(n["all-gather block"] == 2 * 96 * m and n["reduce-scatter block"] == 96 * m,
+      f"ZeRO-3: {n['all-gather block']} block all-gathers, {n['reduce-scatter block']} reduce-scatters")
+g, z = sum(e["dur"] for e in c) / 1e6, r["breakdown_s"]["zero3_gather"]
+check(z > 0 and abs(g - z) <= 1e-6 * z, f"ZeRO-3 without prefetch: collectives {g:.6f} s = breakdown zero3_gather {z:.6f} s")
+PY
+[ $? = 0 ] || exit 1
+
 # zero-bubble (zb): the W passes hold their layers' weight-gradient GEMMs and
 # those kernels' host time; a B pass's layer is the backward without them,
 # so per layer B + W is simulate --json's layer_ops_s.backward

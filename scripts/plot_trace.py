@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Draw a `llmplan simulate --trace` timeline as a PNG Gantt chart (one row per
-pipeline stage: compute stream, and a thin communication stream below it).
+pipeline stage: compute stream, a thin communication stream below it, and the
+data-parallel collectives -- buckets, FSDP units -- below that).
 Perfetto (ui.perfetto.dev) opens the same file interactively.
 
 usage: scripts/plot_trace.py TRACE.json [-o trace.png]
@@ -30,10 +31,12 @@ def main():
         sys.exit(f"plot_trace: {a.trace}: no events (an infeasible configuration?)")
     stages = sorted({x["pid"] for x in ev})
     colour = {"F": "tab:blue", "B": "tab:green", "R": "tab:purple", "p2p": "tab:gray",
-              "dp-sync": "tab:red", "optimizer": "tab:orange", "stage": "tab:blue"}
+              "dp-sync": "tab:red", "optimizer": "tab:orange", "stage": "tab:blue",
+              "dp": "tab:pink"}
+    row = {0: 0.0, 1: 0.8, 2: 0.8, 3: 1.15}  # compute; p2p and DP sync; DP collectives
     fig, ax = plt.subplots(figsize=(12, 0.8 + 0.7 * len(stages)))
     for x in ev:
-        y = x["pid"] * 2 + (0.8 if x["tid"] else 0.0)  # p2p (1) and DP (2) streams below
+        y = x["pid"] * 2 + row.get(x["tid"], 0.8)
         ax.barh(y, x["dur"] / 1e3, left=x["ts"] / 1e3, height=0.3 if x["tid"] else 0.7,
                 color=colour.get(x["cat"], "black"))
         if x["tid"] == 0 and len(ev) < 400:
@@ -44,7 +47,7 @@ def main():
     ax.invert_yaxis()
     ax.set_xlabel("ms")
     ax.set_title("llmplan simulated iteration: F forward, B backward, gray p2p, red DP sync, "
-                 "orange optimizer", fontsize=9)
+                 "pink DP collectives, orange optimizer", fontsize=9)
     fig.tight_layout()
     fig.savefig(a.output, dpi=110)
     print(f"wrote {a.output}")

@@ -57,10 +57,16 @@ int lp_cli_trace(struct lp_sim *sim, const struct lp_run *run, struct lp_result 
 {
     int n = 0;
     struct lp_event *ev = malloc(TRACE_CAP * sizeof(*ev));
-    if (!ev) LP_FAIL(err, LP_ENOMEM, "out of memory");
-    int rc = lp_sim_trace(sim, run, res, ev, TRACE_CAP, &n, err);
-    if (rc >= 0) rc = lp_trace_write(path, run, res, ev, n, detail, err);
+    struct lp_op_order *order = malloc(sizeof(*order));
+    if (!ev || !order) {
+        free(ev);
+        free(order);
+        LP_FAIL(err, LP_ENOMEM, "out of memory");
+    }
+    int rc = lp_sim_trace(sim, run, res, ev, TRACE_CAP, &n, order, err);
+    if (rc >= 0) rc = lp_trace_write(path, run, res, ev, n, order, detail, err);
     free(ev);
+    free(order);
     return rc;
 }
 

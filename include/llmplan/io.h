@@ -79,9 +79,10 @@ int lp_result_to_json_line(const struct lp_run *run, const struct lp_result *res
 enum lp_trace_detail { LP_TRACE_STAGE = 0, LP_TRACE_MICROBATCH, LP_TRACE_OP, LP_TRACE_COUNT };
 const char *lp_trace_detail_name(enum lp_trace_detail d);
 int lp_trace_detail_parse(const char *s, enum lp_trace_detail *out);
+/* order: the layer's kernel order (lp_sim_trace), or NULL for class order */
 int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_result *res,
-                   const struct lp_event *ev, int n, enum lp_trace_detail detail,
-                   struct lp_err *err);
+                   const struct lp_event *ev, int n, const struct lp_op_order *order,
+                   enum lp_trace_detail detail, struct lp_err *err);
 
 /* HDF5 profiles (docs/profile-format.md). attrs: extra provenance key/value
  * pairs written as root string attributes (may be NULL / 0). */

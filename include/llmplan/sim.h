@@ -109,6 +109,8 @@ struct lp_result {
      * (recomputation excluded) */
     double layer_fwd_s[LP_OPC_COUNT];
     double layer_bwd_s[LP_OPC_COUNT];
+    /* the weight-gradient part of layer_bwd_s: a zero-bubble W pass */
+    double layer_wgrad_s[LP_OPC_COUNT];
     /* sequences (fine-tuning queries) per second; the sequence length a
      * batch ran with (with training.dataset: the expected padded length) */
     double queries_per_s;
@@ -169,7 +171,21 @@ enum lp_event_kind {
     LP_EV_TP,
     LP_EV_DP,
     LP_EV_OPT,
-    LP_EV_WGRAD /* zero-bubble weight-gradient pass */
+    LP_EV_WGRAD,  /* zero-bubble weight-gradient pass */
+    LP_EV_DP_COLL /* one data-parallel collective (a bucket, an FSDP unit): `coll`, `unit` */
+};
+/* What an LP_EV_DP_COLL event is (sim_dp.c's accounting). */
+enum lp_dp_coll {
+    LP_DPC_ALLREDUCE = 0,    /* gradient bucket all-reduce (DDP, Megatron) */
+    LP_DPC_REDUCESCATTER,    /* gradient bucket reduce-scatter (ZeRO-1/2) */
+    LP_DPC_PARAM_GATHER,     /* ZeRO-1/2 parameter all-gather, the part not hidden */
+    LP_DPC_PARAM_GATHER_HID, /* the same, hidden behind the forward passes */
+    LP_DPC_UNIT_GATHER,      /* FSDP: one wrapped unit's all-gather (unit = block, layers = root) */
+    LP_DPC_UNIT_REDUCE,      /* FSDP: one unit's gradient reduction */
+    LP_DPC_EMB_SYNC,         /* tied embeddings' all-reduce between first and last stage */
+    LP_DPC_CONTENTION,       /* compute slowed while hidden collectives hold NCCL's SMs */
+    LP_DPC_COPY_BACK,        /* DDP: the reduced buckets copied back into the gradients */
+    LP_DPC_COUNT
 };
 struct lp_event {
     int stage;  /* pipeline rank */
@@ -178,11 +194,35 @@ struct lp_event {
     int chunk;  /* virtual stage (interleaving) */
     enum lp_event_kind kind;
     double start_s, dur_s;
+    enum lp_dp_coll coll; /* LP_EV_DP_COLL: which collective */
+    int unit;             /* LP_EV_DP_COLL: bucket or wrapped unit (-1: none) */
+    int units;            /* LP_EV_DP_COLL: buckets or units of its kind */
 };
 
-/* Simulate and record up to cap events; *n gets the number written. */
+/* One layer's operator spans in the order its kernels run: the layer of
+ * layer_fwd_s / layer_bwd_s, its blocks' runs of one operator class
+ * (sim_workload.c). Forward: each block's exposed host time, its kernels
+ * in issue order with its exposed collectives after its row-parallel
+ * (output) linear, its residual and dropout kernels last; backward: the
+ * same reversed. `wgrad` marks weight-gradient GEMMs and their host time
+ * (a zero-bubble W pass). A block whose kernels the simulator does not
+ * accumulate one by one (MoE experts) keeps class order. */
+#define LP_OP_ORDER_MAX 96
+struct lp_op_seg {
+    enum lp_op_class cls;
+    bool wgrad;
+    double t;
+};
+struct lp_op_order {
+    int n_fwd, n_bwd;
+    struct lp_op_seg fwd[LP_OP_ORDER_MAX], bwd[LP_OP_ORDER_MAX];
+};
+
+/* Simulate and record up to cap events; *n gets the number written; when
+ * `order` is not NULL, also the shown layer's kernel order. */
 int lp_sim_trace(struct lp_sim *s, const struct lp_run *run, struct lp_result *res,
-                 struct lp_event *ev, int cap, int *n, struct lp_err *err);
+                 struct lp_event *ev, int cap, int *n, struct lp_op_order *order,
+                 struct lp_err *err);
 
 #ifdef __cplusplus
 }

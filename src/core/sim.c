@@ -1018,8 +1018,97 @@ static void refuse_numeric(struct lp_result *res)
     memset(&res->breakdown, 0, sizeof(res->breakdown));
 }
 
+/* ---- the timeline's data-parallel collectives (lp_sim_trace) ---- */
+
+static void trace_dp_add(struct lp_event *ev, int cap, int *nev, int st, enum lp_dp_coll c,
+                         double start_s, double dur_s, int units)
+{
+    if (!(dur_s > 0)) return;
+    struct lp_dp_rec rec = {ev, cap, *nev};
+    lp_dp_rec_put(&rec, st, -1, c, -1, units, start_s, dur_s);
+    *nev = rec.n;
+}
+
+/* Stage st's gradient reduction as lp_dp_costs accounts it: `buckets`
+ * equal buckets back to back, the last red_exposed_s of them after the
+ * stage's last backward pass (ending at st_end), the rest overlapping it;
+ * ZeRO-1/2's parameter all-gather after them (the part not hidden), and
+ * the part hidden behind the forward at the start of the iteration (the
+ * previous step's gathers: the steady state the accounting describes). */
+static void trace_dp_buckets(struct lp_event *ev, int cap, int *nev, const struct lp_run *r,
+                             const struct lp_dp_cost *d, int st, int k, double st_end)
+{
+    const int nb = d->buckets[k];
+    const double red = d->red_s[k], bucket = nb > 0 ? red / nb : 0.0;
+    const double t0 = st_end + d->red_exposed_s[k] - red;
+    struct lp_dp_rec rec = {ev, cap, *nev};
+    for (int i = 0; i < nb && red > 0; i++)
+        lp_dp_rec_put(&rec, st, -1, r->par.zero ? LP_DPC_REDUCESCATTER : LP_DPC_ALLREDUCE, i, nb,
+                      t0 + i * bucket, bucket);
+    *nev = rec.n;
+    const double g = d->gather_s[k], gx = d->gather_exposed_s[k];
+    trace_dp_add(ev, cap, nev, st, LP_DPC_PARAM_GATHER_HID, 0.0, g - gx, nb);
+    trace_dp_add(ev, cap, nev, st, LP_DPC_PARAM_GATHER, st_end + d->red_exposed_s[k], gx, nb);
+}
+
+/* ZeRO-3's per-micro-batch collectives as lp_dp_costs sums them (one
+ * all-gather per layer in each forward pass; an all-gather and a
+ * reduce-scatter per layer in each backward pass, from the last layer; the
+ * embedding and head's one each), each pass's from its start, one after
+ * another on one network (pp = 1: stage 0). The accounting sums them into
+ * the passes (zero3_fwd_s / zero3_bwd_s): their place inside a pass is
+ * drawn, not simulated. */
+static void trace_zero3_colls(struct lp_event *ev, int cap, int *nev, int n0,
+                              const struct lp_run *r, const struct lp_dp_cost *d)
+{
+    struct lp_dp_rec rec = {ev, cap, *nev};
+    const int L = r->model.layers;
+    double t = 0;
+#define PUT(c, unit, dur)                                                                          \
+    do {                                                                                           \
+        lp_dp_rec_put(&rec, 0, e->micro, (c), (unit), L + 1, t, (dur));                            \
+        t += (dur);                                                                                \
+    } while (0)
+    for (int j = 0; j < n0; j++) {
+        const struct lp_event *e = &ev[j];
+        if (e->kind != LP_EV_FWD && e->kind != LP_EV_BWD) continue;
+        const bool f = e->kind == LP_EV_FWD;
+        t = fmax(t, e->start_s);
+        if (f && d->z3_ends_ag_s > 0) PUT(LP_DPC_UNIT_GATHER, L, d->z3_ends_ag_s);
+        for (int i = 0; i < L; i++) {
+            const int layer = f ? i : L - 1 - i;
+            enum lp_mixer mx;
+            enum lp_ffn ff;
+            lp_arch_layer(&r->model, layer, &mx, &ff);
+            const int k = ff == LP_FFN_MOE;
+            PUT(LP_DPC_UNIT_GATHER, layer, d->z3_ag_s[k]);
+            if (!f) PUT(LP_DPC_UNIT_REDUCE, layer, d->z3_rs_s[k]);
+        }
+        if (!f && d->z3_ends_ag_s > 0) {
+            PUT(LP_DPC_UNIT_GATHER, L, d->z3_ends_ag_s);
+            PUT(LP_DPC_UNIT_REDUCE, L, d->z3_ends_rs_s);
+        }
+    }
+#undef PUT
+    *nev = rec.n;
+}
+
+/* lp_torch_dp's collectives (pp = 1: stage 0) at the play-out's own times,
+ * its last backward's end on the schedule's (ev[0..n0)): the two agree on
+ * where the backward ends; the passes in between carry the play-out's
+ * waits averaged over the micro-batches (fs / bs above). */
+static void trace_torch_colls(struct lp_event *ev, int n0, struct lp_dp_rec *rec)
+{
+    double bend = 0;
+    for (int j = 0; j < n0; j++)
+        if (ev[j].kind == LP_EV_BWD || ev[j].kind == LP_EV_WGRAD)
+            bend = fmax(bend, ev[j].start_s + ev[j].dur_s);
+    for (int i = 0; i < rec->n; i++)
+        rec->ev[i].start_s += bend;
+}
+
 static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result *res,
-                    struct lp_event *ev, int cap, int *nev)
+                    struct lp_event *ev, int cap, int *nev, struct lp_op_order *order)
 {
     struct lp_run tmp_mem, tmp_time;
     const struct lp_run *rm = dataset_view(run, &tmp_mem, true);
@@ -1093,12 +1182,16 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         for (int o = 0; o < LP_OPC_COUNT; o++) {
             z->op_fwd[o] = x->op_fwd[o] + y->op_fwd[o];
             z->op_bwd[o] = x->op_bwd[o] + y->op_bwd[o];
+            z->op_w[o] = x->op_w[o] + y->op_w[o];
         }
     }
     /* the layer shown in the breakdown: the model's first */
     const int shown = kind_of(m, 0);
     memcpy(res->layer_fwd_s, kc[shown].op_fwd, sizeof(res->layer_fwd_s));
     memcpy(res->layer_bwd_s, kc[shown].op_bwd, sizeof(res->layer_bwd_s));
+    memcpy(res->layer_wgrad_s, kc[shown].op_w, sizeof(res->layer_wgrad_s));
+    if (order) /* the same layer's kernels in order, for the timeline */
+        lp_shape_cost_order(&s->cm, r, shown / LP_FFN_COUNT, shown % LP_FFN_COUNT, order);
 
     /* per virtual stage: compute and exposed comm of one micro-batch */
     const int pv = p->pp * p->vp;
@@ -1143,10 +1236,11 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     double zero3 = 0;
     /* PyTorch DDP / FSDP: played out per wrapped unit (sim_dp.c) */
     struct lp_torch_dp tdp;
+    struct lp_torch_pass ps = {0};
     const bool torch = lp_torch_dp_applies(r);
     if (torch) { /* pp = vp = 1, every layer attention + dense MLP */
         const struct lp_layer_cost *c = &kc[kind_of(m, 0)];
-        struct lp_torch_pass ps = {
+        ps = (struct lp_torch_pass){
             .layer_f = c->fwd_s + c->comm_fwd_s,
             .layer_b = c->bwd_s + c->recompute_s + c->comm_bwd_s + c->comm_recompute_s,
             .emb_f = sc->edge.emb_fwd_s,
@@ -1155,7 +1249,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
             .head_b = sc->edge.head_bwd_s,
             .micro = (int)micro,
         };
-        lp_torch_dp(&s->cm, r, &pr, &ps, &tdp);
+        lp_torch_dp(&s->cm, r, &pr, &ps, &tdp, NULL);
         double z3f = tdp.fwd_extra_s / (double)micro, z3b = tdp.bwd_extra_s / (double)micro;
         zero3 = z3f + z3b;
         res->zero3_fwd_s = z3f;
@@ -1306,6 +1400,14 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
          * gradient norm over the model-parallel group, so no stage steps
          * before the slowest has reduced. */
         const int n0 = *nev;
+        if (torch) { /* PyTorch's collectives, as lp_torch_dp plays them out */
+            struct lp_dp_rec rec = {ev + *nev, cap - *nev, 0};
+            lp_torch_dp(&s->cm, r, &pr, &ps, &tdp, &rec);
+            trace_torch_colls(ev, n0, &rec);
+            *nev += rec.n;
+        } else if (p->zero >= 3 && p->dp * p->cp > 1) {
+            trace_zero3_colls(ev, cap, nev, n0, r, &dpc);
+        }
         for (int st = 0; st < p->pp && *nev < cap; st++) {
             double st_end = 0;
             for (int i = 0; i < n0; i++)
@@ -1314,6 +1416,12 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
             const int k = st == last ? 1 : 0;
             double dur =
                 st == crit ? end - crit_end : dpc.exposed_s[k] + dpc.hidden_s[k] * contention;
+            if (!torch) trace_dp_buckets(ev, cap, nev, r, &dpc, st, k, st_end);
+            trace_dp_add(ev, cap, nev, st, LP_DPC_CONTENTION, st_end + dpc.exposed_s[k],
+                         dpc.hidden_s[k] * contention, 0);
+            if ((st == 0 || st == last) && dpc.emb_sync_s > 0)
+                trace_dp_add(ev, cap, nev, st, LP_DPC_EMB_SYNC, end - dpc.emb_sync_s,
+                             dpc.emb_sync_s, 0);
             ev[(*nev)++] = (struct lp_event){.stage = st,
                                              .stream = 1,
                                              .micro = -1,
@@ -1334,14 +1442,16 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
 
 void lp_sim_run(struct lp_sim *s, const struct lp_run *run, struct lp_result *res)
 {
-    simulate(s, run, res, NULL, 0, NULL);
+    simulate(s, run, res, NULL, 0, NULL, NULL);
 }
 
 int lp_sim_trace(struct lp_sim *s, const struct lp_run *run, struct lp_result *res,
-                 struct lp_event *ev, int cap, int *n, struct lp_err *err)
+                 struct lp_event *ev, int cap, int *n, struct lp_op_order *order,
+                 struct lp_err *err)
 {
     (void)err;
     *n = 0;
-    simulate(s, run, res, ev, cap, n);
+    if (order) memset(order, 0, sizeof(*order));
+    simulate(s, run, res, ev, cap, n, order);
     return LP_OK;
 }

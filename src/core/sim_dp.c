@@ -120,6 +120,11 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
         if (r->fw.param_gather_overlap) gexp = fmax(t_gather - fwd_window_s, t_gather / nbuckets);
         out->exposed_s[i] = exposed + gexp;
         out->hidden_s[i] = (t_red - exposed) + (t_gather - gexp);
+        out->red_s[i] = t_red;
+        out->red_exposed_s[i] = exposed;
+        out->gather_s[i] = t_gather;
+        out->gather_exposed_s[i] = gexp;
+        out->buckets[i] = (int)nbuckets;
     }
     /* tied input/output embeddings on different stages: their gradients are
      * all-reduced between the first and last stage after the backward */
@@ -143,16 +148,25 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
             sz[0] = moe ? pr->moe_layer : pr->layer;
             if (r->fw.zero3_per_tensor) nt = layer_tensors(r, moe != 0, sz, 512);
             for (int i = 0; i < nt; i++) {
-                ag += nl * lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, sz[i] * b.w, nd, p->tp);
-                rs += nl * lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, sz[i] * b.g_comm, nd,
-                                        p->tp);
+                const double g =
+                    lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, sz[i] * b.w, nd, p->tp);
+                const double x = lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER,
+                                              sz[i] * b.g_comm, nd, p->tp);
+                ag += nl * g;
+                rs += nl * x;
+                out->z3_ag_s[moe] += g;
+                out->z3_rs_s[moe] += x;
             }
         }
         double ends = pr->stage_max - (pr->dense_layers_per_stage * pr->layer +
                                        pr->moe_layers_per_stage * pr->moe_layer);
         if (ends > 0) {
-            ag += lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, ends * b.w, nd, p->tp);
-            rs += lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, ends * b.g_comm, nd, p->tp);
+            out->z3_ends_ag_s =
+                lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, ends * b.w, nd, p->tp);
+            out->z3_ends_rs_s =
+                lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, ends * b.g_comm, nd, p->tp);
+            ag += out->z3_ends_ag_s;
+            rs += out->z3_ends_rs_s;
         }
         out->zero3_fwd_s = ag;
         out->zero3_bwd_s = ag + rs;
@@ -258,6 +272,30 @@ static double net(double *free_s, double ready_s, double dur_s, double *busy_s)
     return *free_s;
 }
 
+void lp_dp_rec_put(struct lp_dp_rec *rec, int stage, int micro, enum lp_dp_coll c, int unit,
+                   int units, double start_s, double dur_s)
+{
+    if (rec && rec->n < rec->cap)
+        rec->ev[rec->n++] = (struct lp_event){.stage = stage,
+                                              .stream = 3,
+                                              .micro = micro,
+                                              .kind = LP_EV_DP_COLL,
+                                              .start_s = start_s,
+                                              .dur_s = dur_s,
+                                              .coll = c,
+                                              .unit = unit,
+                                              .units = units};
+}
+
+/* net(), and the collective recorded for a timeline (stage 0) */
+static double coll(struct lp_dp_rec *rec, double *free_s, double ready_s, double dur_s,
+                   double *busy_s, enum lp_dp_coll c, int unit, int units, int micro)
+{
+    const double end = net(free_s, ready_s, dur_s, busy_s);
+    lp_dp_rec_put(rec, 0, micro, c, unit, units, end - dur_s, dur_s);
+    return end;
+}
+
 static double predivide_factor(int n)
 {
     int f = 1;
@@ -304,7 +342,7 @@ static double unit_reduce_s(const struct torch_coll *c, double P, double g_bytes
 }
 
 int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const struct lp_params *pr,
-                const struct lp_torch_pass *ps, struct lp_torch_dp *out)
+                const struct lp_torch_pass *ps, struct lp_torch_dp *out, struct lp_dp_rec *rec)
 {
     memset(out, 0, sizeof(*out));
     const struct lp_parallel *p = &r->par;
@@ -351,14 +389,17 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
     double t = 0, net_free = 0, busy = 0, wait_f = 0, wait_b = 0, extra_b = 0;
     double h = 0; /* the host thread: when it has issued everything so far */
     double ce[LP_TORCH_MAX_UNITS];
+    double last_bend = 0; /* the end of the last backward pass */
     for (int k = 0; k < M; k++) {
         const bool sync = fsdp || k == M - 1;
+        const int rec0 = rec ? rec->n : 0;
+        double bend = 0; /* the end of this micro-batch's backward */
         /* ---- forward ---- */
         double t0 = t;
         if (h < t0) h = t0; /* the optimizer step synchronised the host */
         if (shard) {
             h += hu_root; /* each micro-batch: the backward resharded it */
-            double ag = net(&net_free, h, ag_root, &busy);
+            double ag = coll(rec, &net_free, h, ag_root, &busy, LP_DPC_UNIT_GATHER, L, L + 1, k);
             if (ag > t) wait_f += ag - t, t = ag;
         }
         t += ps->emb_f + cast_fwd;
@@ -369,7 +410,8 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
                  * pre-forward unshard and issues its all-gather */
                 if (full && i >= 2 && ce[i - 2] > h) h = ce[i - 2];
                 h += hu_blk;
-                double ag = net(&net_free, h, ag_blk, &busy);
+                double ag =
+                    coll(rec, &net_free, h, ag_blk, &busy, LP_DPC_UNIT_GATHER, i, L + 1, k);
                 double go = fmax(ag, h); /* the unit's kernels are issued after the hook */
                 if (go > t) wait_f += go - t, t = go;
             }
@@ -394,9 +436,13 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
                     h += hu_blk; /* the (prefetched) unshard's views */
                     ready = h;
                     while (rs_next < rs_n &&
-                           rs_ready[rs_next] <= (ready > net_free ? ready : net_free))
-                        net(&net_free, rs_ready[rs_next++], rs_blk, &busy);
-                    double ag = net(&net_free, ready, ag_blk, &busy);
+                           rs_ready[rs_next] <= (ready > net_free ? ready : net_free)) {
+                        coll(rec, &net_free, rs_ready[rs_next], rs_blk, &busy, LP_DPC_UNIT_REDUCE,
+                             L - 1 - rs_next, L + 1, k);
+                        rs_next++;
+                    }
+                    double ag =
+                        coll(rec, &net_free, ready, ag_blk, &busy, LP_DPC_UNIT_GATHER, i, L + 1, k);
                     if (ag > t) wait_b += ag - t, t = ag;
                 }
                 if (h > t) wait_b += h - t, t = h; /* kernels issued after the hooks */
@@ -407,9 +453,12 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
             }
             h += hr_root;
             t += ps->emb_b;
-            while (rs_next < rs_n)
-                net(&net_free, rs_ready[rs_next++], rs_blk, &busy);
-            net(&net_free, t, unit_reduce_s(&c, P_root, b.g_comm, shard, k > 0), &busy);
+            bend = t;
+            for (; rs_next < rs_n; rs_next++)
+                coll(rec, &net_free, rs_ready[rs_next], rs_blk, &busy, LP_DPC_UNIT_REDUCE,
+                     L - 1 - rs_next, L + 1, k);
+            coll(rec, &net_free, t, unit_reduce_s(&c, P_root, b.g_comm, shard, k > 0), &busy,
+                 LP_DPC_UNIT_REDUCE, L, L + 1, k);
         } else {
             /* DDP: gradients in reverse registration order: the head, the
              * final norm, the blocks from the last (each block's tensors
@@ -417,6 +466,7 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
              * unit's backward in proportion to its size, is copied into its
              * bucket (one kernel per tensor) and a full bucket is reduced */
             double filled = 0, limit = fmin(1024.0 * 1024.0, r->fw.bucket_bytes);
+            int nbk = 0; /* buckets reduced */
             double sz[64];
             const int nt = layer_tensors(r, false, sz, 64);
             const double norm = P_root - pr->head - pr->emb;
@@ -441,25 +491,34 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
                     t += dur * ts[j] / size + cp;
                     filled += bytes;
                     if (filled >= limit) {
-                        net(&net_free, t,
-                            lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, filled, nd, p->tp),
-                            &busy);
+                        coll(rec, &net_free, t,
+                             lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, filled, nd, p->tp),
+                             &busy, LP_DPC_ALLREDUCE, nbk++, 0, k);
                         filled = 0;
                         limit = r->fw.bucket_bytes;
                     }
                 }
             }
+            bend = t;
             if (sync) {
                 if (filled > 0)
-                    net(&net_free, t,
-                        lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, filled, nd, p->tp), &busy);
+                    coll(rec, &net_free, t,
+                         lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, filled, nd, p->tp), &busy,
+                         LP_DPC_ALLREDUCE, nbk++, 0, k);
                 double back = cm->ops->mem_s(cm, LP_MEM_COPY, pr->stage_max * b.g_comm * 2.0);
                 double end = fmax(t, net_free) + back;
+                /* on the compute stream, after the last bucket */
+                lp_dp_rec_put(rec, 0, k, LP_DPC_COPY_BACK, -1, 0, end - back, back);
                 out->tail_s = end - t;
                 t = end;
             }
+            for (int i = rec0; rec && i < rec->n; i++)
+                rec->ev[i].units = rec->ev[i].coll == LP_DPC_ALLREDUCE ? nbk : 0;
         }
+        last_bend = bend;
     }
+    for (int i = 0; rec && i < rec->n; i++)
+        rec->ev[i].start_s -= last_bend;
     if (fsdp && net_free > t) {
         out->tail_s = net_free - t;
         t = net_free;

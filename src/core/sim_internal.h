@@ -19,7 +19,8 @@ struct lp_layer_cost {
      * and the forward's collectives (sim.c decides which layers it covers) */
     double full_s, comm_full_s;
     double op_fwd[LP_OPC_COUNT], op_bwd[LP_OPC_COUNT]; /* by operator class */
-    double wgrad_s; /* the weight-gradient part of bwd_s (a zero-bubble W pass) */
+    double wgrad_s;            /* the weight-gradient part of bwd_s (a zero-bubble W pass) */
+    double op_w[LP_OPC_COUNT]; /* wgrad_s by operator class (a part of op_bwd) */
 };
 
 /* Extra work of the first (embedding) and last (logits + loss) stages, per
@@ -112,6 +113,10 @@ double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, 
 
 void lp_shape_cost_compute(const struct lp_cost_model *cm, const struct lp_run *run,
                            struct lp_shape_cost *out);
+/* The kernel order of the layer made of mixer `mix` and FFN `ffn` (the
+ * same computation as lp_shape_cost_compute, recorded). */
+void lp_shape_cost_order(const struct lp_cost_model *cm, const struct lp_run *run, int mix, int ffn,
+                         struct lp_op_order *out);
 
 /* Pipeline schedule. Per-virtual-stage forward/backward time of one
  * micro-batch (virtual stage vs = chunk * p + stage: uneven pipelines give
@@ -213,9 +218,19 @@ struct lp_bytes_per_param {
 struct lp_dp_cost {
     double exposed_s[2]; /* stage 0, last stage */
     double hidden_s[2];  /* communication overlapped with compute */
+    /* the parts of exposed_s / hidden_s (per stage; the timeline draws
+     * them): gradient reduction in `buckets` equal buckets, all-reduce or
+     * (ZeRO-1/2) reduce-scatter, of which red_exposed_s is not hidden
+     * behind the last backward; ZeRO-1/2's parameter all-gather, of which
+     * gather_exposed_s is not hidden behind the forward */
+    double red_s[2], red_exposed_s[2], gather_s[2], gather_exposed_s[2];
+    int buckets[2];
     double emb_sync_s;
     double opt_s;
     double zero3_fwd_s, zero3_bwd_s; /* per micro-batch */
+    /* their parts: one layer's all-gather and reduce-scatter ([0] dense,
+     * [1] MoE layer), the embedding and head's (the timeline draws them) */
+    double z3_ag_s[2], z3_rs_s[2], z3_ends_ag_s, z3_ends_rs_s;
 };
 
 /* The vocabulary padded to a multiple of 128 x TP (Megatron). */
@@ -242,9 +257,19 @@ struct lp_torch_dp {
     double comm_s;      /* all communication (and the kernels on its streams) */
     double host_s;      /* FSDP hooks' host work (views), hidden or not */
 };
+/* For a timeline: lp_torch_dp's collectives as LP_EV_DP_COLL events (up to
+ * cap; n counts them), at the play-out's times relative to the end of the
+ * last backward pass. */
+struct lp_dp_rec {
+    struct lp_event *ev;
+    int cap, n;
+};
+/* Append one LP_EV_DP_COLL event (stream 3) when rec has room. */
+void lp_dp_rec_put(struct lp_dp_rec *rec, int stage, int micro, enum lp_dp_coll c, int unit,
+                   int units, double start_s, double dur_s);
 /* true when lp_torch_dp models the run (DDP zero 0; FSDP zero 0/2/3; pp 1, dense) */
 bool lp_torch_dp_applies(const struct lp_run *r);
 int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const struct lp_params *pr,
-                const struct lp_torch_pass *ps, struct lp_torch_dp *out);
+                const struct lp_torch_pass *ps, struct lp_torch_dp *out, struct lp_dp_rec *rec);
 
 #endif

@@ -24,6 +24,9 @@ struct wl {
     double h, d, at, gt; /* hidden, head dim, heads and kv heads per rank */
     int t;
     enum lp_mem_kind norm;
+    /* when not NULL: the block being built records its kernel order here
+     * (lp_shape_cost_order) */
+    struct lp_op_order *order;
     /* the forward synchronises the host with the GPU in every few layers
      * (dropless MoE: lockstep, see moe_block), so its host time is not
      * hidden behind queued GPU work */
@@ -35,11 +38,24 @@ struct wl {
  * autograd, hooks in eager PyTorch frameworks), partly hidden behind the
  * GPU's work (host_exposed). Both constants are fitted on the calibration
  * half of the validation rows (docs/calibration.md). */
+/* A run of kernels of one class in a block's issue order (for the
+ * timeline): `w` weight-gradient GEMMs, `tail` the residual / dropout
+ * kernels that elementwise() adds first and the block runs last. A COMM run
+ * of no time marks the block's row-parallel (output) collective. */
+struct acc_seg {
+    unsigned char k, w, tail;
+    double t;
+};
+#define ACC_SEGS 40
+
 struct acc {
     double s;
     int n;
     double cat[LP_OPC_COUNT];
-    double wg; /* the weight-gradient GEMMs among them (zero-bubble W pass) */
+    struct acc_seg seg[ACC_SEGS];
+    int nseg;
+    bool tail, lost; /* lost: more runs than ACC_SEGS (the order is not kept) */
+    double wg;       /* the weight-gradient GEMMs among them (zero-bubble W pass) */
     int wn;
     double comm; /* exposed collectives on the same stream: GPU time the host also runs ahead of */
     bool lockstep; /* host and GPU serial (p = 1): no queue to run ahead in */
@@ -53,17 +69,32 @@ static int host_launches(const struct acc *a, int ncoll)
     return a->n - a->graphed + (a->graphed > 0 ? 1 : 0) + ncoll;
 }
 
+static void seg_push(struct acc *a, enum lp_op_class k, double t, bool w)
+{
+    struct acc_seg *l = a->nseg > 0 ? &a->seg[a->nseg - 1] : NULL;
+    if (l && l->k == k && l->w == w && l->tail == a->tail)
+        l->t += t;
+    else if (a->nseg < ACC_SEGS)
+        a->seg[a->nseg++] = (struct acc_seg){.k = k, .w = w, .tail = a->tail, .t = t};
+    else
+        a->lost = true;
+}
+
 static void addk(struct acc *a, enum lp_op_class k, double t)
 {
     a->s += t;
     a->n++;
     a->cat[k] += t;
+    seg_push(a, k, t, false);
 }
 
 /* A weight-gradient GEMM: part of the backward, and of its W pass. */
 static void addw(struct acc *a, double t)
 {
-    addk(a, LP_OPC_GEMM, t);
+    a->s += t;
+    a->n++;
+    a->cat[LP_OPC_GEMM] += t;
+    seg_push(a, LP_OPC_GEMM, t, true);
     a->wg += t;
     a->wn++;
 }
@@ -88,6 +119,67 @@ static double host_exposed(const struct wl *w, const struct acc *a, int ncoll)
     return m * pow(1.0 + pow(x, p), 1.0 / p) - g;
 }
 
+static void order_put(struct lp_op_seg *s, int *n, enum lp_op_class k, bool w, double t)
+{
+    if (*n < LP_OP_ORDER_MAX && t > 0) s[(*n)++] = (struct lp_op_seg){.cls = k, .wgrad = w, .t = t};
+}
+
+/* Whether a's runs hold its class times (a block that adds to cat[]
+ * directly, as the MoE blocks do, has no kernel order). */
+static bool seq_whole(const struct acc *a)
+{
+    double sum[LP_OPC_COUNT] = {0};
+    for (int i = 0; i < a->nseg; i++)
+        sum[a->seg[i].k] += a->seg[i].t;
+    for (int k = 0; k < LP_OPC_OVERHEAD; k++)
+        if (!(fabs(sum[k] - a->cat[k]) <= 1e-9 * a->cat[k] + 1e-18)) return false;
+    return !a->lost;
+}
+
+/* One direction of a block in kernel order into s (n so far): its exposed
+ * host time, then its runs (forward: in order, the residual tail last;
+ * backward: reversed), the exposed collectives at the output marker (or
+ * after the body). In class order when the runs do not hold the block. */
+static void order_block(struct lp_op_seg *s, int *n, const struct acc *a, bool fwd, double host,
+                        double host_w, double comm)
+{
+    order_put(s, n, LP_OPC_OVERHEAD, false, host - host_w);
+    order_put(s, n, LP_OPC_OVERHEAD, true, host_w);
+    if (!seq_whole(a)) {
+        for (int k = 0; k < LP_OPC_OVERHEAD; k++)
+            order_put(s, n, (enum lp_op_class)k, false, a->cat[k]);
+        order_put(s, n, LP_OPC_COMM, false, comm);
+        return;
+    }
+    bool marker = false, placed = false;
+    for (int j = 0; j < a->nseg; j++)
+        marker |= a->seg[j].k == LP_OPC_COMM;
+    for (int pass = 0; pass < 2; pass++) { /* forward: body, tail; backward: tail, body */
+        const bool tail = fwd == (pass == 1);
+        /* without a marker the collectives end the body (begin it reversed) */
+        if (!marker && !tail && !fwd) order_put(s, n, LP_OPC_COMM, false, comm);
+        for (int j = 0; j < a->nseg; j++) {
+            int i = fwd ? j : a->nseg - 1 - j;
+            /* reversed, a linear's weight gradient still follows its data
+             * gradient (autograd's Linear backward: grad_input first) */
+            if (!fwd && i > 0 && a->seg[i].w && a->seg[i].k == LP_OPC_GEMM && !a->seg[i - 1].w &&
+                a->seg[i - 1].k == LP_OPC_GEMM)
+                i--;
+            else if (!fwd && i + 1 < a->nseg && !a->seg[i].w && a->seg[i].k == LP_OPC_GEMM &&
+                     a->seg[i + 1].w && a->seg[i + 1].k == LP_OPC_GEMM)
+                i++;
+            const struct acc_seg *g = &a->seg[i];
+            if ((g->tail != 0) != tail) continue;
+            if (g->k != LP_OPC_COMM)
+                order_put(s, n, (enum lp_op_class)g->k, g->w != 0, g->t);
+            else if (!placed) /* the first marker */
+                order_put(s, n, LP_OPC_COMM, false, comm);
+            placed |= g->k == LP_OPC_COMM;
+        }
+        if (!marker && !tail && fwd) order_put(s, n, LP_OPC_COMM, false, comm);
+    }
+}
+
 /* Fold a block's forward and backward sequences into the layer's
  * operator-class breakdown (overhead and collectives included). */
 static void classify(const struct wl *w, struct lp_layer_cost *c, const struct acc *f,
@@ -102,8 +194,22 @@ static void classify(const struct wl *w, struct lp_layer_cost *c, const struct a
     c->op_fwd[LP_OPC_COMM] += comm_f;
     c->op_bwd[LP_OPC_COMM] += comm_b;
     /* the W pass's share of the backward's exposed host time: its kernels' */
-    c->wgrad_s +=
-        b->wg + (b->n + ncoll > 0 ? host_exposed(w, b, ncoll) * b->wn / (b->n + ncoll) : 0);
+    const double w_host =
+        b->n + ncoll > 0 ? host_exposed(w, b, ncoll) * b->wn / (b->n + ncoll) : 0.0;
+    c->wgrad_s += b->wg + w_host;
+    c->op_w[LP_OPC_GEMM] += b->wg;
+    c->op_w[LP_OPC_OVERHEAD] += w_host;
+    if (w->order) { /* the forward after the blocks before; the backward before them */
+        struct lp_op_order *o = w->order;
+        order_block(o->fwd, &o->n_fwd, f, true, host_exposed(w, f, ncoll), 0.0, comm_f);
+        struct lp_op_seg bw[LP_OP_ORDER_MAX];
+        int nb = 0;
+        order_block(bw, &nb, b, false, host_exposed(w, b, ncoll), w_host, comm_b);
+        const int keep = o->n_bwd + nb > LP_OP_ORDER_MAX ? LP_OP_ORDER_MAX - nb : o->n_bwd;
+        memmove(o->bwd + nb, o->bwd, (size_t)keep * sizeof(o->bwd[0]));
+        memcpy(o->bwd, bw, (size_t)nb * sizeof(bw[0]));
+        o->n_bwd = keep + nb;
+    }
 }
 
 /* Compute time of a sequence including its kernels' overhead; `ncoll`
@@ -144,6 +250,8 @@ static void throttle(const struct wl *w, struct acc *a, int ncoll)
     a->cat[LP_OPC_GEMM] *= k;
     a->cat[LP_OPC_ATTN] *= k;
     a->wg *= k;
+    for (int i = 0; i < a->nseg; i++)
+        if (a->seg[i].k == LP_OPC_GEMM || a->seg[i].k == LP_OPC_ATTN) a->seg[i].t *= k;
 }
 
 /* Close a block: throttle its compute, hide its TP collectives behind it
@@ -302,6 +410,10 @@ static void linear_tp(const struct wl *w, enum tp_linear role, double M, double 
     const struct lp_run *r = w->run;
     if (!(r->fw.tp_overlap && r->par.sequence_parallel && w->t > 1) || r->train.lora_rank > 0) {
         linear_lora(w, M, N, K, fwd, bwd, r->train.lora_targets == LP_LORA_ALL);
+        if (role == TP_ROW && w->t > 1) { /* its output collective (timeline) */
+            seg_push(fwd, LP_OPC_COMM, 0.0, false);
+            seg_push(bwd, LP_OPC_COMM, 0.0, false);
+        }
         return;
     }
     if (w->q > 0) quantize(w, M, N, K, fwd, bwd);
@@ -315,6 +427,10 @@ static void linear_tp(const struct wl *w, enum tp_linear role, double M, double 
         addk(bwd, LP_OPC_GEMM, chunked(w, LP_GEMM_DGRAD, w->t, M, K, N));
     }
     addw(bwd, gemm(w, LP_GEMM_WGRAD, K, N, M));
+    if (role == TP_ROW) {
+        seg_push(fwd, LP_OPC_COMM, 0.0, false);
+        seg_push(bwd, LP_OPC_COMM, 0.0, false);
+    }
 }
 
 /* Forward GEMM (M x K) x (K x N) and its two backward GEMMs; with LoRA an
@@ -393,6 +509,7 @@ static void elementwise(const struct wl *w, struct acc *fwd, struct acc *bwd)
     double x = w->Tn * w->h;
     bool fused = w->run->fw.fused_kernels;
     block_norm(w, fwd, bwd);
+    fwd->tail = bwd->tail = true; /* the residual after the sub-block */
     if (!w->run->model.dropout) { /* residual add only; its gradient passes through */
         addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e));
     } else if (fused) { /* bias + dropout + residual add in one kernel: read 2, write 1, mask 1B */
@@ -404,6 +521,7 @@ static void elementwise(const struct wl *w, struct acc *fwd, struct acc *bwd)
         addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_DROPOUT, x * (2.0 * w->e + 1.0)));
         addk(bwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e));
     }
+    fwd->tail = bwd->tail = false;
 }
 
 /* Which attention kernel runs, and the one-pass core attention time of bh
@@ -457,6 +575,7 @@ static void add_attn(struct acc *a, double t, int n)
     a->s += t;
     a->cat[LP_OPC_ATTN] += t;
     a->n += n;
+    seg_push(a, LP_OPC_ATTN, t, false);
 }
 
 /* A norm kernel over `width` channels of the T tokens (not split). */
@@ -1023,12 +1142,32 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
     }
 }
 
+static void shape_cost(const struct lp_cost_model *cm, const struct lp_run *run,
+                       struct lp_shape_cost *out, int order_mix, int order_ffn,
+                       struct lp_op_order *order);
+
 void lp_shape_cost_compute(const struct lp_cost_model *cm, const struct lp_run *run,
                            struct lp_shape_cost *out)
+{
+    shape_cost(cm, run, out, -1, -1, NULL);
+}
+
+void lp_shape_cost_order(const struct lp_cost_model *cm, const struct lp_run *run, int mix, int ffn,
+                         struct lp_op_order *out)
+{
+    struct lp_shape_cost scratch;
+    memset(out, 0, sizeof(*out));
+    shape_cost(cm, run, &scratch, mix, ffn, out);
+}
+
+static void shape_cost(const struct lp_cost_model *cm, const struct lp_run *run,
+                       struct lp_shape_cost *out, int order_mix, int order_ffn,
+                       struct lp_op_order *order)
 {
     const struct lp_model *m = &run->model;
     struct wl w;
     memset(out, 0, sizeof(*out));
+    w.order = NULL;
     w.cm = cm;
     w.run = run;
     w.prec = run->train.precision;
@@ -1067,11 +1206,18 @@ void lp_shape_cost_compute(const struct lp_cost_model *cm, const struct lp_run *
      * p = 1). The backward knows its splits already and runs ahead as usual.
      * Capacity routing has fixed shapes and no synchronisation. */
     w.lockstep = ffn[LP_FFN_MOE] && m->moe.dropless;
+    /* the layer's mixer, then its FFN (recorded when asked) */
+    w.order = order_mix == LP_MIX_ATTN ? order : NULL;
     if (mix[LP_MIX_ATTN]) attention_block(&w, &out->mix[LP_MIX_ATTN], false);
+    w.order = order_mix == LP_MIX_ATTN_LOCAL ? order : NULL;
     if (mix[LP_MIX_ATTN_LOCAL]) attention_block(&w, &out->mix[LP_MIX_ATTN_LOCAL], true);
+    w.order = order_mix == LP_MIX_MAMBA ? order : NULL;
     if (mix[LP_MIX_MAMBA]) mamba_block(&w, &out->mix[LP_MIX_MAMBA]);
+    w.order = order_ffn == LP_FFN_DENSE ? order : NULL;
     if (ffn[LP_FFN_DENSE]) mlp_block(&w, &out->ffn[LP_FFN_DENSE]);
+    w.order = order_ffn == LP_FFN_MOE ? order : NULL;
     if (ffn[LP_FFN_MOE]) moe_block(&w, &out->ffn[LP_FFN_MOE]);
+    w.order = NULL;
     {
         struct acc nf = {0}, nb = {0};
         block_norm(&w, &nf, &nb);

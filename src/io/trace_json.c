@@ -2,10 +2,12 @@
  * ui.perfetto.dev and chrome://tracing). Trace Event Format: "X" complete
  * events (ts, dur in microseconds), "C" counters, "M" metadata naming the
  * processes (one per pipeline stage) and threads (0 compute stream,
- * 1 p2p, 2 data-parallel reduction). docs/simulator.md, "Timeline".
+ * 1 p2p, 2 data-parallel synchronisation, 3 data-parallel collectives).
+ * docs/simulator.md, "Timeline".
  *
  * The events are the simulator's own (lp_sim_trace): the schedule's passes,
- * p2p transfers, DP synchronisation and optimizer steps. The operator level
+ * p2p transfers, DP synchronisation, the DP collectives (buckets, FSDP
+ * units: sim_dp.c's accounting) and optimizer steps. The operator level
  * splits each forward and backward pass into its layers and each layer
  * into the operator classes of the result's per-layer breakdown
  * (layer_fwd_s / layer_bwd_s: the same numbers as simulate --json's
@@ -61,8 +63,50 @@ static const char *event_name(enum lp_event_kind k)
         return "optimizer";
     case LP_EV_WGRAD:
         return "W";
+    case LP_EV_DP_COLL:
+        return "dp";
     }
     return "?";
+}
+
+/* A data-parallel collective's name: what it is and which bucket / unit */
+static void dp_coll_name(const struct lp_event *e, int layers, char *buf, size_t len)
+{
+    switch (e->coll) {
+    case LP_DPC_ALLREDUCE:
+        snprintf(buf, len, "all-reduce bucket %d/%d", e->unit + 1, e->units);
+        return;
+    case LP_DPC_REDUCESCATTER:
+        snprintf(buf, len, "reduce-scatter bucket %d/%d", e->unit + 1, e->units);
+        return;
+    case LP_DPC_PARAM_GATHER:
+        snprintf(buf, len, "param all-gather (%d buckets)", e->units);
+        return;
+    case LP_DPC_PARAM_GATHER_HID:
+        snprintf(buf, len, "param all-gather, hidden behind the forward (%d buckets)", e->units);
+        return;
+    case LP_DPC_UNIT_GATHER:
+    case LP_DPC_UNIT_REDUCE:
+        if (e->unit >= layers)
+            snprintf(buf, len, "%s root (embedding, head)",
+                     e->coll == LP_DPC_UNIT_GATHER ? "all-gather" : "reduce-scatter");
+        else
+            snprintf(buf, len, "%s block %d",
+                     e->coll == LP_DPC_UNIT_GATHER ? "all-gather" : "reduce-scatter", e->unit);
+        return;
+    case LP_DPC_EMB_SYNC:
+        snprintf(buf, len, "embedding all-reduce (first and last stage)");
+        return;
+    case LP_DPC_CONTENTION:
+        snprintf(buf, len, "compute slowed by NCCL's SMs");
+        return;
+    case LP_DPC_COPY_BACK:
+        snprintf(buf, len, "copy buckets back to the gradients");
+        return;
+    case LP_DPC_COUNT:
+        break;
+    }
+    snprintf(buf, len, "?");
 }
 
 static bool is_pass(enum lp_event_kind k)
@@ -111,11 +155,25 @@ static int chunk_layers(const int *first, int pp, int st, int c, int *lo)
     return first[v + 1] - first[v];
 }
 
-/* A pass's operator spans: per layer, the classes of the per-layer
- * breakdown in sequence (the classes' times, not the kernels' order), then
- * what the pass holds beyond its layers. Every child lies inside the pass
- * (the last one is cut at the pass's end should rounding overshoot it). */
-static void op_spans(struct out *o, const struct lp_event *e, const double *cls, int lo, int nl,
+/* Whether an order's runs add up to a layer's class times (else the order
+ * was cut short: class order). skip_w: without the weight gradients. */
+static bool order_holds(const struct lp_op_seg *s, int n, const double *cls, bool skip_w)
+{
+    double sum[LP_OPC_COUNT] = {0};
+    for (int i = 0; i < n; i++)
+        if (!(skip_w && s[i].wgrad)) sum[s[i].cls] += s[i].t;
+    for (int k = 0; k < LP_OPC_COUNT; k++)
+        if (!(fabs(sum[k] - cls[k]) <= 1e-9 * cls[k] + 1e-15)) return false;
+    return true;
+}
+
+/* A pass's operator spans: per layer, its kernels in order (`seg`, n of
+ * them; skip_w: without the weight-gradient runs a zb W pass takes), or
+ * without an order the classes of the per-layer breakdown in sequence;
+ * then what the pass holds beyond its layers. Every child lies inside the
+ * pass (the last one is cut at the pass's end should rounding overshoot). */
+static void op_spans(struct out *o, const struct lp_event *e, const double *cls,
+                     const struct lp_op_seg *seg, int nseg, bool skip_w, int lo, int nl,
                      double zero3_s)
 {
     double at = e->start_s;
@@ -129,8 +187,19 @@ static void op_spans(struct out *o, const struct lp_event *e, const double *cls,
         at += d;
     }
     for (int l = 0; l < nl && at < end; l++) {
-        snprintf(args, sizeof(args), "\"layer\":%d,\"micro_batch\":%d", lo + l, e->micro);
-        for (int k = 0; k < LP_OPC_COUNT && at < end; k++) {
+        /* a backward (or W) pass runs its layers from the last */
+        const int layer = e->kind == LP_EV_FWD ? lo + l : lo + nl - 1 - l;
+        snprintf(args, sizeof(args), "\"layer\":%d,\"micro_batch\":%d", layer, e->micro);
+        for (int i = 0; seg && i < nseg && at < end; i++) {
+            double d = fmin(seg[i].t, end - at);
+            if (!(d > 0) || (skip_w && seg[i].wgrad)) continue;
+            char wargs[128];
+            snprintf(wargs, sizeof(wargs), "%s,\"weight_gradient\":true", args);
+            span(o, lp_op_class_name(seg[i].cls), "op", at, d, e->stage, 0,
+                 seg[i].wgrad ? wargs : args);
+            at += d;
+        }
+        for (int k = 0; !seg && k < LP_OPC_COUNT && at < end; k++) {
             double d = fmin(cls[k], end - at);
             if (!(d > 0)) continue;
             span(o, lp_op_class_name((enum lp_op_class)k), "op", at, d, e->stage, 0, args);
@@ -140,8 +209,9 @@ static void op_spans(struct out *o, const struct lp_event *e, const double *cls,
     if (end - at > 1e-12) {
         snprintf(args, sizeof(args), "\"micro_batch\":%d", e->micro);
         span(o,
-             e->kind == LP_EV_FWD ? "outside the layers (embedding, logits)"
-                                  : "outside the layers (embedding, logits, recomputation)",
+             e->kind == LP_EV_FWD     ? "outside the layers (embedding, logits)"
+             : e->kind == LP_EV_WGRAD ? "outside the layers (MTP modules)"
+                                      : "outside the layers (embedding, logits, recomputation)",
              "op", at, end - at, e->stage, 0, args);
     }
 }
@@ -212,8 +282,8 @@ cleanup:
 }
 
 int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_result *res,
-                   const struct lp_event *ev, int n, enum lp_trace_detail detail,
-                   struct lp_err *err)
+                   const struct lp_event *ev, int n, const struct lp_op_order *order,
+                   enum lp_trace_detail detail, struct lp_err *err)
 {
     if (!res->feasible) {
         char why[256];
@@ -224,6 +294,15 @@ int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_r
     int first[LP_ARCH_MAX_VSTAGES + 1];
     if (lp_arch_split(&run->model, &run->par, first, LP_ARCH_MAX_VSTAGES + 1) != 0)
         LP_FAIL(err, LP_EINVAL, "%s: no layer split for pp %d x vp %d", path, pp, vp);
+    /* a backward pass's layer: under zb without its weight gradients,
+     * which the W pass computes (sim_schedule.c: B = b - w) */
+    const bool zb = run->par.schedule == LP_SCHED_ZB;
+    double bwd[LP_OPC_COUNT];
+    for (int k = 0; k < LP_OPC_COUNT; k++)
+        bwd[k] = res->layer_bwd_s[k] - (zb ? res->layer_wgrad_s[k] : 0.0);
+    const bool ordered = order && order->n_fwd > 0 &&
+                         order_holds(order->fwd, order->n_fwd, res->layer_fwd_s, false) &&
+                         order_holds(order->bwd, order->n_bwd, bwd, zb);
     struct lp_atomic a;
     LP_TRY(err, lp_atomic_open(path, &a, err));
     struct out o = {.f = a.f, .first = true};
@@ -246,6 +325,9 @@ int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_r
         meta(&o, "thread_name", st, 0, "name", "compute stream", 0);
         meta(&o, "thread_name", st, 1, "name", "p2p stream", 0);
         meta(&o, "thread_name", st, 2, "name", "data-parallel stream (gradient reduction)", 0);
+        if (detail != LP_TRACE_STAGE)
+            meta(&o, "thread_name", st, 3, "name",
+                 "data-parallel collectives (buckets, FSDP units)", 0);
     }
     if (detail == LP_TRACE_STAGE) {
         for (int st = 0; st < pp; st++) {
@@ -263,8 +345,16 @@ int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_r
     }
     for (int i = 0; i < n; i++) {
         const struct lp_event *e = &ev[i];
-        if (detail == LP_TRACE_STAGE && (is_pass(e->kind) || e->kind == LP_EV_P2P)) continue;
-        char name[64], args[96];
+        if (detail == LP_TRACE_STAGE &&
+            (is_pass(e->kind) || e->kind == LP_EV_P2P || e->kind == LP_EV_DP_COLL))
+            continue;
+        char name[80], args[96];
+        if (e->kind == LP_EV_DP_COLL) {
+            dp_coll_name(e, run->model.layers, name, sizeof(name));
+            snprintf(args, sizeof(args), "\"micro_batch\":%d", e->micro);
+            span(&o, name, "dp", e->start_s, e->dur_s, e->stage, 3, args);
+            continue;
+        }
         if (e->micro >= 0 && vp > 1)
             snprintf(name, sizeof(name), "%s%d.%d", event_name(e->kind), e->micro, e->chunk);
         else if (e->micro >= 0)
@@ -276,11 +366,24 @@ int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_r
          * concurrent with the last backward pass's p2p */
         span(&o, name, event_name(e->kind), e->start_s, e->dur_s, e->stage,
              e->kind == LP_EV_DP ? 2 : e->stream, args);
-        if (detail == LP_TRACE_OP && (e->kind == LP_EV_FWD || e->kind == LP_EV_BWD)) {
+        if (detail == LP_TRACE_OP &&
+            (e->kind == LP_EV_FWD || e->kind == LP_EV_BWD || e->kind == LP_EV_WGRAD)) {
             int lo, nl = chunk_layers(first, pp, e->stage, e->chunk, &lo);
-            const bool f = e->kind == LP_EV_FWD;
-            op_spans(&o, e, f ? res->layer_fwd_s : res->layer_bwd_s, lo, nl,
-                     (f ? res->zero3_fwd_s : res->zero3_bwd_s) / vp);
+            const bool f = e->kind == LP_EV_FWD, b = e->kind == LP_EV_BWD;
+            /* W passes: their classes (weight-gradient GEMMs, host time) */
+            const struct lp_op_seg *seg = !ordered ? NULL : f ? order->fwd : b ? order->bwd : NULL;
+            op_spans(&o, e,
+                     f   ? res->layer_fwd_s
+                     : b ? bwd
+                         : res->layer_wgrad_s,
+                     seg,
+                     !seg ? 0
+                     : f  ? order->n_fwd
+                          : order->n_bwd,
+                     zb, lo, nl,
+                     f   ? res->zero3_fwd_s / vp
+                     : b ? res->zero3_bwd_s / vp
+                         : 0.0);
         }
     }
     if (detail != LP_TRACE_STAGE) memory_track(&o, run, res, ev, n);

@@ -111,6 +111,27 @@ lo = res_op["layer_ops_s"]["forward"]
 check(all(abs(per_layer[k] - v) < 1e-9 + 1e-6 * v for k, v in lo.items() if v > 0),
       "one layer's spans are simulate --json's layer_ops_s.forward")
 check(len(layers) == 96 // (pp * 2), f"stage 1, chunk 0: {len(layers)} layers")
+# kernel order (sim_workload.c records it): per block its exposed host time,
+# its kernels in issue order, its collectives after the row-parallel linear,
+# the residual last; the backward reversed, each linear's weight gradient
+# after its data gradient, the layers from the last
+seq = [e["name"] for e in kids if e["args"].get("layer") == layers[0]]
+blk = lambda *core: ["kernel_overhead", "memory_bound", *core, "collectives", "memory_bound"]
+check(seq == blk("gemm", "attention", "gemm") + blk("gemm", "memory_bound", "gemm"),
+      "forward layer in kernel order: " + " ".join(seq))
+b0 = next(e for e in xs if e["pid"] == 1 and e["name"] == "B0.0")
+bk = [e for e in ops if e["pid"] == 1 and b0["ts"] - 1e-3 <= e["ts"] < b0["ts"] + b0["dur"]]
+check([e["args"]["layer"] for e in bk if "layer" in e["args"]][0] == layers[-1], "backward from the last layer")
+bseq = [e["name"] + ("/w" if e["args"].get("weight_gradient") else "") for e in bk if e["args"].get("layer") == layers[0]]
+rblk = lambda *core: ["kernel_overhead", "kernel_overhead/w", "memory_bound", "collectives", *core, "memory_bound"]
+check(bseq == rblk("gemm", "gemm/w", "memory_bound", "gemm", "gemm/w") + rblk("gemm", "gemm/w", "attention", "gemm", "gemm/w"),
+      "backward layer in reverse kernel order: " + " ".join(bseq))
+bl = defaultdict(float)
+for e in bk:
+    if e["args"].get("layer") == layers[0]: bl[e["name"]] += e["dur"] / 1e6
+lb = res_op["layer_ops_s"]["backward"]
+check(all(abs(bl[k] - v) < 1e-9 + 1e-6 * v for k, v in lb.items() if v > 0),
+      "one backward layer's spans are layer_ops_s.backward")
 # stage level
 t, xs, cs, pids, depth = validate(f"{d}/stage.json", res)
 check(sorted(e["pid"] for e in xs if e["name"] == "passes") == list(range(pp)), "stage level: one span per stage")
@@ -136,6 +157,160 @@ ok = z > 0 and abs(g - z) <= 1e-6 * z
 print(("ok   " if ok else "FAIL ") + f"ZeRO-3: gather spans {g:.6f} s = breakdown zero3_gather {z:.6f} s")
 sys.exit(0 if ok else 1)
 PY
+
+# ZeRO-3's collectives on the DP collectives thread: per micro-batch one
+# all-gather per block forward, an all-gather and a reduce-scatter per block
+# backward, the root's; without prefetch (param_gather_overlap off) every
+# one is exposed, so together they are the breakdown's zero3_gather
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); r["framework"]={"name":"megatron","param_gather_overlap":False}; json.dump(r,open(sys.argv[2],"w"))' \
+    "$dir/z3.json" "$dir/z3b.json"
+"$bin" simulate "$dir/z3b.json" --profile roofline --json --trace "$dir/z3b.trace.json" \
+    >"$dir/z3b.result.json" || fail "ZeRO-3 trace without prefetch: exit $?"
+python3 - "$dir/z3b.result.json" "$dir/z3b.trace.json" <<'PY' || exit 1
+import json, re, sys
+from collections import Counter
+r, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["traceEvents"]
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok: sys.exit(1)
+c = sorted((e for e in t if e.get("ph") == "X" and e["tid"] == 3), key=lambda e: e["ts"])
+check(all(a["ts"] + a["dur"] <= b["ts"] + 1e-3 for a, b in zip(c, c[1:])), f"ZeRO-3: {len(c)} collectives, one at a time")
+n = Counter(re.sub(r" block \d+", " block", e["name"]) for e in c)
+m = r["microbatches"]
+check(n["all-gather block"] == 2 * 96 * m and n["reduce-scatter block"] == 96 * m,
+      f"ZeRO-3: {n['all-gather block']} block all-gathers, {n['reduce-scatter block']} reduce-scatters")
+g, z = sum(e["dur"] for e in c) / 1e6, r["breakdown_s"]["zero3_gather"]
+check(z > 0 and abs(g - z) <= 1e-6 * z, f"ZeRO-3 without prefetch: collectives {g:.6f} s = breakdown zero3_gather {z:.6f} s")
+PY
+[ $? = 0 ] || exit 1
+
+# zero-bubble (zb): the W passes hold their layers' weight-gradient GEMMs and
+# those kernels' host time; a B pass's layer is the backward without them,
+# so per layer B + W is simulate --json's layer_ops_s.backward
+cat >"$dir/zb.json" <<'JSON'
+{"model": "gpt3-175b", "system": "dgx-a100-80gb",
+ "parallel": {"tp": 8, "pp": 4, "dp": 4, "micro_batch": 1, "sequence_parallel": true,
+              "recompute": "selective", "zero": 1, "schedule": "zb"},
+ "training": {"global_batch": 32, "precision": "bf16", "tokens": 1e10}}
+JSON
+"$bin" simulate "$dir/zb.json" --profile roofline --json --trace "$dir/zb.trace.json" \
+    --trace-detail op >"$dir/zb.result.json" || fail "zb trace: exit $?"
+python3 - "$dir/zb.result.json" "$dir/zb.trace.json" <<'PY' || exit 1
+import json, sys
+from collections import defaultdict
+r, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))["traceEvents"]
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok: sys.exit(1)
+xs = [e for e in t if e.get("ph") == "X"]
+ops = [e for e in xs if e["cat"] == "op"]
+def kids(p):
+    return [e for e in ops if e["pid"] == p["pid"] and e["tid"] == p["tid"]
+            and p["ts"] - 1e-3 <= e["ts"] and e["ts"] + e["dur"] <= p["ts"] + p["dur"] + 1e-3]
+ws = [e for e in xs if e["cat"] == "W" and e["pid"] == 1]
+bs = [e for e in xs if e["cat"] == "B" and e["pid"] == 1]
+check(len(ws) == r["microbatches"] and len(bs) == len(ws), f"stage 1: {len(ws)} W passes beside {len(bs)} B passes")
+w0, b0 = kids(ws[0]), kids(bs[0])
+check(w0 and abs(sum(e["dur"] for e in w0) - ws[0]["dur"]) < 1e-2, f"a W pass's operator spans fill it ({len(w0)} spans)")
+check(abs(sum(e["dur"] for e in b0) - bs[0]["dur"]) < 1e-2, "a B pass's operator spans fill it")
+layer = min(e["args"]["layer"] for e in w0 if "layer" in e["args"])
+per = defaultdict(float)
+for e in w0 + b0:
+    if e["args"].get("layer") == layer: per[e["name"]] += e["dur"] / 1e6
+wn = {e["name"] for e in w0 if "layer" in e["args"]}
+check(wn <= {"gemm", "kernel_overhead"} and "gemm" in wn, f"W spans: {sorted(wn)}")
+lb = r["layer_ops_s"]["backward"]
+check(all(abs(per[k] - v) < 1e-9 + 1e-6 * v for k, v in lb.items() if v > 0),
+      "per layer, B + W spans are layer_ops_s.backward")
+PY
+[ $? = 0 ] || exit 1
+
+# DP reduction as the simulator accounts it (sim_dp.c), on the data-parallel
+# collectives thread (tid 3): Megatron's gradient buckets (ZeRO-1:
+# reduce-scatter) partly overlapping the last backward pass; PyTorch DDP's
+# buckets and FSDP's per-block all-gathers and reduce-scatters as the
+# play-out issues them. On every stage the collectives' time after its last
+# backward pass is its DP synchronisation; on the critical stage that is the
+# breakdown's dp_comm_exposed. Events nest on every thread.
+for fw in fsdp ddp; do
+    z=3; [ $fw = ddp ] && z=0
+    cat >"$dir/$fw.json" <<JSON
+{"model": "llama-1b", "system": "dgx-a100-80gb", "framework": "$fw",
+ "parallel": {"tp": 1, "pp": 1, "dp": 8, "micro_batch": 4, "zero": $z},
+ "training": {"global_batch": 64, "precision": "bf16", "tokens": 1e10}}
+JSON
+    "$bin" simulate "$dir/$fw.json" --profile roofline --json --trace "$dir/$fw.trace.json" \
+        >"$dir/$fw.result.json" || fail "$fw trace: exit $?"
+done
+python3 - "$dir" <<'PY' || exit 1
+import json, re, sys
+from collections import Counter, defaultdict
+d = sys.argv[1]
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok: sys.exit(1)
+def nests(xs, what):
+    byth = defaultdict(list)
+    for e in xs: byth[(e["pid"], e["tid"])].append(e)
+    for key, es in byth.items():
+        es.sort(key=lambda e: (e["ts"], -e["dur"]))
+        stack = []
+        for e in es:
+            while stack and e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"] - 1e-3: stack.pop()
+            if stack and e["ts"] + e["dur"] > stack[-1]["ts"] + stack[-1]["dur"] + 1e-3:
+                check(False, f"{what}: thread {key}: {e['name']} overlaps {stack[-1]['name']}")
+            stack.append(e)
+    check(True, f"{what}: events nest on every thread")
+def dp_figures(trace, result, what, layers=None):
+    t = json.load(open(f"{d}/{trace}"))["traceEvents"]
+    r = json.load(open(f"{d}/{result}"))
+    xs = [e for e in t if e.get("ph") == "X"]
+    nests(xs, what)
+    bd = r["breakdown_s"]["dp_comm_exposed"] * 1e6
+    crit = 0
+    for p in sorted({e["pid"] for e in xs}):
+        check(any(e["pid"] == p and e.get("tid") == 3 and e["name"] == "thread_name"
+                  for e in t if e.get("ph") == "M"), f"{what}: stage {p}: collectives thread named") if p == 0 else None
+        bend = max(e["ts"] + e["dur"] for e in xs
+                   if e["pid"] == p and e["tid"] == 0 and e["cat"] in ("B", "W"))
+        sync = [e for e in xs if e["pid"] == p and e["tid"] == 2]
+        colls = [e for e in xs if e["pid"] == p and e["tid"] == 3]
+        check(len(sync) == 1 and abs(sync[0]["ts"] - bend) < 1e-3, f"{what}: stage {p}: DP sync from its last backward")
+        after = sum(e["ts"] + e["dur"] - max(e["ts"], bend) for e in colls
+                    if e["ts"] + e["dur"] > bend and not e["name"].startswith("embedding"))
+        emb = sum(e["dur"] for e in colls if e["name"].startswith("embedding"))
+        if abs(sync[0]["dur"] - bd) < 1e-3 * bd: crit += 1
+        exp = sync[0]["dur"] - (emb if abs(sync[0]["dur"] - bd) < 1e-3 * bd else 0)
+        check(abs(after - exp) <= 1e-6 * bd + 1e-3,
+              f"{what}: stage {p}: collectives after its backward {after:.1f} us = its DP sync {exp:.1f} us")
+    check(crit >= 1, f"{what}: a stage's DP sync is the breakdown's dp_comm_exposed ({bd:.1f} us)")
+    return xs, r
+# Megatron, ZeRO-1, pp 4 x vp 2: equal reduce-scatter buckets, some behind the backward
+xs, r = dp_figures("microbatch.json", "microbatch.result.json", "megatron zero-1")
+for p in range(4):
+    bk = [e for e in xs if e["pid"] == p and e["name"].startswith("reduce-scatter bucket")]
+    n = int(bk[0]["name"].split("/")[1])
+    bend = max(e["ts"] + e["dur"] for e in xs if e["pid"] == p and e["tid"] == 0 and e["cat"] == "B")
+    ok = (len(bk) == n > 1 and max(e["dur"] for e in bk) - min(e["dur"] for e in bk) < 1e-3
+          and bk[0]["ts"] < bend < bk[-1]["ts"] + bk[-1]["dur"])
+    check(ok, f"stage {p}: {n} equal reduce-scatter buckets, overlapping the last backward") if p == 0 else None
+    if not ok: check(False, f"stage {p}: buckets")
+check(any(e["name"].startswith("param all-gather") for e in xs), "ZeRO-1 parameter all-gather drawn")
+# FSDP: every micro-batch gathers each block twice (forward, backward) and reduce-scatters it once
+xs, r = dp_figures("fsdp.trace.json", "fsdp.result.json", "fsdp full shard")
+t = json.load(open(f"{d}/fsdp.trace.json"))["traceEvents"]
+L = int(re.search(r"\((\d+) layers", next(e["args"]["name"] for e in t if e.get("name") == "process_name")).group(1))
+m = r["microbatches"]
+c = Counter(re.sub(r" block \d+", " block", e["name"]) for e in xs if e["tid"] == 3)
+check(c["all-gather block"] == 2 * L * m and c["reduce-scatter block"] == L * m,
+      f"fsdp: {c['all-gather block']} block all-gathers, {c['reduce-scatter block']} reduce-scatters ({m} micro-batches)")
+# DDP: only the last micro-batch reduces, in buckets, then copies them back
+xs, r = dp_figures("ddp.trace.json", "ddp.result.json", "ddp")
+bk = [e for e in xs if e["name"].startswith("all-reduce bucket")]
+check(len(bk) > 1 and {e["args"]["micro_batch"] for e in bk} == {r["microbatches"] - 1},
+      f"ddp: {len(bk)} all-reduce buckets, all in the last micro-batch")
+PY
+[ $? = 0 ] || exit 1
 
 # infeasible: exit 1 with the reason, no trace file
 cat >"$dir/oom.json" <<'JSON'

@@ -104,7 +104,7 @@ TEST(fsdp_all_exposed_without_compute)
     struct lp_torch_pass ps = {.micro = 1};
     struct lp_torch_dp o;
     ASSERT_TRUE(lp_torch_dp_applies(&r));
-    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o, NULL));
     const int L = r.model.layers;
     double want = ag_s(&cm, &r, 130e6, 16) + 2 * L * ag_s(&cm, &r, pr.layer, 16) +
                   L * rs_s(&cm, &r, pr.layer, 16) + rs_s(&cm, &r, 130e6, 16);
@@ -129,7 +129,7 @@ TEST(fsdp_exposed_with_long_compute)
     fixture(&r, LP_FW_FSDP, 3, &cm, &pr, 130e6);
     struct lp_torch_pass ps = {.layer_f = 1.0, .layer_b = 2.0, .micro = 1};
     struct lp_torch_dp o;
-    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o, NULL));
     double g = ag_s(&cm, &r, pr.layer, 16);
     /* the root's pre-forward hook runs before its gather is issued, the last
      * block's pre-backward hook before its gather */
@@ -142,7 +142,7 @@ TEST(fsdp_exposed_with_long_compute)
      * gathers per micro-batch, and no wait before the backward */
     struct lp_torch_dp o2;
     r.par.zero = 2;
-    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o2));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o2, NULL));
     ASSERT_NEAR(o.comm_s - o2.comm_s, r.model.layers * g, 1e-9);
     ASSERT_NEAR(o2.bwd_extra_s, 0.0, 1e-9);
 
@@ -151,7 +151,7 @@ TEST(fsdp_exposed_with_long_compute)
     r.par.zero = 3;
     r.fw.hybrid_shard = true;
     struct lp_torch_dp o3;
-    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o3));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o3, NULL));
     ASSERT_NEAR(o3.fwd_extra_s, NR * HU + ag_s(&cm, &r, 130e6, 8) + ag_s(&cm, &r, pr.layer, 8),
                 1e-9);
     ASSERT_TRUE(o3.fwd_extra_s < o.fwd_extra_s);
@@ -171,7 +171,7 @@ TEST(ddp_buckets)
     struct lp_torch_pass ps = {.layer_f = 1.0, .layer_b = 2.0, .emb_b = 1.0, .micro = 3};
     struct lp_torch_dp o;
     ASSERT_TRUE(lp_torch_dp_applies(&r));
-    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o, NULL));
     const double G = 4.0, cap = 25.0 * 1024 * 1024;
     const double bytes = pr.stage_max * G; /* fp32 gradients under autocast */
     /* every byte is all-reduced once; every bucket but the last holds at
@@ -200,7 +200,7 @@ TEST(ddp_buckets)
     /* a slower network exposes more */
     r.system.inter.bw_Bps /= 4;
     struct lp_torch_dp slow;
-    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &slow));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &slow, NULL));
     ASSERT_TRUE(slow.tail_s > o.tail_s);
 }
 
@@ -250,14 +250,14 @@ TEST(fsdp_hooks_bound_small_units)
     pr.stage_max = pr.stage0 = pr.stage_last = r.model.layers * pr.layer + 1e5;
     struct lp_torch_pass ps = {.micro = 1};
     struct lp_torch_dp o3, o2;
-    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o3));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o3, NULL));
     const int L = r.model.layers;
     ASSERT_NEAR(o3.host_s, 2 * L * NT * (HU + HS) + NR * (HU + HS), 1e-9);
     const double e3 = o3.fwd_extra_s + o3.bwd_extra_s + o3.tail_s;
     ASSERT_TRUE(o3.comm_s < 0.2 * o3.host_s);
     ASSERT_TRUE(e3 >= 0.9 * o3.host_s && e3 <= o3.host_s + o3.comm_s);
     r.par.zero = 2;
-    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o2));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o2, NULL));
     ASSERT_NEAR(o2.host_s, L * NT * (HU + HS) + NR * (HU + HS), 1e-9);
     ASSERT_TRUE(o2.fwd_extra_s + o2.bwd_extra_s + o2.tail_s < 0.6 * e3);
 }

@@ -105,6 +105,12 @@ mg = b1["memory_gib"]
 check("BlackMamba hf: 16-bit weights, gradients, AdamW states",
       abs(mg["gradients"] / mg["weights"] - 1) < 1e-9 and abs(mg["optimizer"] / mg["weights"] - 2) < 1e-9,
       f"{mg['weights']:.2f} / {mg['gradients']:.2f} / {mg['optimizer']:.2f} GiB")
+# the step's _foreach_sqrt list (2 bytes per trained parameter, = the
+# weights here) is live once the activations are freed: with the 1 GiB
+# runtime reserve it sets the temporaries at batch 1
+want = 1.0 + mg["weights"] - mg["activations"]
+check("AdamW's sqrt list at the step", abs(mg["temporary"] - want) < 1e-9 * want,
+      f"{mg['temporary']:.3f} GiB vs {want:.3f}")
 ratio = bh["stages_s"]["optimizer"] / bmeg["stages_s"]["optimizer"]
 check("foreach AdamW + clipping over fused Adam: 42 / 34 bytes", abs(ratio / (42 / 34) - 1) < 0.03,
       f"{ratio:.3f}")

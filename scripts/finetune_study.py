@@ -60,6 +60,29 @@ def main():
             print(f"{g:<10} {b:>5} {r['max_batch']:>11} {r['queries_per_s']:>9.2f} {hours:>7.2f} "
                   f"{usd / hours:>6.2f} {usd:>8.2f}")
         print("cheapest: " + min(rows)[1] + "; ranking " + " < ".join(g for _, g in sorted(rows)))
+    # Xia's Fig. 4: BlackMamba full fine-tuning, batch 1, the profiling
+    # set's 128 tokens, sparse (2 of 8 experts); the stages per GPU
+    with open(os.path.join(ROOT, "data", "models", "blackmamba-630m-2.8b.json")) as f:
+        bm = json.load(f)
+    bm["moe"]["top_k"] = 2
+    bruns = [{"model": bm, "system": s, "framework": "hf", "parallel": {"micro_batch": 1},
+              "training": {"global_batch": 1, "dataset": {"queries": 1000, "median_len": 128}}}
+             for _, s, _ in GPUS]
+    p = subprocess.run([os.path.join(a.build, "search", "llmplan"), "simulate", "--batch", "-",
+                        "--max-batch"], input="\n".join(json.dumps(r) for r in bruns) + "\n",
+                       capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(p.stderr)
+    print("\nBlackMamba-630M/2.8B full fine-tuning (2 of 8 experts), batch 1 x 128 tokens, "
+          "framework hf")
+    print(f"{'GPU':<10} {'step s':>7} {'forward':>8} {'backward':>8} {'optimizer':>9} "
+          f"{'opt share':>9} {'MoE share':>9} {'llmplan max':>11}")
+    for (g, _, _), line in zip(GPUS, p.stdout.splitlines()):
+        r = json.loads(line)
+        st, t = r["stages_s"], r["iteration_time_s"]
+        print(f"{g:<10} {t:>7.3f} {st['forward']:>8.3f} {st['backward']:>8.3f} "
+              f"{st['optimizer']:>9.3f} {st['optimizer'] / t:>9.2f} {st['moe'] / t:>9.2f} "
+              f"{r['max_batch']:>11}")
 
 
 if __name__ == "__main__":

@@ -453,18 +453,21 @@ static void count_params(const struct lp_run *r, const struct kinds *ks, const i
  *  - dense MLP: fc1's input (e h), its outputs and product (4 e f).
  * The LoRA adapters save their input (the same tensor) and an r-wide
  * intermediate (neglected). */
-static double hf_layer_activation_bytes(const struct lp_run *r, bool moe_layer)
+static double hf_layer_activation_bytes(const struct lp_run *r, bool attn_layer, enum lp_ffn ff)
 {
     const struct lp_model *m = &r->model;
     const double e = r->train.precision == LP_FP32 ? 4.0 : 2.0, h = m->hidden;
     const double gd = (double)m->kv_heads * m->hidden / m->heads;
     const double T = r->par.micro_batch * (double)m->seq_len / r->par.cp;
-    const double norms = 2.0 * (4.0 + e) * h;
-    const double attn = e * h + e * (2.0 * h + 2.0 * gd) + e * h;
-    double ffn;
-    if (moe_layer)
+    /* one norm before each part the layer has (a BlackMamba MoE layer is
+     * a norm and the experts only) */
+    const double norms =
+        ((attn_layer ? 1.0 : 0.0) + (ff != LP_FFN_NONE ? 1.0 : 0.0)) * (4.0 + e) * h;
+    const double attn = attn_layer ? e * h + e * (2.0 * h + 2.0 * gd) + e * h : 0.0;
+    double ffn = 0;
+    if (ff == LP_FFN_MOE)
         ffn = e * h + m->moe.top_k * (e * h + 4.0 * e * m->moe.ffn_hidden + e * h);
-    else
+    else if (ff == LP_FFN_DENSE)
         ffn = e * h + 4.0 * e * m->ffn_hidden;
     return T * (norms + attn + ffn) / r->par.tp;
 }
@@ -500,8 +503,11 @@ static double kind_activation_bytes(const struct lp_run *r, int k, bool covered)
     double t = p->tp, h = m->hidden, d = lp_arch_head_dim(m);
     double s = (double)m->seq_len / p->cp, T = p->micro_batch * s;
     if (covered) return layer_input_bytes(r);
-    if (r->fw.kind == LP_FW_HF && mx != LP_MIX_NONE) /* eager PyTorch's saved tensors */
-        return hf_layer_activation_bytes(r, ff == LP_FFN_MOE);
+    /* eager PyTorch's saved tensors; a Mamba mixer runs the fused
+     * mamba_ssm kernels (mamba_inner_fn) under any framework: below */
+    const bool attn_layer = mx == LP_MIX_ATTN || mx == LP_MIX_ATTN_LOCAL;
+    if (r->fw.kind == LP_FW_HF && (attn_layer || (mx == LP_MIX_NONE && ff != LP_FFN_NONE)))
+        return hf_layer_activation_bytes(r, attn_layer, ff);
     const unsigned mods = lp_sim_rc_modules(r);
     const double mask = m->dropout ? h : 0.0;
     double repl = 0, split = 0;
@@ -690,6 +696,11 @@ static void memory(const struct lp_run *r, const struct kinds *ks, const struct 
                 (r->train.lora_base_bits == 4 ? 8.0 / 64.0 + 32.0 / (64.0 * 256.0) : 0.0);
             wbytes = (params - ends) * qbits / 8.0 + ends * w + trained * w;
         }
+        if (lp_sim_hf_pure16(r))
+            /* the optimizer step, after the activations are freed: the new
+             * list _foreach_sqrt(exp_avg_sqs) makes, one element per trained
+             * parameter (torch/optim/adamw.py, _multi_tensor_adamw) */
+            temp = fmax(temp, RUNTIME_RESERVE_BYTES + trained * e - a);
         double tot = wbytes + trained * (g + o) + a + temp;
         if (tot > best) {
             best = tot;

@@ -11,6 +11,15 @@
  * param, m, v and the bf16/fp16 copy = 30 B/param; + 4 B for the grad norm. */
 #define ADAM_BYTES_PER_PARAM_MIXED 34.0
 #define ADAM_BYTES_PER_PARAM_FP32 32.0
+/* The Hugging Face Trainer's default optimizer (TrainingArguments.optim
+ * "adamw_torch"; "adamw_torch_fused" only from PyTorch 2.8) is
+ * torch.optim.AdamW, which on CUDA runs _multi_tensor_adamw (foreach, not
+ * fused): lerp_(m, g) 3 element accesses, mul_(v) 2, addcmul_(v, g, g) 3,
+ * sqrt(v) into a new list 2, div_ 2, add_(eps) 2, addcdiv_(p, m, denom) 4
+ * (weight decay 0, the Trainer's default: no mul_(p)); before it the
+ * Trainer's clip_grad_norm_ (max_grad_norm 1.0): _foreach_norm 1 and
+ * _foreach_mul_ 2. 21 accesses of the parameter's element size. */
+#define HF_ADAMW_ACCESSES_PER_PARAM 21.0
 
 double lp_sim_vocab_padded(const struct lp_run *r)
 {
@@ -22,8 +31,23 @@ double lp_sim_vocab_padded(const struct lp_run *r)
  * Sec 3.1): 2-byte weights and gradients, 12 bytes of fp32 master weights,
  * momentum and variance. Megatron keeps bf16 gradients in an fp32 main_grad
  * buffer (and reduces them in fp32), so bf16 costs 4 bytes of gradient. */
+bool lp_sim_hf_pure16(const struct lp_run *r)
+{
+    return r->fw.kind == LP_FW_HF && r->train.lora_rank <= 0 && r->train.precision != LP_FP32;
+}
+
 void lp_sim_param_bytes(const struct lp_run *r, struct lp_bytes_per_param *b)
 {
+    if (lp_sim_hf_pure16(r)) {
+        /* hf full fine-tuning (Xia et al.'s BlackMamba): the model runs in
+         * its 16-bit dtype and torch.optim.AdamW creates its state with
+         * zeros_like(param): parameters, gradients, m and v all 16-bit */
+        b->w = 2;
+        b->g = 2 + (r->par.dp * r->par.cp > 1 ? 2 : 0); /* + DDP's bucket copy */
+        b->o = 4;
+        b->g_comm = 2;
+        return;
+    }
     if (r->fw.kind == LP_FW_DDP && r->train.precision != LP_FP32) {
         /* DDP under torch.autocast (the PyTorch AMP recipe): the parameters,
          * their gradients (all-reduced as they are) and Adam's m and v stay
@@ -175,6 +199,8 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
     double owned = pr->train_max / (p->zero >= 1 ? (double)nd : 1.0);
     double per =
         r->train.precision == LP_FP32 ? ADAM_BYTES_PER_PARAM_FP32 : ADAM_BYTES_PER_PARAM_MIXED;
+    if (r->fw.kind == LP_FW_HF) /* LoRA adapters: fp32 (LLaMA-Factory casts them) */
+        per = HF_ADAMW_ACCESSES_PER_PARAM * (lp_sim_hf_pure16(r) ? 2.0 : 4.0);
     out->opt_s = cm->ops->mem_s(cm, LP_MEM_ADAM, owned * per);
 }
 

@@ -237,6 +237,9 @@ struct lp_dp_cost {
 double lp_sim_vocab_padded(const struct lp_run *r);
 /* Bytes per parameter of weights, gradients and optimizer states. */
 void lp_sim_param_bytes(const struct lp_run *r, struct lp_bytes_per_param *b);
+/* Full fine-tuning under the hf framework in 16-bit precision: parameters,
+ * gradients and AdamW's states all in the model's dtype (no fp32 master). */
+bool lp_sim_hf_pure16(const struct lp_run *r);
 /* DP gradient reduction (overlapped with bwd_window_s per stage), ZeRO
  * gathers, ZeRO-3 / FSDP per-micro-batch collectives, optimizer step. */
 void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_params *pr,

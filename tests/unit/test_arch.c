@@ -76,6 +76,12 @@ TEST(model_card_counts)
     ASSERT_NEAR(lp_model_params(&m), 8.1e9, 0.01);
     ASSERT_OK(load("nemotron-h-56b", &m));
     ASSERT_NEAR(lp_model_params(&m), 56e9, 0.01);
+    /* BlackMamba 630M/2.8B (arXiv 2402.01771; Zyphra names the models
+     * forward-pass / total parameters, embeddings included): the names'
+     * rounding, 625-635M and 2.75-2.85B */
+    ASSERT_OK(load("blackmamba-630m-2.8b", &m));
+    ASSERT_NEAR(lp_model_params(&m), 2.8e9, 0.0178);
+    ASSERT_NEAR(lp_model_active_params(&m), 630e6, 0.0079);
     /* Llama 3.1 405B: 405B */
     ASSERT_OK(load("llama3-405b", &m));
     ASSERT_NEAR(lp_model_params(&m), 405.85e9, 0.001);

@@ -6,6 +6,7 @@
  * negative pp_comm); this one can. */
 #include <math.h>
 
+#include "fixtures.h"
 #include "harness.h"
 #include "llmplan/io.h"
 #include "llmplan/search.h"
@@ -26,13 +27,8 @@ static bool ok(double x)
 
 TEST(breakdown_terms_nonnegative)
 {
-    struct lp_sweep *sw = NULL;
-    struct lp_err err;
-    lp_err_clear(&err);
-    if (lp_sweep_parse(SWEEP, "nonnegative.json", &sw, &err) != LP_OK) {
-        fprintf(stderr, "  %s\n", err.msg);
-        ASSERT_TRUE(0);
-    }
+    struct lp_sweep *sw = lp_fixture_sweep(SWEEP);
+    ASSERT_TRUE(sw != NULL);
     struct lp_space s;
     ASSERT_OK(lp_space_init(&s, sw, NULL));
     struct lp_cost_model cm;

@@ -283,6 +283,10 @@ struct lp_cost_ops {
     /* fraction of the nominal tier bandwidth reached by a collective */
     double (*coll_eff)(const struct lp_cost_model *cm, enum lp_coll c, enum lp_tier t, double bytes,
                        int ranks);
+    /* Capability: coll_eff's fractions already contain the collectives'
+     * latency (measured or modelled per message size, as a profile's are),
+     * so the communication model adds no alpha term (sim_comm.c). */
+    bool coll_eff_has_latency;
 };
 
 struct lp_cost_model {

@@ -2,7 +2,8 @@
  * its results (Pareto front, top-k). MPI-free: the MPI driver in search/
  * hands out index ranges of the space and merges these objects as bytes.
  *
- *   sweep  (src/io/sweep_json.c) the parsed sweep description (docs/search.md)
+ *   sweep  the parsed sweep description (docs/search.md; read by
+ *          src/io/sweep_json.c, declared in llmplan/io.h)
  *   space  (src/core/space.c)    mixed-radix index <-> configuration, with
  *                                cheap structural skips
  *   pareto (src/core/pareto.c)   Pareto front of (time, cost) and top-k per
@@ -90,13 +91,6 @@ struct lp_sweep {
     int nbest_by;                   /* "best_by": group by these dimensions */
     enum lp_dim best_by[LP_GROUP_MAX];
 };
-
-/* Parse a sweep (docs/search.md). origin names the file in messages. */
-int lp_sweep_parse(const char *json_text, const char *origin, struct lp_sweep **out,
-                   struct lp_err *err);
-int lp_sweep_load(const char *path, struct lp_sweep **out, struct lp_err *err);
-/* NULL-safe; NULLs the handle. */
-void lp_sweep_destroy(struct lp_sweep **sw);
 
 /* ---- the configuration space ---- */
 
@@ -256,25 +250,6 @@ enum lp_count {
 struct lp_counts {
     uint64_t v[LP_COUNT_N];
 };
-
-/* ---- plans.json (src/io/plans_json.c) ---- */
-
-struct lp_plans_info {
-    uint64_t space_size;
-    double wall_s;       /* varies between runs */
-    int ranks;           /* varies between runs */
-    const char *sweep;   /* sweep file, as given */
-    const char *profile; /* cost model(s) used, for provenance */
-    double tokens;       /* the sweep's token budget (selects the cost objective) */
-    /* "" or the systems run with another GPU's profile (--allow-profile-mismatch) */
-    const char *profile_mismatch;
-    const struct lp_sweep *sweep_desc; /* constraints, best_by and the names of groups */
-};
-
-/* Write plans.json atomically: time_optimal, cost_optimal (null when nothing
- * is feasible), pareto, top_time, top_cost, stats (docs/search.md). */
-int lp_plans_write(const char *path, const struct lp_results *res, const struct lp_counts *c,
-                   const struct lp_plans_info *info, struct lp_err *err);
 
 #ifdef __cplusplus
 }

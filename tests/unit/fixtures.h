@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "llmplan/config.h"
+#include "llmplan/io.h"
 #include "llmplan/profile.h"
 #include "llmplan/search.h"
 #include "llmplan/sim.h"

@@ -9,6 +9,7 @@
 
 #include "llmplan/config.h"
 #include "llmplan/profile.h"
+#include "llmplan/search.h"
 #include "llmplan/sim.h"
 #include "llmplan/status.h"
 
@@ -103,6 +104,34 @@ int lp_profile_info_h5(const char *path, FILE *f, struct lp_err *err);
 
 /* Default profile file for a GPU preset: data/profiles/<gpu>.h5 */
 int lp_profile_default_path(const char *gpu_name, char *buf, size_t len);
+
+/* ---- sweeps (src/io/sweep_json.c) ---- */
+
+/* Parse a sweep (docs/search.md). origin names the file in messages. */
+int lp_sweep_parse(const char *json_text, const char *origin, struct lp_sweep **out,
+                   struct lp_err *err);
+int lp_sweep_load(const char *path, struct lp_sweep **out, struct lp_err *err);
+/* NULL-safe; NULLs the handle. */
+void lp_sweep_destroy(struct lp_sweep **sw);
+
+/* ---- plans.json (src/io/plans_json.c) ---- */
+
+struct lp_plans_info {
+    uint64_t space_size;
+    double wall_s;       /* varies between runs */
+    int ranks;           /* varies between runs */
+    const char *sweep;   /* sweep file, as given */
+    const char *profile; /* cost model(s) used, for provenance */
+    double tokens;       /* the sweep's token budget (selects the cost objective) */
+    /* "" or the systems run with another GPU's profile (--allow-profile-mismatch) */
+    const char *profile_mismatch;
+    const struct lp_sweep *sweep_desc; /* constraints, best_by and the names of groups */
+};
+
+/* Write plans.json atomically: time_optimal, cost_optimal (null when nothing
+ * is feasible), pareto, top_time, top_cost, stats (docs/search.md). */
+int lp_plans_write(const char *path, const struct lp_results *res, const struct lp_counts *c,
+                   const struct lp_plans_info *info, struct lp_err *err);
 
 #ifdef __cplusplus
 }

@@ -88,6 +88,7 @@ const struct lp_cost_ops lp_cost_roofline_ops = {
     .attn_s = rl_attn,
     .mem_s = rl_mem,
     .coll_eff = rl_coll,
+    .coll_eff_has_latency = false, /* a fixed fraction: alpha added by sim_comm.c */
 };
 
 void lp_cost_model_roofline(struct lp_cost_model *cm, const struct lp_gpu *gpu)

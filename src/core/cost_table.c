@@ -112,6 +112,7 @@ const struct lp_cost_ops lp_cost_table_ops = {
     .attn_s = tb_attn,
     .mem_s = tb_mem,
     .coll_eff = tb_coll,
+    .coll_eff_has_latency = true,
 };
 
 void lp_cost_model_table(struct lp_cost_model *cm, const struct lp_profile *p,

@@ -76,9 +76,9 @@ double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys,
         if (op == LP_COLL_ALLTOALL) alpha = (n - 1) * sys->inter.latency_s / k;
     }
     /* a profile's busbw fractions are measured (or modelled) per message
-     * size, so they already contain the latency; only the closed-form
-     * backend needs alpha */
-    if (cm->ops != &lp_cost_roofline_ops) alpha = 0.0;
+     * size, so they already contain the latency; a backend without that
+     * capability (the closed form) needs alpha */
+    if (cm->ops->coll_eff_has_latency) alpha = 0.0;
     return alpha + bytes * lp_coll_bus_factor(op, n) / busbw;
 }
 

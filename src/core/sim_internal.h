@@ -2,6 +2,8 @@
 #ifndef LLMPLAN_SIM_INTERNAL_H
 #define LLMPLAN_SIM_INTERNAL_H
 
+#include <string.h>
+
 #include "llmplan/arch.h"
 #include "llmplan/sim.h"
 
@@ -137,6 +139,13 @@ struct lp_sched_out {
     double stage_end_s[1024];  /* finish of each stage's last op (p <= 1024) */
     double stage_busy_s[1024]; /* sum of op durations per stage */
 };
+
+/* Warm-up forwards of stage s (0 .. p-1) of schedule `kind` over m
+ * micro-batches and v chunks per stage, before its first backward (1F1B:
+ * p - s - 1; interleaved: 2 (p - s - 1) + (v - 1) p; GPipe: all m v), at
+ * most m v. The stage then holds the activations of one more forward: the
+ * memory model's in-flight count. */
+int64_t lp_sched_warmup(enum lp_schedule kind, int p, int v, int64_t m, int s);
 
 /* Exact solution on the dependency graph; returns -1 if scratch is too small
  * (the caller then uses the closed form). ev/cap/nev optional (trace).
@@ -274,5 +283,119 @@ void lp_dp_rec_put(struct lp_dp_rec *rec, int stage, int micro, enum lp_dp_coll 
 bool lp_torch_dp_applies(const struct lp_run *r);
 int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const struct lp_params *pr,
                 const struct lp_torch_pass *ps, struct lp_torch_dp *out, struct lp_dp_rec *rec);
+
+/* ---- layer kinds of the stages (shared by the memory model, sim_memory.c,
+ * and the timing, sim.c) ---- */
+
+static inline int lp_kind_of(const struct lp_model *m, int i)
+{
+    enum lp_mixer mx;
+    enum lp_ffn ff;
+    lp_arch_layer(m, i, &mx, &ff);
+    return (int)mx * LP_FFN_COUNT + (int)ff;
+}
+
+/* The layer kinds a model has (most have one to three of the LP_KINDS), the
+ * last layer's (MTP modules repeat it), and optionally per-kind prefix
+ * counts over the layers, so that a chunk's kinds cost O(kinds), not
+ * O(layers). */
+struct lp_kinds {
+    const struct lp_model *m;
+    int n, id[LP_KINDS], last;
+    const int *prefix; /* [j * (layers + 1) + i]: layers of kind id[j] among the first i */
+};
+
+static inline void lp_kinds_scan(const struct lp_model *m, struct lp_kinds *ks, int *prefix,
+                                 int cap)
+{
+    bool seen[LP_KINDS] = {false};
+    ks->m = m;
+    ks->n = 0;
+    ks->prefix = NULL;
+    for (int i = 0; i < m->layers; i++) {
+        int k = lp_kind_of(m, i);
+        if (!seen[k]) ks->id[ks->n++] = k;
+        seen[k] = true;
+    }
+    ks->last = lp_kind_of(m, m->layers - 1);
+    const int L = m->layers;
+    if (!prefix || (int64_t)ks->n * (L + 1) > cap) return;
+    for (int j = 0; j < ks->n; j++) {
+        int *q = prefix + (size_t)j * (size_t)(L + 1);
+        q[0] = 0;
+        for (int i = 0; i < L; i++)
+            q[i + 1] = q[i] + (lp_kind_of(m, i) == ks->id[j]);
+    }
+    ks->prefix = prefix;
+}
+
+/* A full recomputation that redoes every layer (recompute_method uniform,
+ * or block without a layer count). */
+static inline bool lp_full_covers_all(const struct lp_parallel *p)
+{
+    return p->recompute == LP_RECOMPUTE_FULL &&
+           (p->recompute_method != LP_RC_BLOCK || p->recompute_layers <= 0);
+}
+
+/* Layers [a, b) by kind. */
+static inline void lp_range_kinds(const struct lp_kinds *ks, int a, int b, int n[LP_KINDS])
+{
+    memset(n, 0, LP_KINDS * sizeof(int));
+    if (ks->prefix) {
+        const int L1 = ks->m->layers + 1;
+        for (int j = 0; j < ks->n; j++) {
+            const int *q = ks->prefix + (size_t)j * (size_t)L1;
+            n[ks->id[j]] = q[b] - q[a];
+        }
+        return;
+    }
+    for (int i = a; i < b; i++)
+        n[lp_kind_of(ks->m, i)]++;
+}
+
+static inline void lp_chunk_kinds(const struct lp_kinds *ks, const int *first, int vs,
+                                  int n[LP_KINDS])
+{
+    lp_range_kinds(ks, first[vs], first[vs + 1], n);
+}
+
+/* The layers of virtual stage vs a full recomputation redoes, by kind
+ * (Megatron-Core transformer_block.py, _checkpointed_forward): all of them
+ * (uniform), the first recompute_layers of the chunk (block), or none. */
+static inline void lp_full_kinds(const struct lp_kinds *ks, const struct lp_parallel *p,
+                                 const int *first, int vs, int nr[LP_KINDS])
+{
+    if (p->recompute != LP_RECOMPUTE_FULL) {
+        memset(nr, 0, LP_KINDS * sizeof(int));
+    } else if (lp_full_covers_all(p)) {
+        lp_chunk_kinds(ks, first, vs, nr);
+    } else {
+        const int a = first[vs], n = first[vs + 1] - a;
+        lp_range_kinds(ks, a, a + (p->recompute_layers < n ? p->recompute_layers : n), nr);
+    }
+}
+
+/* Micro-batches of one iteration: global batch / (micro_batch dp). */
+static inline int64_t lp_sim_micro_batches(const struct lp_run *r)
+{
+    return r->train.global_batch / ((int64_t)r->par.micro_batch * r->par.dp);
+}
+
+/* ---- parameters and memory (sim_memory.c) ---- */
+
+/* Parameters per rank of every stage (struct lp_params above). */
+void lp_sim_count_params(const struct lp_run *r, const struct lp_kinds *ks, const int *first,
+                         struct lp_params *pr);
+/* Peak memory per GPU over the stages: weights, gradients, optimizer
+ * states, the activations of the micro-batches in flight (the schedule's
+ * warm-up count, lp_sched_warmup) and temporaries. */
+void lp_sim_peak_memory(const struct lp_run *r, const struct lp_kinds *ks,
+                        const struct lp_params *pr, const int *first, int64_t micro,
+                        struct lp_memory *mem);
+/* The run as one batch of its dataset sees it (training.dataset): the
+ * sequence is the batch's padded length, expected (worst = false: time) or
+ * of its longest queries (worst = true: the batch that must fit); r itself
+ * without a dataset, else *tmp. */
+const struct lp_run *lp_sim_dataset_view(const struct lp_run *r, struct lp_run *tmp, bool worst);
 
 #endif

@@ -30,22 +30,27 @@ static size_t at(int vs, int m, int mb)
     return (size_t)vs * (size_t)m + (size_t)mb;
 }
 
-static int warmup(const struct lp_sched_in *in, int s)
+int64_t lp_sched_warmup(enum lp_schedule kind, int p, int v, int64_t m, int s)
 {
-    int mv = in->m * in->v;
-    int w;
-    switch (in->kind) {
+    const int64_t mv = m * v;
+    int64_t w;
+    switch (kind) {
     case LP_SCHED_GPIPE:
         w = mv;
         break;
     case LP_SCHED_INTERLEAVED:
-        w = (in->p - s - 1) * 2 + (in->v - 1) * in->p;
+        w = (int64_t)(p - s - 1) * 2 + (int64_t)(v - 1) * p;
         break;
     default:
-        w = in->p - s - 1;
+        w = p - s - 1;
         break;
     }
     return w < mv ? w : mv;
+}
+
+static int warmup(const struct lp_sched_in *in, int s)
+{
+    return (int)lp_sched_warmup(in->kind, in->p, in->v, in->m, s);
 }
 
 static void item(const struct lp_sched_in *in, int k, bool bwd, struct op *o)

@@ -7,12 +7,14 @@
  * the same check, so the walk skips to the next value of digit L at once
  * (span = stride[L] - index % stride[L]). That makes a space of 10^7 mostly
  * invalid tuples (every TP x PP x CP product that does not divide the GPU
- * count) cost a few thousand steps. The checks below are a subset of what
- * lp_sim_validate refuses (same reason codes); lp_sim_validate then runs on
- * every configuration that passes them. */
+ * count) cost a few thousand steps. The checks are the GPU count (how the
+ * sweep's GPUs give dp) and then the validity rules of src/core/rules.c,
+ * each at the digit it is tagged with: the same list, in the same order, as
+ * lp_sim_validate runs, so a configuration the walk keeps is one `llmplan
+ * simulate` accepts and a skipped one has the reason simulate gives. */
 #include <string.h>
 
-#include "llmplan/arch.h"
+#include "llmplan/rules.h"
 #include "llmplan/search.h"
 
 static const char *const dim_names[LP_DIM_COUNT] = {"model",
@@ -100,15 +102,6 @@ static enum lp_space_verdict skip(const struct lp_space *s, uint64_t index, enum
     return LP_SPACE_SKIP;
 }
 
-/* The layers split into pp * vp virtual stages (the sweep gives no stage
- * layer counts: the balanced split). */
-static bool splits(const struct lp_model *m, int pp, int vp)
-{
-    struct lp_parallel p = {.pp = pp, .vp = vp};
-    int first[LP_ARCH_SPLIT_CAP];
-    return lp_arch_split(m, &p, first, LP_ARCH_SPLIT_CAP) == 0;
-}
-
 static bool in_list(const int *v, int n, int x)
 {
     for (int i = 0; i < n; i++)
@@ -128,51 +121,53 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
     const struct lp_model *m = &sw->models[dg[LP_DIM_MODEL]];
     const struct lp_system *sys = &sw->systems[VAL(LP_DIM_SYSTEM)];
     const int gpus = VAL(LP_DIM_GPUS);
-    const int tp = VAL(LP_DIM_TP), pp = VAL(LP_DIM_PP), cp = VAL(LP_DIM_CP);
-    const int ep = VAL(LP_DIM_EP), vp = VAL(LP_DIM_VP), mb = VAL(LP_DIM_MICRO_BATCH);
-    const int sched = VAL(LP_DIM_SCHEDULE);
-    const bool sp = VAL(LP_DIM_SP) != 0;
+    /* the layout, every swept field from this index (a rule reads only the
+     * fields up to its tag); the others as the caller's run has them */
+    struct lp_parallel p = run->par;
+    p.tp = VAL(LP_DIM_TP);
+    p.pp = VAL(LP_DIM_PP);
+    p.cp = VAL(LP_DIM_CP);
+    p.ep = VAL(LP_DIM_EP);
+    p.vp = VAL(LP_DIM_VP);
+    p.dp = 1;
+    p.micro_batch = VAL(LP_DIM_MICRO_BATCH);
+    p.sequence_parallel = VAL(LP_DIM_SP) != 0;
+    p.recompute = (enum lp_recompute)VAL(LP_DIM_RECOMPUTE);
+    p.zero = VAL(LP_DIM_ZERO);
+    p.schedule = (enum lp_schedule)VAL(LP_DIM_SCHEDULE);
+    /* a sweep splits experts like Megatron-Core's default (etp = tp) and
+     * layers with the balanced split */
+    p.etp = 0;
+    p.first_stage_layers = p.last_stage_layers = 0;
+    const struct lp_rule_view view = {m, sys, &sw->train, &p, (enum lp_prec)VAL(LP_DIM_PRECISION)};
+    int k = 0; /* the next rule of the list */
+    double a, b;
+    /* The rules of every dimension up to d, in the list's order. */
+#define RULES_UPTO(d)                                                                              \
+    for (; k < lp_rule_count && lp_rules[k].dim <= (d); k++)                                       \
+        if (lp_rules[k].fails(&view, &a, &b))                                                      \
+            return skip(s, index, lp_rules[k].dim, lp_rules[k].reason, reason, span);
 
-    /* tp: must fit the GPUs and a node, divide the GPU count and the heads */
-    if (tp > gpus || gpus % tp != 0)
-        return skip(s, index, LP_DIM_TP, LP_REASON_GPU_COUNT, reason, span);
-    if (tp > lp_system_scale_up(sys))
-        return skip(s, index, LP_DIM_TP, LP_REASON_TP_NODE, reason, span);
-    if (m->heads % tp != 0) return skip(s, index, LP_DIM_TP, LP_REASON_TP_HEADS, reason, span);
-    /* pp: the product must divide the GPUs; the layers must split into pp
-     * stages (lp_arch_split, the simulator's rule; more chunks split worse,
-     * so a pp that fails fails for every vp). Products in 64 bits: tp, pp and
-     * cp are each up to 2^20, so tp*pp*cp may not fit an int (and a wrapped
+    /* dp = gpus / (tp*pp*cp) must be an integer (and in the dp filter): the
+     * sweep's GPU count, level by level (a configuration `llmplan simulate`
+     * is given states dp instead). Products in 64 bits: tp, pp and cp are
+     * each up to 2^20, so tp*pp*cp may not fit an int (and a wrapped
      * product of 0 would divide by zero) */
-    const int64_t tpp = (int64_t)tp * pp;
+    if (p.tp > gpus || gpus % p.tp != 0)
+        return skip(s, index, LP_DIM_TP, LP_REASON_GPU_COUNT, reason, span);
+    RULES_UPTO(LP_DIM_TP);
+    const int64_t tpp = (int64_t)p.tp * p.pp;
     if (tpp > gpus || gpus % tpp != 0)
         return skip(s, index, LP_DIM_PP, LP_REASON_GPU_COUNT, reason, span);
-    if (!splits(m, pp, 1)) return skip(s, index, LP_DIM_PP, LP_REASON_PP_LAYERS, reason, span);
-    /* cp: dp = gpus / (tp*pp*cp) must be an integer (and in the dp filter);
-     * the sequence splits into 2*cp chunks (load-balanced causal CP) */
-    const int64_t mp = tpp * cp;
+    RULES_UPTO(LP_DIM_PP);
+    const int64_t mp = tpp * p.cp;
     if (mp > gpus || gpus % mp != 0)
         return skip(s, index, LP_DIM_CP, LP_REASON_GPU_COUNT, reason, span);
-    const int dp = (int)(gpus / mp);
-    if (sw->ndp > 0 && !in_list(sw->dp_values, sw->ndp, dp))
+    p.dp = (int)(gpus / mp);
+    if (sw->ndp > 0 && !in_list(sw->dp_values, sw->ndp, p.dp))
         return skip(s, index, LP_DIM_CP, LP_REASON_GPU_COUNT, reason, span);
-    if (cp > 1 && m->seq_len % (2 * cp) != 0)
-        return skip(s, index, LP_DIM_CP, LP_REASON_CP_SEQ, reason, span);
-    /* ep: experts are split across ep ranks carved from dp*cp */
-    if (ep > 1 && (m->moe.experts == 0 || m->moe.experts % ep != 0 || ep > dp * cp))
-        return skip(s, index, LP_DIM_EP, LP_REASON_EP, reason, span);
-    /* vp: interleaving splits each stage's layers into vp chunks */
-    if (vp > 1 && !splits(m, pp, vp))
-        return skip(s, index, LP_DIM_VP, LP_REASON_PP_LAYERS, reason, span);
-    /* the interleaved schedule and vp > 1 go together (vp = 1 with
-     * "interleaved" would duplicate 1f1b) */
-    if ((sched == LP_SCHED_INTERLEAVED) != (vp > 1))
-        return skip(s, index, LP_DIM_SCHEDULE, LP_REASON_SCHEDULE, reason, span);
-    /* micro-batch: global batch = mb * dp * (number of micro-batches) */
-    if (sw->train.global_batch % ((int64_t)mb * dp) != 0)
-        return skip(s, index, LP_DIM_MICRO_BATCH, LP_REASON_BATCH, reason, span);
-    /* sequence parallelism shards along the TP group: meaningless at tp = 1 */
-    if (sp && tp == 1) return skip(s, index, LP_DIM_SP, LP_REASON_SP, reason, span);
+    RULES_UPTO(LP_DIM_COUNT);
+#undef RULES_UPTO
 
     run->model = *m;
     run->system = *sys;
@@ -181,29 +176,9 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
     const int att = VAL(LP_DIM_ATTENTION);
     run->train.flash_attention = att != LP_ATTENTION_COUNT;
     run->train.attention = att != LP_ATTENTION_COUNT ? (enum lp_attention)att : LP_ATTENTION_FLASH2;
-    run->train.precision = (enum lp_prec)VAL(LP_DIM_PRECISION);
-    run->par.tp = tp;
-    run->par.pp = pp;
-    run->par.dp = dp;
-    run->par.cp = cp;
-    run->par.ep = ep;
-    run->par.vp = vp;
-    run->par.micro_batch = mb;
-    run->par.sequence_parallel = sp;
-    run->par.recompute = (enum lp_recompute)VAL(LP_DIM_RECOMPUTE);
-    run->par.zero = VAL(LP_DIM_ZERO);
-    run->par.schedule = (enum lp_schedule)sched;
-    /* a sweep splits experts like Megatron-Core's default (etp = tp) and
-     * layers with the balanced split */
-    run->par.etp = 0;
-    run->par.first_stage_layers = run->par.last_stage_layers = 0;
+    run->train.precision = view.precision;
+    run->par = p;
 #undef VAL
-    enum lp_reason why = lp_sim_validate(run);
-    if (why != LP_REASON_NONE) {
-        if (reason) *reason = why;
-        if (span) *span = 1;
-        return LP_SPACE_SKIP;
-    }
     if (reason) *reason = LP_REASON_NONE;
     if (span) *span = 1;
     return LP_SPACE_VALID;

@@ -400,8 +400,10 @@ static int parse_recompute(const char *s, int *o)
 }
 static int parse_schedule(const char *s, int *o)
 {
-    static const char *const n[] = {"gpipe", "1f1b", "interleaved", "zb", NULL};
-    return parse_among(s, o, n);
+    enum lp_schedule v; /* the one name table: config.c */
+    if (lp_schedule_parse(s, &v) != LP_OK) return LP_EINVAL;
+    *o = (int)v;
+    return LP_OK;
 }
 static int parse_attention(const char *s, int *o)
 {

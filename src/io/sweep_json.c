@@ -349,8 +349,12 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
     for (int i = 0; i < LP_ATTENTION_COUNT; i++)
         att_names[i] = lp_attention_name(true, (enum lp_attention)i);
     att_names[LP_ATTENTION_COUNT] = lp_attention_name(false, LP_ATTENTION_FLASH2);
-    static const char *const rc_names[] = {"none", "selective", "full"};
-    static const char *const sched_names[] = {"gpipe", "1f1b", "interleaved", "zb"};
+    /* the one name table of each enum: config.c's */
+    const char *rc_names[LP_RECOMPUTE_COUNT], *sched_names[LP_SCHED_COUNT];
+    for (int i = 0; i < LP_RECOMPUTE_COUNT; i++)
+        rc_names[i] = lp_recompute_name((enum lp_recompute)i);
+    for (int i = 0; i < LP_SCHED_COUNT; i++)
+        sched_names[i] = lp_schedule_name((enum lp_schedule)i);
     struct lp_err *err = c->err;
     int buf[LP_SWEEP_MAX_VALUES];
     struct vlist l = {0, buf, 0};
@@ -425,7 +429,7 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
     store(sw, LP_DIM_SP, &l);
     v = space ? cJSON_GetObjectItemCaseSensitive(space, "recompute") : NULL;
     if (v) {
-        LP_TRY(err, enum_values(c, v, "space.recompute", rc_names, 3, &l));
+        LP_TRY(err, enum_values(c, v, "space.recompute", rc_names, LP_RECOMPUTE_COUNT, &l));
     } else {
         l.n = 1;
         l.v[0] = LP_RECOMPUTE_NONE;
@@ -433,7 +437,7 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
     store(sw, LP_DIM_RECOMPUTE, &l);
     v = space ? cJSON_GetObjectItemCaseSensitive(space, "schedule") : NULL;
     if (v) {
-        LP_TRY(err, enum_values(c, v, "space.schedule", sched_names, 4, &l));
+        LP_TRY(err, enum_values(c, v, "space.schedule", sched_names, LP_SCHED_COUNT, &l));
     } else {
         /* default: 1f1b, and interleaved too when some vp > 1 */
         l.n = 1;

@@ -2,6 +2,7 @@
  * issue #21: refused with a message, or parsed into a space whose first
  * indices decode and simulate soundly. */
 #include "fuzz_common.h"
+#include "llmplan/io.h"
 #include "llmplan/search.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -2,10 +2,13 @@
 #ifndef LLMPLAN_TEST_FIXTURES_H
 #define LLMPLAN_TEST_FIXTURES_H
 
+#include <stdio.h>
 #include <string.h>
 
 #include "llmplan/config.h"
+#include "llmplan/io.h"
 #include "llmplan/profile.h"
+#include "llmplan/search.h"
 #include "llmplan/sim.h"
 
 /* GPT-3 175B on a DGX A100-like node (hand-set figures, no preset files):
@@ -72,6 +75,51 @@ static inline struct lp_sim *lp_fixture_schedule_sim(void)
     lp_cost_model_roofline(&cm, &g);
     struct lp_sim *sim = NULL;
     return lp_sim_create(&cm, &sim, NULL) == 0 ? sim : NULL;
+}
+
+/* A sweep parsed from JSON text; NULL (the message on stderr) when it does
+ * not parse. */
+static inline struct lp_sweep *lp_fixture_sweep(const char *text)
+{
+    struct lp_sweep *sw = NULL;
+    struct lp_err err;
+    lp_err_clear(&err);
+    if (lp_sweep_parse(text, "test.json", &sw, &err) != LP_OK) {
+        fprintf(stderr, "  parse failed: %s\n", err.msg);
+        return NULL;
+    }
+    return sw;
+}
+
+/* The configuration of digits dg as `llmplan simulate` would be given it
+ * (its plan object: dp stated), built without lp_space_decode. dp is 1
+ * when tp*pp*cp does not divide the GPUs (simulate cannot be asked that). */
+static inline void lp_fixture_run_of_digits(const struct lp_sweep *sw, const int *dg,
+                                            struct lp_run *r)
+{
+    memset(r, 0, sizeof(*r));
+#define V(d) (sw->values[(d)][dg[(d)]])
+    r->model = sw->models[dg[LP_DIM_MODEL]];
+    r->system = sw->systems[V(LP_DIM_SYSTEM)];
+    r->train = sw->train;
+    r->fw = sw->fws ? sw->fws[V(LP_DIM_FRAMEWORK)] : sw->fw;
+    const int att = V(LP_DIM_ATTENTION);
+    r->train.flash_attention = att != LP_ATTENTION_COUNT;
+    r->train.attention = att != LP_ATTENTION_COUNT ? (enum lp_attention)att : LP_ATTENTION_FLASH2;
+    r->train.precision = (enum lp_prec)V(LP_DIM_PRECISION);
+    r->par.tp = V(LP_DIM_TP);
+    r->par.pp = V(LP_DIM_PP);
+    r->par.cp = V(LP_DIM_CP);
+    r->par.ep = V(LP_DIM_EP);
+    r->par.vp = V(LP_DIM_VP);
+    const int mp = r->par.tp * r->par.pp * r->par.cp, gpus = V(LP_DIM_GPUS);
+    r->par.dp = mp <= gpus && gpus % mp == 0 ? gpus / mp : 1;
+    r->par.micro_batch = V(LP_DIM_MICRO_BATCH);
+    r->par.sequence_parallel = V(LP_DIM_SP) != 0;
+    r->par.recompute = (enum lp_recompute)V(LP_DIM_RECOMPUTE);
+    r->par.zero = V(LP_DIM_ZERO);
+    r->par.schedule = (enum lp_schedule)V(LP_DIM_SCHEDULE);
+#undef V
 }
 
 #endif

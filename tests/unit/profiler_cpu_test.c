@@ -2,6 +2,7 @@
  * the dry-run estimate and the nccl-tests bus-bandwidth conventions. Built by
  * profiler/CMakeLists.txt (it links llmplan_profiler_cpu). */
 #include "harness.h"
+#include "llmplan/io.h"
 #include "llmplan/search.h"
 #include "prof.h"
 

@@ -72,14 +72,17 @@ TEST(micro_batches_beyond_int)
     lp_sim_destroy(&sim);
 }
 
-/* tp*pp*dp*cp beyond an int: 65536^2 wrapped to 0 GPUs. */
+/* tp*pp*dp*cp beyond an int: 65536^2 wrapped to 0 GPUs. (cp x dp: the
+ * rules of tp and pp come first in the list, rules.c, and a tp or pp of
+ * 65536 fails them for GPT-3's shapes.) */
 TEST(gpu_product_beyond_int)
 {
     struct lp_run r;
     gpt3_run(&r);
-    r.par.tp = 1 << 16;
-    r.par.pp = 1 << 16;
-    r.par.dp = 1;
+    r.par.tp = 1;
+    r.par.pp = 1;
+    r.par.cp = 1 << 16;
+    r.par.dp = 1 << 16;
     r.par.sequence_parallel = false;
     ASSERT_EQ_INT(lp_sim_validate(&r), LP_REASON_RANGE);
     struct lp_cost_model cm;
@@ -107,6 +110,7 @@ TEST(space_products_beyond_int)
     model.heads = 1 << 16; /* so that tp = 65536 divides the heads */
     model.kv_heads = 1 << 16;
     model.layers = 1 << 16;
+    model.ffn_hidden = 1 << 16; /* and the FFN (the tp rules run before pp's GPU count) */
     sys = r.system;
     sys.gpus_per_node = 1 << 16;
     sw.models = &model;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "llmplan/io.h"
 #include "llmplan/search.h"
 #include "llmplan/shapes.h"
 

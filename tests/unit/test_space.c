@@ -4,6 +4,7 @@
  * lp_sim_validate. */
 #include <stdlib.h>
 
+#include "fixtures.h"
 #include "harness.h"
 #include "llmplan/io.h"
 #include "llmplan/search.h"
@@ -17,24 +18,10 @@ static const char *const SWEEP =
     "   \"sequence_parallel\": \"auto\", \"recompute\": \"auto\", \"zero\": [0, 1, 3],"
     "   \"schedule\": \"auto\"}}";
 
-static struct lp_sweep *parse(const char *text, int *th_failed_)
-{
-    struct lp_sweep *sw = NULL;
-    struct lp_err err;
-    lp_err_clear(&err);
-    int rc = lp_sweep_parse(text, "test.json", &sw, &err);
-    if (rc != LP_OK) {
-        fprintf(stderr, "  parse failed: %s\n", err.msg);
-        *th_failed_ = 1;
-        return NULL;
-    }
-    return sw;
-}
-
 TEST(parse_and_size)
 {
-    struct lp_sweep *sw = parse(SWEEP, th_failed_);
-    if (!sw) return;
+    struct lp_sweep *sw = lp_fixture_sweep(SWEEP);
+    ASSERT_TRUE(sw != NULL);
     ASSERT_EQ_INT(sw->nvalues[LP_DIM_GPUS], 4); /* 64, 128, 256, 512 */
     ASSERT_EQ_INT(sw->values[LP_DIM_GPUS][3], 512);
     /* pp auto: powers of two up to min(max gpus 512, layers 96) = 1..64 */
@@ -57,8 +44,8 @@ TEST(parse_and_size)
 
 TEST(round_trip)
 {
-    struct lp_sweep *sw = parse(SWEEP, th_failed_);
-    if (!sw) return;
+    struct lp_sweep *sw = lp_fixture_sweep(SWEEP);
+    ASSERT_TRUE(sw != NULL);
     struct lp_space s;
     ASSERT_OK(lp_space_init(&s, sw, NULL));
     srand(7);
@@ -84,33 +71,10 @@ TEST(round_trip)
     lp_sweep_destroy(&sw);
 }
 
-/* Fill a run from digits without lp_space_decode (independent path). */
-static void run_of(const struct lp_sweep *sw, const int *dg, struct lp_run *r)
-{
-    memset(r, 0, sizeof(*r));
-#define V(d) (sw->values[(d)][dg[(d)]])
-    r->model = sw->models[V(LP_DIM_MODEL)];
-    r->system = sw->systems[V(LP_DIM_SYSTEM)];
-    r->train = sw->train;
-    r->fw = sw->fw;
-    r->par.tp = V(LP_DIM_TP);
-    r->par.pp = V(LP_DIM_PP);
-    r->par.cp = V(LP_DIM_CP);
-    r->par.ep = V(LP_DIM_EP);
-    r->par.vp = V(LP_DIM_VP);
-    r->par.dp = V(LP_DIM_GPUS) / (r->par.tp * r->par.pp * r->par.cp);
-    r->par.micro_batch = V(LP_DIM_MICRO_BATCH);
-    r->par.sequence_parallel = V(LP_DIM_SP) != 0;
-    r->par.recompute = (enum lp_recompute)V(LP_DIM_RECOMPUTE);
-    r->par.zero = V(LP_DIM_ZERO);
-    r->par.schedule = (enum lp_schedule)V(LP_DIM_SCHEDULE);
-#undef V
-}
-
 TEST(skip_spans_and_validate)
 {
-    struct lp_sweep *sw = parse(SWEEP, th_failed_);
-    if (!sw) return;
+    struct lp_sweep *sw = lp_fixture_sweep(SWEEP);
+    ASSERT_TRUE(sw != NULL);
     struct lp_space s;
     ASSERT_OK(lp_space_init(&s, sw, NULL));
     static struct lp_run run, ref;
@@ -123,7 +87,7 @@ TEST(skip_spans_and_validate)
         ASSERT_TRUE(span >= 1 && i + span <= n);
         int dg[LP_DIM_COUNT];
         lp_space_digits(&s, i, dg);
-        run_of(sw, dg, &ref);
+        lp_fixture_run_of_digits(sw, dg, &ref);
         int gpus = sw->values[LP_DIM_GPUS][dg[LP_DIM_GPUS]];
         bool divides = gpus % (ref.par.tp * ref.par.pp * ref.par.cp) == 0;
         if (v == LP_SPACE_VALID) {
@@ -173,11 +137,11 @@ TEST(skip_spans_and_validate)
  * give dp = 8/tp, micro_batch 1, batch 64: 4 valid, 2 skipped. */
 TEST(hand_count)
 {
-    struct lp_sweep *sw = parse("{\"model\": \"gpt3-175b\", \"system\": \"dgx-a100-80gb\","
-                                " \"gpus\": 8, \"training\": {\"global_batch\": 64},"
-                                " \"space\": {\"tp\": [1, 2, 4, 8, 16, 3]}}",
-                                th_failed_);
-    if (!sw) return;
+    struct lp_sweep *sw =
+        lp_fixture_sweep("{\"model\": \"gpt3-175b\", \"system\": \"dgx-a100-80gb\","
+                         " \"gpus\": 8, \"training\": {\"global_batch\": 64},"
+                         " \"space\": {\"tp\": [1, 2, 4, 8, 16, 3]}}");
+    ASSERT_TRUE(sw != NULL);
     struct lp_space s;
     ASSERT_OK(lp_space_init(&s, sw, NULL));
     ASSERT_EQ_INT(lp_space_size(&s), 6);
@@ -197,10 +161,10 @@ TEST(hand_count)
 
 TEST(empty_space)
 {
-    struct lp_sweep *sw = parse("{\"model\": \"gpt3-175b\", \"system\": \"dgx-a100-80gb\","
-                                " \"gpus\": [], \"training\": {\"global_batch\": 64}}",
-                                th_failed_);
-    if (!sw) return;
+    struct lp_sweep *sw =
+        lp_fixture_sweep("{\"model\": \"gpt3-175b\", \"system\": \"dgx-a100-80gb\","
+                         " \"gpus\": [], \"training\": {\"global_batch\": 64}}");
+    ASSERT_TRUE(sw != NULL);
     struct lp_space s;
     ASSERT_OK(lp_space_init(&s, sw, NULL));
     ASSERT_EQ_INT(lp_space_size(&s), 0);
@@ -250,14 +214,13 @@ TEST(parse_errors)
 TEST(lists_and_ranges)
 {
     struct lp_sweep *sw =
-        parse("{\"models\": [\"gpt3-13b\", \"gpt3-175b\"],"
-              " \"systems\": [\"dgx-a100-80gb\", \"dgx-h100\"],"
-              " \"gpus\": {\"min\": 16, \"max\": 64, \"step\": 16},"
-              " \"training\": {\"global_batch\": 64, \"tokens\": 1e9}, \"top_k\": 3,"
-              " \"profile\": \"roofline\", \"output\": \"out\","
-              " \"space\": {\"dp\": [2, 4], \"zero\": \"auto\", \"vp\": [1, 2]}}",
-              th_failed_);
-    if (!sw) return;
+        lp_fixture_sweep("{\"models\": [\"gpt3-13b\", \"gpt3-175b\"],"
+                         " \"systems\": [\"dgx-a100-80gb\", \"dgx-h100\"],"
+                         " \"gpus\": {\"min\": 16, \"max\": 64, \"step\": 16},"
+                         " \"training\": {\"global_batch\": 64, \"tokens\": 1e9}, \"top_k\": 3,"
+                         " \"profile\": \"roofline\", \"output\": \"out\","
+                         " \"space\": {\"dp\": [2, 4], \"zero\": \"auto\", \"vp\": [1, 2]}}");
+    ASSERT_TRUE(sw != NULL);
     ASSERT_EQ_INT(sw->nvalues[LP_DIM_MODEL], 2);
     ASSERT_EQ_STR(sw->models[1].name, "gpt3-175b");
     ASSERT_EQ_STR(sw->systems[1].name, "dgx-h100");

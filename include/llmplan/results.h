@@ -1,0 +1,146 @@
+/* The reduction of a sweep's results (src/core/pareto.c): the Pareto front
+ * of (time, cost), the top-k per objective and the best per group,
+ * canonical under any merge order; the sweep's counters. Core: no MPI, no
+ * I/O. */
+#ifndef LLMPLAN_RESULTS_H
+#define LLMPLAN_RESULTS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "llmplan/sim.h"
+#include "llmplan/space.h"
+#include "llmplan/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- results: Pareto front and top-k ---- */
+
+/* One evaluated configuration, fixed size and pointer-free (sent over MPI and
+ * checkpointed as bytes between identical binaries). */
+struct lp_entry {
+    uint64_t index;
+    struct lp_run run;
+    struct lp_result res;
+};
+
+/* Objectives. Time: iteration_time_s. Cost: the training cost cost_usd when
+ * the sweep has a token budget (training.tokens > 0), else the cost of one
+ * iteration, cost_per_iteration_usd. Ties are broken by the memory per GPU
+ * (less first: more headroom), then by the index, so every ordering is
+ * total and the results canonical. */
+enum lp_objective { LP_OBJ_TIME = 0, LP_OBJ_COST, LP_OBJ_COUNT };
+double lp_entry_objective(const struct lp_entry *e, enum lp_objective o);
+
+/* A set of entries kept sorted (growable array; the only allocation is when
+ * it grows). */
+struct lp_entry_set {
+    struct lp_entry *e;
+    size_t n, cap;
+};
+
+/* The k best of one objective: a binary max-heap of small items (the k-th
+ * best at heap[0]) whose slots point into a store of entries, and a hash
+ * set of the indices present. An offer costs O(log k) and copies one entry
+ * only when it is kept (O(N log k) for N offers; a sorted array of entries
+ * cost O(N k) memmoves of ~2 KB entries). Unordered: read it through
+ * lp_results_top_sorted or lp_results_best. */
+struct lp_top_item {
+    double obj;
+    double mem; /* memory per GPU: the tie-break before the index */
+    uint64_t index;
+    size_t slot; /* into store */
+};
+struct lp_topk {
+    struct lp_entry *store; /* n used, cap allocated (grows to k) */
+    struct lp_top_item *heap;
+    uint64_t *set; /* open addressing, set_cap (a power of two >= 2k) */
+    size_t n, cap, set_cap;
+};
+
+/* The best entry per objective of one group of configurations (the
+ * configurations sharing the values of the "best_by" dimensions). */
+struct lp_group {
+    uint64_t key; /* mixed-radix number of the group dimensions' digits */
+    struct lp_entry best[LP_OBJ_COUNT];
+};
+
+/* The reduction state of a sweep: Pareto front of (time, cost), the k best
+ * per objective, and (with lp_results_group_by) the best per group. */
+struct lp_results {
+    int top_k;
+    struct lp_entry_set front;        /* sorted by (time, cost, index) */
+    struct lp_topk top[LP_OBJ_COUNT]; /* by (objective, index) */
+    int ngroup_dims;
+    uint64_t gstride[LP_GROUP_MAX]; /* index weight of the group dimensions */
+    int gradix[LP_GROUP_MAX];
+    struct lp_group *groups; /* sorted by key */
+    size_t ngroups, gcap;
+};
+
+/* Keep the best entry per objective of every group of the sweep's
+ * "best_by" dimensions (none: nothing). Call after lp_results_init. */
+void lp_results_group_by(struct lp_results *r, const struct lp_space *s);
+/* The digit of group dimension g (0 .. ngroup_dims-1) of a group key. */
+int lp_group_digit(const struct lp_results *r, uint64_t key, int g);
+
+/* The top-k of objective o, best first: *out gets a malloc'd array of n
+ * pointers into r (valid until r changes; free(*out) only). */
+int lp_results_top_sorted(const struct lp_results *r, enum lp_objective o,
+                          const struct lp_entry ***out, size_t *n, struct lp_err *err);
+/* The best entry of objective o, or NULL when there is none (O(k)). */
+const struct lp_entry *lp_results_best(const struct lp_results *r, enum lp_objective o);
+
+int lp_results_init(struct lp_results *r, int top_k, struct lp_err *err);
+void lp_results_free(struct lp_results *r);
+void lp_results_clear(struct lp_results *r);
+
+/* Offer one feasible entry (with finite objectives; others are ignored).
+ * An entry whose index is already present is ignored, so merging the same
+ * entries twice is harmless. Fails only on allocation. */
+int lp_results_add(struct lp_results *r, const struct lp_entry *e, struct lp_err *err);
+
+/* Same as lp_results_add for the entry {index, *run, *res}, without copying
+ * the configuration unless it is kept (the hot path of a sweep). */
+int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *run,
+                     const struct lp_result *res, struct lp_err *err);
+
+/* Merge src into dst: the result depends only on the union of the entries
+ * offered, not on the order of offers or merges. */
+int lp_results_merge(struct lp_results *dst, const struct lp_results *src, struct lp_err *err);
+
+/* Serialise to a flat array of entries: [front | top time | top cost and
+ * the groups' bests], with the three counts. Pack returns a malloc'd
+ * buffer; unpack adds them to r (every entry is offered to every list: an
+ * entry one rank rejected is rejected again, so the union is unchanged). */
+int lp_results_pack(const struct lp_results *r, struct lp_entry **buf, uint64_t counts[3],
+                    struct lp_err *err);
+int lp_results_unpack(struct lp_results *r, const struct lp_entry *buf, const uint64_t counts[3],
+                      struct lp_err *err);
+
+/* ---- counters ---- */
+
+/* Counters of a sweep (plain uint64 array so that MPI can sum it). */
+enum lp_count {
+    LP_COUNT_DONE = 0,  /* indices walked (evaluated + skipped) */
+    LP_COUNT_EVALUATED, /* dataset rows: feasible + infeasible */
+    LP_COUNT_FEASIBLE,
+    LP_COUNT_SKIPPED,
+    LP_COUNT_INFEASIBLE_BY_REASON, /* + enum lp_reason */
+    LP_COUNT_SKIPPED_BY_REASON = LP_COUNT_INFEASIBLE_BY_REASON + LP_REASON_COUNT,
+    /* feasible but excluded by the sweep's constraints (+ enum lp_constraint) */
+    LP_COUNT_EXCLUDED_BY_CONSTRAINT = LP_COUNT_SKIPPED_BY_REASON + LP_REASON_COUNT,
+    LP_COUNT_N = LP_COUNT_EXCLUDED_BY_CONSTRAINT + LP_CONS_COUNT
+};
+
+struct lp_counts {
+    uint64_t v[LP_COUNT_N];
+};
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

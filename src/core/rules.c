@@ -1,0 +1,240 @@
+/* The validity rules of a configuration, in one ordered list
+ * (include/llmplan/rules.h): lp_sim_validate runs them all, the space walk
+ * (space.c) runs each dimension's rules as it fixes that digit and skips the
+ * block below a failing one. Every rule reads only the dimensions up to its
+ * tag (the walk fills the later ones with the index's values too, so a rule
+ * that read past its tag would still give the right verdict but skip
+ * wrongly: tests/unit/test_space.c counts a walk by spans against one by
+ * one, tests/unit/test_feasibility.c compares every reason with
+ * lp_sim_validate's). */
+#include <stdint.h>
+
+#include "llmplan/arch.h"
+#include "llmplan/rules.h"
+
+/* ---- tp: the model's shapes and the node ---- */
+
+/* TP groups stay inside the scale-up domain (NVLink): Megatron places TP
+ * innermost and no framework runs it over the network */
+static bool tp_node(const struct lp_rule_view *v, double *a, double *b)
+{
+    const int G = lp_system_scale_up(v->system);
+    *a = v->par->tp;
+    *b = G;
+    return v->par->tp > G;
+}
+
+static bool tp_heads(const struct lp_rule_view *v, double *a, double *b)
+{
+    const struct lp_model *m = v->model;
+    const int tp = v->par->tp;
+    *a = tp;
+    *b = m->kv_heads % tp ? m->kv_heads : m->heads;
+    return m->heads % tp || m->kv_heads % tp;
+}
+
+/* Mamba heads and B/C groups split over TP */
+static bool tp_mamba(const struct lp_rule_view *v, double *a, double *b)
+{
+    const struct lp_model *m = v->model;
+    const int tp = v->par->tp;
+    if (m->mamba.version <= 0) return false;
+    const int nh = (int)lp_arch_mamba_heads(m), G = m->mamba.n_groups > 0 ? m->mamba.n_groups : 1;
+    *a = tp;
+    *b = m->mamba.version == 2 ? (nh % tp ? nh : G) : lp_arch_mamba_inner(m);
+    return (m->mamba.version == 2 && (nh % tp || G % tp)) || (int64_t)lp_arch_mamba_inner(m) % tp;
+}
+
+/* the FFN over TP, routed experts over the expert-TP group (etp, default tp) */
+static bool tp_ffn(const struct lp_rule_view *v, double *a, double *b)
+{
+    const struct lp_model *m = v->model;
+    const struct lp_parallel *p = v->par;
+    const int etp = p->etp > 0 ? p->etp : p->tp;
+    const int ffn = m->moe.experts > 0 ? m->moe.ffn_hidden : m->ffn_hidden;
+    *a = m->ffn_hidden % p->tp ? p->tp : etp;
+    *b = m->ffn_hidden % p->tp ? m->ffn_hidden : ffn;
+    return m->ffn_hidden % p->tp || ffn % etp ||
+           (m->moe.shared_experts > 0 && m->moe.shared_ffn_hidden % p->tp);
+}
+
+/* ---- pp, vp: the layers over the (virtual) stages ---- */
+
+/* The layers split over pp x vp chunks without an empty one (lp_arch_split,
+ * the simulator's own split). With vp = 1 decided at pp: more chunks split
+ * worse, so a pp that fails fails for every vp. */
+static bool split_fails(const struct lp_rule_view *v, int vp, double *a, double *b)
+{
+    struct lp_parallel p = *v->par;
+    p.vp = vp;
+    int first[LP_ARCH_SPLIT_CAP];
+    *a = (double)v->par->pp * v->par->vp;
+    *b = v->model->layers;
+    return lp_arch_split(v->model, &p, first, LP_ARCH_SPLIT_CAP) != 0;
+}
+
+/* stated first / last stage layers: no such monotony, decided at vp */
+static bool uneven(const struct lp_parallel *p)
+{
+    return p->first_stage_layers > 0 || p->last_stage_layers > 0;
+}
+
+static bool pp_layers(const struct lp_rule_view *v, double *a, double *b)
+{
+    return !uneven(v->par) && split_fails(v, 1, a, b);
+}
+
+static bool vp_layers(const struct lp_rule_view *v, double *a, double *b)
+{
+    return (v->par->vp > 1 || uneven(v->par)) && split_fails(v, v->par->vp, a, b);
+}
+
+/* ---- ranges: products of degrees and the micro-batch count stay within
+ * int (every later product of them, such as pp*vp or dp*cp, is then an int):
+ * LP_MAX_GPUS, LP_MAX_MICROBATCHES ---- */
+
+static bool range_gpus_fails(const struct lp_parallel *p, double *a, double *b)
+{
+    *a = (double)p->tp * p->pp * p->cp * p->dp;
+    *b = LP_MAX_GPUS;
+    return *a > LP_MAX_GPUS;
+}
+
+static bool range_gpus(const struct lp_rule_view *v, double *a, double *b)
+{
+    return range_gpus_fails(v->par, a, b);
+}
+
+static bool range_ep(const struct lp_rule_view *v, double *a, double *b)
+{
+    range_gpus_fails(v->par, a, b);
+    return (int64_t)v->par->ep > LP_MAX_GPUS;
+}
+
+static bool range_vp(const struct lp_rule_view *v, double *a, double *b)
+{
+    range_gpus_fails(v->par, a, b);
+    return (int64_t)v->par->pp * v->par->vp > LP_MAX_GPUS;
+}
+
+static int64_t micro_batches(const struct lp_rule_view *v)
+{
+    return v->train->global_batch / ((int64_t)v->par->micro_batch * v->par->dp);
+}
+
+static bool range_micro(const struct lp_rule_view *v, double *a, double *b)
+{
+    const int64_t micro = micro_batches(v);
+    *a = (double)micro * v->par->vp;
+    *b = LP_MAX_MICROBATCHES;
+    return micro > LP_MAX_MICROBATCHES / v->par->vp;
+}
+
+/* ---- cp, ep ---- */
+
+/* the sequence splits into 2 cp chunks (load-balanced causal CP) */
+static bool cp_seq(const struct lp_rule_view *v, double *a, double *b)
+{
+    *a = 2 * v->par->cp;
+    *b = v->model->seq_len;
+    return v->par->cp > 1 && v->model->seq_len % (2 * v->par->cp);
+}
+
+/* MoE parallel folding (Megatron-Core): the expert layers' EP x ETP x
+ * expert-DP grid covers the dense layers' TP x CP x DP ranks; a dense model
+ * has ep = etp = 1 */
+static bool ep_grid(const struct lp_rule_view *v, double *a, double *b)
+{
+    const struct lp_parallel *p = v->par;
+    const struct lp_model *m = v->model;
+    const int etp = p->etp > 0 ? p->etp : p->tp;
+    *a = *b = 0;
+    if (m->moe.experts == 0) return p->ep != 1 || p->etp > 1;
+    return m->moe.experts % p->ep || ((int64_t)p->tp * p->cp * p->dp) % ((int64_t)p->ep * etp);
+}
+
+/* ---- schedule, micro-batch ---- */
+
+/* the interleaved schedule and vp > 1 go together (vp = 1 with
+ * "interleaved" would duplicate 1f1b), over at least two stages */
+static bool schedule(const struct lp_rule_view *v, double *a, double *b)
+{
+    const struct lp_parallel *p = v->par;
+    *a = *b = 0;
+    if (p->vp > 1) return p->schedule != LP_SCHED_INTERLEAVED || p->pp < 2;
+    return p->schedule == LP_SCHED_INTERLEAVED;
+}
+
+/* global batch = micro_batch * dp * (number of micro-batches) */
+static bool batch(const struct lp_rule_view *v, double *a, double *b)
+{
+    const int64_t mbdp = (int64_t)v->par->micro_batch * v->par->dp;
+    *a = (double)mbdp;
+    *b = (double)v->train->global_batch;
+    return v->train->global_batch % mbdp != 0;
+}
+
+/* interleaving runs the micro-batches in groups of pp (Megatron) */
+static bool schedule_micro(const struct lp_rule_view *v, double *a, double *b)
+{
+    *a = *b = 0;
+    return v->par->vp > 1 && micro_batches(v) % v->par->pp;
+}
+
+/* ---- settings ---- */
+
+/* sequence parallelism shards along the TP group: meaningless at tp = 1 */
+static bool sp(const struct lp_rule_view *v, double *a, double *b)
+{
+    *a = *b = 0;
+    return v->par->sequence_parallel && v->par->tp < 2;
+}
+
+static bool zero(const struct lp_rule_view *v, double *a, double *b)
+{
+    const struct lp_parallel *p = v->par;
+    *a = *b = 0;
+    return p->zero < 0 || p->zero > 3 || (p->zero == 3 && p->pp > 1);
+}
+
+static bool precision(const struct lp_rule_view *v, double *a, double *b)
+{
+    *a = *b = 0;
+    return !(v->system->gpu.peak_flops[v->precision] > 0);
+}
+
+const struct lp_rule lp_rules[] = {
+    {LP_DIM_TP, LP_REASON_TP_NODE, tp_node},
+    {LP_DIM_TP, LP_REASON_TP_HEADS, tp_heads},
+    {LP_DIM_TP, LP_REASON_TP_HEADS, tp_mamba},
+    {LP_DIM_TP, LP_REASON_TP_FFN, tp_ffn},
+    {LP_DIM_PP, LP_REASON_PP_LAYERS, pp_layers},
+    {LP_DIM_CP, LP_REASON_RANGE, range_gpus},
+    {LP_DIM_CP, LP_REASON_CP_SEQ, cp_seq},
+    {LP_DIM_EP, LP_REASON_RANGE, range_ep},
+    {LP_DIM_EP, LP_REASON_EP, ep_grid},
+    {LP_DIM_VP, LP_REASON_RANGE, range_vp},
+    {LP_DIM_VP, LP_REASON_PP_LAYERS, vp_layers},
+    {LP_DIM_SCHEDULE, LP_REASON_SCHEDULE, schedule},
+    {LP_DIM_MICRO_BATCH, LP_REASON_RANGE, range_micro},
+    {LP_DIM_MICRO_BATCH, LP_REASON_BATCH, batch},
+    {LP_DIM_MICRO_BATCH, LP_REASON_SCHEDULE, schedule_micro},
+    {LP_DIM_SP, LP_REASON_SP, sp},
+    {LP_DIM_ZERO, LP_REASON_ZERO, zero},
+    {LP_DIM_PRECISION, LP_REASON_PRECISION, precision},
+};
+const int lp_rule_count = (int)(sizeof(lp_rules) / sizeof(lp_rules[0]));
+
+enum lp_reason lp_rules_validate(const struct lp_run *run, double *a, double *b)
+{
+    const struct lp_parallel *p = &run->par;
+    *a = *b = 0;
+    if (p->tp < 1 || p->pp < 1 || p->dp < 1 || p->cp < 1 || p->ep < 1 || p->vp < 1 ||
+        p->micro_batch < 1)
+        return LP_REASON_GPU_COUNT;
+    const struct lp_rule_view v = {&run->model, &run->system, &run->train, p, run->train.precision};
+    for (int k = 0; k < lp_rule_count; k++)
+        if (lp_rules[k].fails(&v, a, b)) return lp_rules[k].reason;
+    *a = *b = 0;
+    return LP_REASON_NONE;
+}

@@ -1,0 +1,468 @@
+/* Parameters and memory per GPU (docs/simulator.md section 5): the
+ * parameters of every pipeline stage on one rank, the activations a layer
+ * keeps for its backward, the micro-batches in flight (the schedule's
+ * warm-up count, lp_sched_warmup in sim_schedule.c), and the peak over the
+ * stages; lp_sim_memory and lp_sim_max_batch. */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "llmplan/arch.h"
+#include "sim_internal.h"
+
+#define GIB (1024.0 * 1024.0 * 1024.0)
+/* CUDA context, cuBLAS/NCCL workspaces and allocator slack not visible to the
+ * model; typical PyTorch reserved-vs-allocated gap (stated, not fitted). */
+#define RUNTIME_RESERVE_BYTES (1.0 * GIB)
+
+static double etp_of(const struct lp_run *r)
+{
+    return r->par.etp > 0 ? r->par.etp : r->par.tp;
+}
+
+/* Parameters of one layer of kind k on one rank. */
+static double kind_params(const struct lp_run *r, int k)
+{
+    const double t = r->par.tp;
+    return lp_arch_mixer_params(&r->model, (enum lp_mixer)(k / LP_FFN_COUNT), t) +
+           lp_arch_ffn_params(&r->model, (enum lp_ffn)(k % LP_FFN_COUNT), t, etp_of(r), r->par.ep);
+}
+
+/* LoRA adapters of rank r on every linear of a layer of kind k (Hu et al.
+ * 2021): r (in + out) parameters each, split over TP like its weight. The
+ * attention and MLP linears as the model has them; an expert's adapters per
+ * local expert. */
+static double kind_lora(const struct lp_run *r, int k)
+{
+    const struct lp_model *m = &r->model;
+    const double rk = r->train.lora_rank, t = r->par.tp, h = m->hidden;
+    const double d = lp_arch_head_dim(m), nmat = m->ffn_act == LP_ACT_SWIGLU ? 3.0 : 2.0;
+    /* targets "moe" (Xia et al. 2024): the experts and routers only */
+    const bool all = r->train.lora_targets == LP_LORA_ALL;
+    const enum lp_mixer mx = all ? (enum lp_mixer)(k / LP_FFN_COUNT) : LP_MIX_NONE;
+    const enum lp_ffn ff = (enum lp_ffn)(k % LP_FFN_COUNT);
+    double p = 0;
+    if (mx == LP_MIX_ATTN || mx == LP_MIX_ATTN_LOCAL)
+        p += rk * (h + (m->heads + 2.0 * m->kv_heads) * d + m->heads * d + h) / t;
+    else if (mx == LP_MIX_MAMBA)
+        p += rk * (2.0 * h + 2.0 * lp_arch_mamba_inner(m)) / t;
+    const double mlp = rk * ((nmat - 1.0) * h + (nmat - 1.0) * m->ffn_hidden + m->ffn_hidden + h);
+    if (ff == LP_FFN_DENSE && all) p += mlp / t;
+    if (ff == LP_FFN_MOE) {
+        const double f = m->moe.ffn_hidden;
+        p += (double)m->moe.experts / r->par.ep * rk * ((nmat - 1.0) * (h + f) + (f + h)) /
+                 etp_of(r) +
+             rk * (h + m->moe.experts); /* the router's adapter */
+    }
+    return p;
+}
+
+void lp_sim_count_params(const struct lp_run *r, const struct lp_kinds *ks, const int *first,
+                         struct lp_params *pr)
+{
+    const struct lp_model *m = &r->model;
+    const struct lp_parallel *p = &r->par;
+    double t = p->tp, h = m->hidden;
+    double V = lp_sim_vocab_padded(r);
+    double kp[LP_KINDS] = {0}, kl[LP_KINDS] = {0};
+    for (int j = 0; j < ks->n; j++) {
+        const int k = ks->id[j];
+        kp[k] = kind_params(r, k);
+        kl[k] = r->train.lora_rank > 0 ? kind_lora(r, k) : 0.0;
+    }
+    pr->emb = V * h / t + (m->pos == LP_POS_LEARNED ? (double)m->seq_len * h : 0.0);
+    pr->head = (!m->tied_embeddings || p->pp > 1) ? V * h / t : 0.0;
+    double fnorm = (m->norm == LP_NORM_LAYERNORM ? 2.0 : 1.0) * h;
+    pr->fnorm = fnorm;
+    /* MTP modules on the last stage: their own weights, their layer, and a
+     * copy of the shared embedding when it lives on another stage */
+    int mk = ks->last;
+    double mtp = m->mtp_layers * (lp_arch_mtp_extra_params(m) + kp[mk]);
+    double mtp_lora = m->mtp_layers * kl[mk];
+    if (m->mtp_layers > 0 && p->pp > 1) mtp += V * h / t;
+    pr->stage0 = pr->stage_last = pr->stage_max = 0;
+    pr->train0 = pr->train_last = 0;
+    double best_body = -1;
+    for (int s = 0; s < p->pp; s++) {
+        double body = 0, lora = 0, dense_p = 0, moe_p = 0;
+        int nd = 0, nm = 0;
+        for (int c = 0; c < p->vp; c++) {
+            int n[LP_KINDS];
+            lp_chunk_kinds(ks, first, c * p->pp + s, n);
+            for (int j = 0; j < ks->n; j++) {
+                const int k = ks->id[j];
+                if (!n[k]) continue;
+                body += n[k] * kp[k];
+                lora += n[k] * kl[k];
+                if (k % LP_FFN_COUNT == LP_FFN_MOE) {
+                    nm += n[k];
+                    moe_p += n[k] * kp[k];
+                } else {
+                    nd += n[k];
+                    dense_p += n[k] * kp[k];
+                }
+            }
+        }
+        double all = body;
+        if (s == 0) all += pr->emb;
+        if (s == p->pp - 1) {
+            all += pr->head + fnorm + mtp;
+            lora += mtp_lora;
+        }
+        if (s == 0) {
+            pr->stage0 = all;
+            pr->train0 = r->train.lora_rank > 0 ? lora : all;
+        }
+        if (s == p->pp - 1) {
+            pr->stage_last = all;
+            pr->train_last = r->train.lora_rank > 0 ? lora : all;
+        }
+        if (all > pr->stage_max) pr->stage_max = all;
+        if (body > best_body) {
+            best_body = body;
+            pr->dense_layers_per_stage = nd;
+            pr->moe_layers_per_stage = nm;
+            pr->layer = nd > 0 ? dense_p / nd : kp[LP_MIX_ATTN * LP_FFN_COUNT + LP_FFN_DENSE];
+            pr->moe_layer = nm > 0 ? moe_p / nm : pr->layer;
+        }
+    }
+    pr->train_max = fmax(pr->train0, pr->train_last);
+}
+
+/* Activation bytes of one layer for one micro-batch as eager PyTorch
+ * keeps them under the Transformers model code (framework "hf"): the
+ * tensors autograd saves for backward, per token, e bytes per element.
+ *  - each eager RMSNorm (MixtralRMSNorm.forward): the fp32 input that pow
+ *    and the multiply save (4h) and the cast-back output the weight
+ *    multiply saves (e h);
+ *  - attention: the q/k/v projections' input (MatMul4Bit / F.linear save
+ *    it, e h), FlashAttention-2's q, k, v and output (e (2h + 2 g d)), the
+ *    o_proj input (e h);
+ *  - MoE, per routed token (top_k of them): the gathered
+ *    hidden_states[top_x] that w1 and w3 save (e h), w1's output that
+ *    SiLU saves, SiLU's and w3's outputs that the multiply saves, the
+ *    product that w2 saves (4 e f), w2's output that the routing-weight
+ *    multiply saves (e h); and the router's input (e h);
+ *  - dense MLP: fc1's input (e h), its outputs and product (4 e f).
+ * The LoRA adapters save their input (the same tensor) and an r-wide
+ * intermediate (neglected). */
+static double hf_layer_activation_bytes(const struct lp_run *r, bool attn_layer, enum lp_ffn ff)
+{
+    const struct lp_model *m = &r->model;
+    const double e = r->train.precision == LP_FP32 ? 4.0 : 2.0, h = m->hidden;
+    const double gd = (double)m->kv_heads * m->hidden / m->heads;
+    const double T = r->par.micro_batch * (double)m->seq_len / r->par.cp;
+    /* one norm before each part the layer has (a BlackMamba MoE layer is
+     * a norm and the experts only) */
+    const double norms =
+        ((attn_layer ? 1.0 : 0.0) + (ff != LP_FFN_NONE ? 1.0 : 0.0)) * (4.0 + e) * h;
+    const double attn = attn_layer ? e * h + e * (2.0 * h + 2.0 * gd) + e * h : 0.0;
+    double ffn = 0;
+    if (ff == LP_FFN_MOE)
+        ffn = e * h + m->moe.top_k * (e * h + 4.0 * e * m->moe.ffn_hidden + e * h);
+    else if (ff == LP_FFN_DENSE)
+        ffn = e * h + 4.0 * e * m->ffn_hidden;
+    return T * (norms + attn + ffn) / r->par.tp;
+}
+
+/* Activation bytes kept for the backward by one layer of kind k for one
+ * micro-batch (Korthikanti et al. 2022, Sec 4, generalised to GQA, SwiGLU,
+ * MLA, Mamba and MoE; docs/simulator.md). Per token, each block keeps its
+ * norm's input and its first linear's input (replicated across TP unless
+ * SP), a dropout mask (1 byte) when the model has dropout, and its
+ * TP-split intermediates. */
+static double layer_input_bytes(const struct lp_run *r)
+{
+    const struct lp_parallel *p = &r->par;
+    const double e = r->train.precision == LP_FP32 ? 4.0 : 2.0;
+    const double T = p->micro_batch * (double)r->model.seq_len / p->cp;
+    return T * r->model.hidden * e / (p->sequence_parallel ? p->tp : 1.0);
+}
+
+/* `covered`: a full recomputation redoes the layer, which keeps only its
+ * input. Otherwise the run's selective modules (lp_sim_rc_modules) drop
+ * what they redo: the attention scores (core_attn, unfused), the up
+ * projections' Q, K, V (mla_up_proj), the output of a norm that is a
+ * module of its own (layernorm: MLA's input norm, the MoE pre-MLP norm),
+ * the experts' activation output (moe_act), the shared experts'
+ * intermediates (shared_experts), and all but the block's input (mlp, moe). */
+static double kind_activation_bytes(const struct lp_run *r, int k, bool covered)
+{
+    const struct lp_model *m = &r->model;
+    const struct lp_parallel *p = &r->par;
+    const enum lp_mixer mx = (enum lp_mixer)(k / LP_FFN_COUNT);
+    const enum lp_ffn ff = (enum lp_ffn)(k % LP_FFN_COUNT);
+    double e = r->train.precision == LP_FP32 ? 4.0 : 2.0;
+    double t = p->tp, h = m->hidden, d = lp_arch_head_dim(m);
+    double s = (double)m->seq_len / p->cp, T = p->micro_batch * s;
+    if (covered) return layer_input_bytes(r);
+    /* eager PyTorch's saved tensors; a Mamba mixer runs the fused
+     * mamba_ssm kernels (mamba_inner_fn) under any framework: below */
+    const bool attn_layer = mx == LP_MIX_ATTN || mx == LP_MIX_ATTN_LOCAL;
+    if (r->fw.kind == LP_FW_HF && (attn_layer || (mx == LP_MIX_NONE && ff != LP_FFN_NONE)))
+        return hf_layer_activation_bytes(r, attn_layer, ff);
+    const unsigned mods = lp_sim_rc_modules(r);
+    const double mask = m->dropout ? h : 0.0;
+    double repl = 0, split = 0;
+    if (mx == LP_MIX_ATTN || mx == LP_MIX_ATTN_LOCAL) {
+        const struct lp_mla *q = &m->mla;
+        const double a = m->heads;
+        if (q->kv_lora_rank > 0) {
+            const double dqk = q->qk_nope_head_dim + q->qk_rope_head_dim;
+            /* replicated: norm and down-projection inputs, the two latents
+             * and the shared rope key; split: Q, K, V, projection input */
+            repl += e * (2.0 * h + q->q_lora_rank + q->kv_lora_rank + q->qk_rope_head_dim) + mask;
+            split += e * a * (2.0 * dqk + 2.0 * q->v_head_dim);
+            if (mods & LP_RC_LAYERNORM) repl -= e * h;
+            if (mods & LP_RC_MLA_UP_PROJ) split -= e * a * (2.0 * dqk + q->v_head_dim);
+        } else {
+            /* replicated: norm input, QKV input; split: Q, K, V, projection input */
+            repl += e * 2.0 * h + mask;
+            split += e * (2.0 * a * d + 2.0 * m->kv_heads * d);
+        }
+        const double keys =
+            mx == LP_MIX_ATTN_LOCAL && m->attention_window < s ? m->attention_window : s;
+        if (!r->train.flash_attention && !(mods & LP_RC_CORE_ATTN))
+            /* softmax output, dropout mask and output: 5as (softmax output
+             * only without dropout) */
+            split += a * keys * (m->dropout ? 2.0 * e + 1.0 : e);
+        if (r->train.flash_attention) split += 4.0 * a; /* log-sum-exp (fp32) */
+    } else if (mx == LP_MIX_MAMBA) {
+        const double di = lp_arch_mamba_inner(m), N = m->mamba.d_state;
+        repl += e * 2.0 * h + mask;
+        if (m->mamba.version == 2) {
+            const double G = m->mamba.n_groups > 0 ? m->mamba.n_groups : 1;
+            const double nh = lp_arch_mamba_heads(m);
+            /* in_proj output, conv output, scan output, gated norm output,
+             * and the fp32 chunk states (one per LP_SSD_CHUNK tokens) */
+            split += e * ((2.0 * di + 2.0 * G * N + nh) + (di + 2.0 * G * N) + 2.0 * di) +
+                     4.0 * di * N / LP_SSD_CHUNK;
+        } else {
+            const double R = lp_arch_mamba_dt_rank(m);
+            /* in_proj output, conv output, x_proj output, delta, scan and
+             * gated outputs */
+            split += e * (2.0 * di + di + R + 2.0 * N + 3.0 * di);
+        }
+    }
+    const bool swiglu = m->ffn_act == LP_ACT_SWIGLU;
+    if (ff == LP_FFN_DENSE && (mods & LP_RC_MLP)) {
+        repl += e * h; /* the checkpoint's input */
+    } else if (ff == LP_FFN_DENSE) {
+        repl += e * 2.0 * h + mask; /* norm input, fc1 input */
+        split += e * (swiglu ? 3.0 : 2.0) * m->ffn_hidden;
+    } else if (ff == LP_FFN_MOE && (mods & LP_RC_MOE)) {
+        repl += e * h;
+    } else if (ff == LP_FFN_MOE) {
+        const struct lp_moe *q = &m->moe;
+        const double load = q->dropless ? q->imbalance : q->capacity_factor;
+        repl += e * ((mods & LP_RC_LAYERNORM) ? 1.0 : 2.0) * h + mask;
+        /* each routed token's fc1 output and activation, and its permuted
+         * copy; the shared experts' like a dense MLP */
+        const double act = (mods & LP_RC_MOE_ACT) ? 0.0 : 1.0; /* the activation's output */
+        split += e * q->top_k * load *
+                 (((swiglu ? 2.0 : 1.0) + act) * q->ffn_hidden + lp_arch_moe_width(m));
+        if (!(mods & LP_RC_SHARED_EXPERTS))
+            split += e * (swiglu ? 3.0 : 2.0) * q->shared_experts * (double)q->shared_ffn_hidden;
+    }
+    double per_tok = repl / (p->sequence_parallel ? t : 1.0) + split / t;
+    return T * per_tok;
+}
+
+double lp_sim_layer_activation_bytes(const struct lp_run *run)
+{
+    return kind_activation_bytes(run, LP_MIX_ATTN * LP_FFN_COUNT + LP_FFN_DENSE,
+                                 lp_full_covers_all(&run->par));
+}
+
+/* Micro-batch chunks whose activations stage s holds at its peak: its
+ * warm-up forwards (the schedule's count) and the one before its first
+ * backward, at most all of them. */
+static int64_t in_flight(const struct lp_run *r, int s, int64_t micro)
+{
+    const struct lp_parallel *p = &r->par;
+    const int64_t w = lp_sched_warmup(p->schedule, p->pp, p->vp, micro, s) + 1;
+    return w < micro * p->vp ? w : micro * p->vp;
+}
+
+/* Peak memory per GPU: the stage whose weights, optimizer state,
+ * activations in flight and temporaries add up to the most. */
+void lp_sim_peak_memory(const struct lp_run *r, const struct lp_kinds *ks,
+                        const struct lp_params *pr, const int *first, int64_t micro,
+                        struct lp_memory *mem)
+{
+    const struct lp_parallel *p = &r->par;
+    const struct lp_model *m = &r->model;
+    struct lp_bytes_per_param b;
+    lp_sim_param_bytes(r, &b);
+    double nd = (double)p->dp * p->cp;
+    double w = b.w, g = b.g, o = b.o;
+    if (p->zero >= 1) o /= nd;
+    if (p->zero >= 2) g /= nd;
+    if (p->zero >= 3) w /= nd;
+    double e = r->train.precision == LP_FP32 ? 4.0 : 2.0;
+    double T = p->micro_batch * (double)m->seq_len / p->cp;
+    double t = p->tp;
+    double act[LP_KINDS] = {0}, kp[LP_KINDS] = {0}, kl[LP_KINDS] = {0};
+    for (int j = 0; j < ks->n; j++) {
+        const int k = ks->id[j];
+        act[k] = kind_activation_bytes(r, k, false);
+        kp[k] = kind_params(r, k);
+        kl[k] = r->train.lora_rank > 0 ? kind_lora(r, k) : 0.0;
+    }
+    const double input = layer_input_bytes(r);
+    /* A full recomputation redoes one checkpoint at a time (a group of
+     * recompute_layers layers under uniform): its activations (the largest
+     * kind the model has) are live during it; so are a block's under the
+     * recompute modules mlp and moe. */
+    const unsigned mods = lp_sim_rc_modules(r);
+    double redo = 0;
+    const int group =
+        p->recompute_method == LP_RC_UNIFORM && p->recompute_layers > 1 ? p->recompute_layers : 1;
+    if (p->recompute == LP_RECOMPUTE_FULL || (mods & (LP_RC_MLP | LP_RC_MOE))) {
+        struct lp_run tmp = *r;
+        tmp.par.recompute = LP_RECOMPUTE_SELECTIVE;
+        tmp.par.recompute_modules = mods & ~(unsigned)(LP_RC_MLP | LP_RC_MOE);
+        for (int j = 0; j < ks->n; j++)
+            redo = fmax(redo, kind_activation_bytes(&tmp, ks->id[j], false));
+        if (p->recompute == LP_RECOMPUTE_FULL) redo *= group;
+    }
+    double best = -1;
+    for (int s = 0; s < p->pp; s++) {
+        double params = 0, trained = 0, chunk_act = 0;
+        for (int c = 0; c < p->vp; c++) {
+            int n[LP_KINDS], nr[LP_KINDS], covered = 0;
+            lp_chunk_kinds(ks, first, c * p->pp + s, n);
+            lp_full_kinds(ks, p, first, c * p->pp + s, nr);
+            for (int j = 0; j < ks->n; j++) {
+                const int k = ks->id[j];
+                chunk_act += (n[k] - nr[k]) * act[k];
+                covered += nr[k];
+                params += n[k] * kp[k];
+                trained += n[k] * kl[k];
+            }
+            /* the checkpoints' inputs: one per layer, one per group */
+            chunk_act += input * ((covered + group - 1) / group);
+        }
+        if (s == 0) params = pr->stage0;
+        if (s == p->pp - 1) params = pr->stage_last;
+        if (r->train.lora_rank <= 0) trained = params;
+        if (s == p->pp - 1 && r->train.lora_rank > 0) trained = pr->train_last;
+        if (s == 0 && r->train.lora_rank > 0) trained = pr->train0;
+        double inflight = (double)in_flight(r, s, micro);
+        double a = inflight * chunk_act / p->vp + redo;
+        if (s == p->pp - 1 && m->mtp_layers > 0) /* MTP layers' activations */
+            a += inflight * m->mtp_layers * (lp_full_covers_all(p) ? input : act[ks->last]);
+        if (s == 0) /* embedding output and its dropout mask */
+            a += inflight * T * (e + 1.0) * m->hidden / (p->sequence_parallel ? t : 1.0);
+        double temp = RUNTIME_RESERVE_BYTES + 2.0 * T * m->hidden * e; /* comm buffers */
+        if (s == p->pp - 1) /* logits (e) and their fp32 softmax/grad of one micro-batch */
+            temp += T * lp_sim_vocab_padded(r) / t * (e + 4.0);
+        if (r->train.lora_rank > 0 && r->train.lora_base_bits < 16)
+            /* bitsandbytes dequantises a frozen weight into a 16-bit
+             * temporary before each use (MatMul4Bit): the largest, an
+             * expert's or the MLP's h x f, is alive with the activations */
+            temp += (double)m->hidden / t *
+                    fmax(m->ffn_hidden, m->moe.experts > 0 ? m->moe.ffn_hidden : 0) * e;
+        if (s == p->pp - 1 && r->fw.xent == LP_XENT_UPCAST)
+            /* Transformers: the fp32 logits the output keeps, log_softmax's
+             * output, and in backward its gradient and the fp32 gradient of
+             * the shifted copy: three more fp32 tensors of the logits */
+            temp += T * lp_sim_vocab_padded(r) / t * 12.0;
+        if (p->zero >= 3) /* two layers' gathered parameters (prefetch) */
+            temp += 2.0 * pr->layer * b.w;
+        /* fine-tuning: frozen base weights in their storage precision, the
+         * adapters' weights, gradients and optimizer states as in training */
+        double wbytes = params * w;
+        if (r->train.lora_rank > 0) {
+            /* bitsandbytes quantises the linear layers of the blocks only:
+             * the embedding (nn.Embedding) and the output layer (Transformers
+             * get_keys_to_not_convert keeps lm_head) stay in 16 bits; 4-bit
+             * weights carry an 8-bit absmax per 64 and, with double
+             * quantisation, an fp32 constant per 256 absmax (Dettmers et al.
+             * 2023 Sec 3: 0.127 bits per parameter) */
+            const double ends =
+                (s == 0 ? pr->emb : 0.0) + (s == p->pp - 1 ? pr->head + pr->fnorm : 0.0);
+            const double qbits =
+                r->train.lora_base_bits +
+                (r->train.lora_base_bits == 4 ? 8.0 / 64.0 + 32.0 / (64.0 * 256.0) : 0.0);
+            wbytes = (params - ends) * qbits / 8.0 + ends * w + trained * w;
+        }
+        if (lp_sim_hf_pure16(r))
+            /* the optimizer step, after the activations are freed: the new
+             * list _foreach_sqrt(exp_avg_sqs) makes, one element per trained
+             * parameter (torch/optim/adamw.py, _multi_tensor_adamw) */
+            temp = fmax(temp, RUNTIME_RESERVE_BYTES + trained * e - a);
+        double tot = wbytes + trained * (g + o) + a + temp;
+        if (tot > best) {
+            best = tot;
+            mem->weights_bytes = wbytes;
+            mem->grads_bytes = trained * g;
+            mem->optimizer_bytes = trained * o;
+            mem->activations_bytes = a;
+            mem->temp_bytes = temp;
+            mem->total_bytes = tot;
+        }
+    }
+}
+
+/* The run as one batch of its dataset sees it (training.dataset): the
+ * sequence is the batch's padded length, expected (worst = false: time) or
+ * of its longest queries (worst = true: the batch that must fit). */
+const struct lp_run *lp_sim_dataset_view(const struct lp_run *r, struct lp_run *tmp, bool worst)
+{
+    if (r->train.dataset.nbins <= 0) return r;
+    *tmp = *r;
+    tmp->model.seq_len =
+        (int)ceil(lp_dataset_batch_len(&r->train.dataset, r->par.micro_batch, worst));
+    return tmp;
+}
+
+void lp_sim_memory(const struct lp_run *run, struct lp_memory *mem)
+{
+    struct lp_params pr;
+    int first[LP_SCHED_MAX_VSTAGES + 1];
+    struct lp_run tmp;
+    run = lp_sim_dataset_view(run, &tmp, true);
+    memset(mem, 0, sizeof(*mem));
+    if (lp_arch_split(&run->model, &run->par, first, LP_SCHED_MAX_VSTAGES + 1) != 0) return;
+    struct lp_kinds ks;
+    lp_kinds_scan(&run->model, &ks, NULL, 0);
+    lp_sim_count_params(run, &ks, first, &pr);
+    /* a configuration the range rules refuse: no micro-batch count in an int */
+    const int64_t micro = lp_sim_micro_batches(run);
+    lp_sim_peak_memory(run, &ks, &pr, first, micro > 0 && micro <= LP_MAX_MICROBATCHES ? micro : 1,
+                       mem);
+}
+
+static bool batch_fits(struct lp_run *r, int mb, int64_t micro)
+{
+    struct lp_memory m;
+    r->par.micro_batch = mb;
+    r->train.global_batch = (int64_t)mb * r->par.dp * micro;
+    if (lp_sim_validate(r) != LP_REASON_NONE) return false;
+    lp_sim_memory(r, &m);
+    return m.total_bytes <= r->system.gpu.mem_bytes;
+}
+
+int lp_sim_max_batch(const struct lp_run *run)
+{
+    struct lp_run r = *run;
+    const int64_t micro =
+        run->par.micro_batch > 0 && run->par.dp > 0
+            ? run->train.global_batch / ((int64_t)run->par.micro_batch * run->par.dp)
+            : 1;
+    const int64_t m = micro > 0 ? micro : 1;
+    int lo = 0, hi = 1;
+    while (hi <= (1 << 20) && batch_fits(&r, hi, m)) {
+        lo = hi;
+        hi *= 2;
+    }
+    while (hi - lo > 1) { /* lo fits, hi does not */
+        int mid = lo + (hi - lo) / 2;
+        if (batch_fits(&r, mid, m))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}

@@ -1,0 +1,173 @@
+/* MoE, EP and CP figures of the workload model checked against hand
+ * computations on the roofline backend (cost_roofline.c: every operator
+ * costs launch + max(flops / (peak eff_c), bytes / (bw eff_m)), every
+ * collective runs at 0.8 of the link):
+ *   - the EP all-to-all of a dispatch and a combine (sim_workload.c
+ *     dispatch_time, sim_comm.c lp_coll_time), inside a node and across two;
+ *   - the local experts' GEMMs (te tokens each, te = T ep top_k / E x load);
+ *   - the CP ring exchange of K and V (cp - 1 steps of the local block,
+ *     hidden behind the attention core up to its length).
+ * The sustained-clock throttle is switched off (sustained_frac 1) so that
+ * the operator classes are the backend's times. */
+#include <math.h>
+
+#include "fixtures.h"
+#include "harness.h"
+#include "sim_internal.h"
+
+#define RL_LAUNCH 5e-6
+#define RL_GEMM 0.80
+#define RL_MEM 0.85
+#define RL_COLL 0.80
+
+/* A small MoE model: 8 experts, top 2, GELU experts of 2048, no shared
+ * experts, dropless with imbalance 1.25; TP 1, EP 4, DP 4. */
+static void moe_run(struct lp_run *r)
+{
+    lp_fixture_gpt3_run(r);
+    struct lp_model *m = &r->model;
+    m->layers = 4;
+    m->hidden = 1024;
+    m->heads = 16;
+    m->kv_heads = 16;
+    m->ffn_hidden = 4096;
+    m->seq_len = 4096;
+    m->vocab = 32000;
+    m->moe.experts = 8;
+    m->moe.top_k = 2;
+    m->moe.ffn_hidden = 2048;
+    m->moe.layer_freq = 1;
+    m->moe.dropless = true;
+    m->moe.imbalance = 1.25;
+    r->system.gpu.sustained_frac = 1.0;
+    r->par = (struct lp_parallel){.tp = 1,
+                                  .pp = 1,
+                                  .dp = 4,
+                                  .cp = 1,
+                                  .ep = 4,
+                                  .vp = 1,
+                                  .micro_batch = 2,
+                                  .schedule = LP_SCHED_1F1B};
+    r->train.global_batch = 64;
+    r->fw.ep_overlap = false;
+    r->fw.tp_overlap = false;
+    r->fw.dispatcher = LP_DISPATCH_ALLTOALL;
+}
+
+static double hand_gemm(const struct lp_gpu *g, double m, double n, double k)
+{
+    const double tc = 2.0 * m * n * k / (g->peak_flops[LP_BF16] * RL_GEMM);
+    const double tm = 2.0 * (m * k + k * n + m * n) / (g->mem_bw_Bps * RL_MEM);
+    return RL_LAUNCH + fmax(tc, tm);
+}
+
+/* The shape costs of r on the roofline backend of its GPU. */
+static void shape_cost(const struct lp_run *r, struct lp_shape_cost *sc)
+{
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r->system.gpu);
+    lp_shape_cost_compute(&cm, r, sc);
+}
+
+#define CLOSE(a, b) ASSERT_TRUE(fabs((a) - (b)) <= 1e-9 * fabs(b) + 1e-15)
+
+TEST(ep_all_to_all_inside_a_node)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    ASSERT_EQ_INT(lp_sim_validate(&r), LP_REASON_NONE);
+    static struct lp_shape_cost sc;
+    shape_cost(&r, &sc);
+    /* T = mb s / cp = 8192 tokens, each routed to 2 experts at 1.25 the
+     * mean: 8192 x 2 x 1.25 copies of 1024 bf16 values = 41.94 MB; an
+     * all-to-all over 4 ranks moves (n-1)/n of it at 0.8 x 300 GB/s after
+     * (n-1) link latencies; dispatch + combine in each pass */
+    const double bytes = 8192.0 * 2 * 1.25 * 1024 * 2;
+    const double one = 3 * 3e-6 + bytes * 3.0 / 4.0 / (RL_COLL * 300e9);
+    CLOSE(sc.ffn[LP_FFN_MOE].comm_fwd_s, 2 * one);
+    CLOSE(sc.ffn[LP_FFN_MOE].comm_bwd_s, 2 * one);
+    ASSERT_TRUE(one > 1e-4); /* 0.131 ms: not a vanishing term */
+}
+
+TEST(ep_all_to_all_across_nodes)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    r.system.gpus_per_node = 2; /* the EP group of 4 spans two nodes */
+    ASSERT_EQ_INT(lp_sim_validate(&r), LP_REASON_NONE);
+    static struct lp_shape_cost sc;
+    shape_cost(&r, &sc);
+    /* k = 2 members per node drive two NICs: link min(300, 2 x 25) GB/s;
+     * the alpha of an inter-node all-to-all is (n - 1) network latencies
+     * over the k members (lp_coll_time) */
+    const double bytes = 8192.0 * 2 * 1.25 * 1024 * 2;
+    const double one = 3 * 5e-6 / 2 + bytes * 3.0 / 4.0 / (RL_COLL * 50e9);
+    CLOSE(sc.ffn[LP_FFN_MOE].comm_fwd_s, 2 * one);
+}
+
+TEST(expert_gemms)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    static struct lp_shape_cost sc;
+    shape_cost(&r, &sc);
+    const struct lp_gpu *g = &r.system.gpu;
+    /* the router: T x E x h; each of the E/ep = 2 local experts receives
+     * te = T ep top_k / E x 1.25 = 8192 x 4 x 2 / 8 x 1.25 = 10240 tokens and
+     * runs fc1 (te x 2048 x 1024) and fc2 (te x 1024 x 2048) */
+    const double T = 8192, te = T * 4 * 2 / 8 * 1.25;
+    ASSERT_TRUE(te == 10240);
+    const double fwd = hand_gemm(g, T, 8, 1024) +
+                       2 * (hand_gemm(g, te, 2048, 1024) + hand_gemm(g, te, 1024, 2048));
+    CLOSE(sc.ffn[LP_FFN_MOE].op_fwd[LP_OPC_GEMM], fwd);
+    /* the backward: data and weight gradients of each, (M, K, N) and (K, N, M) */
+    const double bwd = hand_gemm(g, T, 1024, 8) + hand_gemm(g, 1024, 8, T) +
+                       2 * (hand_gemm(g, te, 1024, 2048) + hand_gemm(g, 1024, 2048, te) +
+                            hand_gemm(g, te, 2048, 1024) + hand_gemm(g, 2048, 1024, te));
+    CLOSE(sc.ffn[LP_FFN_MOE].op_bwd[LP_OPC_GEMM], bwd);
+    /* twice the experts per rank (EP 2) doubles the experts' share */
+    r.par.ep = 2;
+    r.par.dp = 4;
+    static struct lp_shape_cost sc2;
+    shape_cost(&r, &sc2);
+    const double te2 = T * 2 * 2 / 8 * 1.25;
+    CLOSE(sc2.ffn[LP_FFN_MOE].op_fwd[LP_OPC_GEMM],
+          hand_gemm(g, T, 8, 1024) +
+              4 * (hand_gemm(g, te2, 2048, 1024) + hand_gemm(g, te2, 1024, 2048)));
+}
+
+TEST(cp_ring_exchange)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    r.model.moe = (struct lp_moe){0};
+    r.par.ep = 1;
+    r.par.cp = 2;
+    r.par.dp = 2;
+    /* a slow link, so that the ring is longer than the attention it hides
+     * behind and its exposed part is a difference of two known times */
+    r.system.intra.bw_Bps = 2e9;
+    ASSERT_EQ_INT(lp_sim_validate(&r), LP_REASON_NONE);
+    static struct lp_shape_cost sc;
+    shape_cost(&r, &sc);
+    /* each rank holds T = 2 x 4096 / 2 = 4096 tokens; its K and V block is
+     * 2 x 4096 x 16 heads x 64 x 2 bytes = 16.8 MB, sent cp - 1 = 1 time to
+     * the neighbour TP 1 rank away: latency + bytes / (0.8 x 2 GB/s) */
+    const double kv = 2.0 * 4096 * 16 * 64 * 2;
+    const double ring = 1 * (3e-6 + kv / (RL_COLL * 2e9));
+    const struct lp_layer_cost *a = &sc.mix[LP_MIX_ATTN];
+    const double af = a->op_fwd[LP_OPC_ATTN], ab = a->op_bwd[LP_OPC_ATTN];
+    ASSERT_TRUE(af > 0 && ring > 2 * ab);
+    CLOSE(a->comm_fwd_s, ring - af);
+    CLOSE(a->comm_bwd_s, 2 * ring - ab);
+    /* at cp 4 the ring has three steps of a block half the size */
+    r.par.cp = 4;
+    r.par.dp = 1;
+    static struct lp_shape_cost sc4;
+    shape_cost(&r, &sc4);
+    const double ring4 = 3 * (3e-6 + kv / 2 / (RL_COLL * 2e9));
+    CLOSE(sc4.mix[LP_MIX_ATTN].comm_fwd_s, ring4 - sc4.mix[LP_MIX_ATTN].op_fwd[LP_OPC_ATTN]);
+}
+
+TH_MAIN(TH_CASE(ep_all_to_all_inside_a_node), TH_CASE(ep_all_to_all_across_nodes),
+        TH_CASE(expert_gemms), TH_CASE(cp_ring_exchange))

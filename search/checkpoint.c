@@ -20,7 +20,9 @@
 #include "search_internal.h"
 
 #define CK_MAGIC "LPCKPT1"
-#define CK_VERSION 4 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18) */
+#define CK_VERSION                                                                                 \
+    5 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                        \
+       * optional objectives, the run dimensions and their columns (#17) */
 
 struct ck_header {
     char magic[8];

@@ -31,6 +31,12 @@ extern "C" {
  * span). dp is not a dimension: it is derived as gpus / (tp*pp*cp). */
 enum lp_dim {
     LP_DIM_MODEL = 0,
+    /* the sequence length and the global batch (issue #17): 0 = the model's
+     * seq_len / the training block's global_batch (a sweep that does not
+     * list them: radix 1, every index as before); above the checks that
+     * use them (cp_seq, batch) so that a failing prefix still skips */
+    LP_DIM_SEQ_LEN,
+    LP_DIM_GLOBAL_BATCH,
     LP_DIM_SYSTEM,
     LP_DIM_GPUS,
     LP_DIM_TP,
@@ -49,6 +55,7 @@ enum lp_dim {
     LP_DIM_FRAMEWORK, /* index into lp_sweep.fws */
     LP_DIM_ATTENTION, /* enum lp_attention, or LP_ATTENTION_COUNT = unfused */
     LP_DIM_PRECISION, /* enum lp_prec */
+    LP_DIM_FINETUNE,  /* index into lp_sweep.fts (none listed: the training block's) */
     LP_DIM_COUNT
 };
 
@@ -88,6 +95,34 @@ enum lp_constraint lp_constraints_check(const struct lp_constraints *c, const st
                                         const struct lp_result *res);
 bool lp_constraints_any(const struct lp_constraints *c);
 
+/* Objectives, each minimised. Time: iteration_time_s. Cost: the training
+ * cost cost_usd when the sweep has a token budget (training.tokens > 0),
+ * else the cost of one iteration, cost_per_iteration_usd. The two optional
+ * ones (the sweep's "objectives", issue #17): tokens per dollar
+ * (-tokens_per_usd, the bill's: src/core/bill.c) and the loss the plan's
+ * model reaches on its token budget (lp_result.loss, a fit of
+ * include/llmplan/loss.h), ties by cost: "the lowest loss, at its cheapest".
+ * Ties are broken by the memory per GPU (less first: more headroom), then by
+ * the index, so every ordering is total and the results canonical. */
+enum lp_objective {
+    LP_OBJ_TIME = 0,
+    LP_OBJ_COST,
+    LP_OBJ_TOKENS_PER_USD,
+    LP_OBJ_LOSS,
+    LP_OBJ_COUNT
+};
+/* The objectives every sweep ranks by (the others only when asked for). */
+#define LP_OBJ_ALWAYS 2
+/* One value of the "finetune" dimension: full training (lora_rank 0) or
+ * LoRA / QLoRA settings (struct lp_training's lora_* fields), and its name
+ * in sweep.h5 and best_by groups ("full", "lora-r16", "lora-r16-4bit"). */
+struct lp_sweep_finetune {
+    int lora_rank, lora_base_bits;
+    enum lp_lora_targets lora_targets;
+    double lora_dropout;
+    char name[48];
+};
+
 /* Most dimensions a sweep's "best_by" may group by. */
 #define LP_GROUP_MAX 4
 
@@ -110,6 +145,7 @@ struct lp_sweep {
     struct lp_training train;
     struct lp_framework_opts fw;   /* the first (or only) framework */
     struct lp_framework_opts *fws; /* nvalues[LP_DIM_FRAMEWORK] frameworks */
+    struct lp_sweep_finetune *fts; /* nvalues[LP_DIM_FINETUNE] entries */
     /* "" = data/profiles/<gpu>.h5 of each system's GPU; "roofline"; "synth";
      * or a profile file path (used for every system without its own
      * lp_system.profile: a system key, or the sweep's "profile" map). */
@@ -119,6 +155,10 @@ struct lp_sweep {
     struct lp_constraints cons;     /* "constraints" */
     int nbest_by;                   /* "best_by": group by these dimensions */
     enum lp_dim best_by[LP_GROUP_MAX];
+    /* "objectives": the optional objectives asked for (indexed by enum
+     * lp_objective; time and cost are always ranked) and "loss_fit" */
+    bool objectives[LP_OBJ_COUNT];
+    int loss_fit; /* enum lp_loss_fit */
 };
 
 /* Parse a sweep (docs/search.md). origin names the file in messages. */
@@ -174,13 +214,11 @@ struct lp_entry {
     struct lp_result res;
 };
 
-/* Objectives. Time: iteration_time_s. Cost: the training cost cost_usd when
- * the sweep has a token budget (training.tokens > 0), else the cost of one
- * iteration, cost_per_iteration_usd. Ties are broken by the memory per GPU
- * (less first: more headroom), then by the index, so every ordering is
- * total and the results canonical. */
-enum lp_objective { LP_OBJ_TIME = 0, LP_OBJ_COST, LP_OBJ_COUNT };
 double lp_entry_objective(const struct lp_entry *e, enum lp_objective o);
+/* The key of an optional objective in the sweep's "objectives", and the
+ * name of its list in plans.json (top_<name>) and of a group's best. */
+const char *lp_objective_name(enum lp_objective o);
+const char *lp_objective_best_name(enum lp_objective o);
 
 /* A set of entries kept sorted (growable array; the only allocation is when
  * it grows). */
@@ -197,7 +235,8 @@ struct lp_entry_set {
  * lp_results_top_sorted or lp_results_best. */
 struct lp_top_item {
     double obj;
-    double mem; /* memory per GPU: the tie-break before the index */
+    double obj2; /* the loss objective's tie-break (cost); 0 for the others */
+    double mem;  /* memory per GPU: the tie-break before the index */
     uint64_t index;
     size_t slot; /* into store */
 };
@@ -219,7 +258,9 @@ struct lp_group {
  * per objective, and (with lp_results_group_by) the best per group. */
 struct lp_results {
     int top_k;
+    bool active[LP_OBJ_COUNT];        /* objectives ranked (time and cost always) */
     struct lp_entry_set front;        /* sorted by (time, cost, index) */
+    struct lp_entry_set front_loss;   /* with the loss objective: (cost, loss) */
     struct lp_topk top[LP_OBJ_COUNT]; /* by (objective, index) */
     int ngroup_dims;
     uint64_t gstride[LP_GROUP_MAX]; /* index weight of the group dimensions */
@@ -227,6 +268,10 @@ struct lp_results {
     struct lp_group *groups; /* sorted by key */
     size_t ngroups, gcap;
 };
+
+/* Rank by the sweep's optional objectives too (lp_sweep.objectives). Call
+ * after lp_results_init, before any offer. */
+void lp_results_objectives(struct lp_results *r, const struct lp_sweep *sw);
 
 /* Keep the best entry per objective of every group of the sweep's
  * "best_by" dimensions (none: nothing). Call after lp_results_init. */

@@ -15,10 +15,42 @@
 
 #include "llmplan/search.h"
 
+/* The objectives of a result (lower is better). The loss is NaN where it
+ * was not computed: such a result never enters the loss list. */
+static void objectives_of(const struct lp_result *res, double obj[LP_OBJ_COUNT])
+{
+    obj[LP_OBJ_TIME] = res->iteration_time_s;
+    obj[LP_OBJ_COST] = res->cost_usd > 0 ? res->cost_usd : res->cost_per_iteration_usd;
+    obj[LP_OBJ_TOKENS_PER_USD] = -res->tokens_per_usd;
+    obj[LP_OBJ_LOSS] = res->loss > 0 ? res->loss : NAN;
+}
+
 double lp_entry_objective(const struct lp_entry *e, enum lp_objective o)
 {
-    if (o == LP_OBJ_TIME) return e->res.iteration_time_s;
-    return e->res.cost_usd > 0 ? e->res.cost_usd : e->res.cost_per_iteration_usd;
+    double obj[LP_OBJ_COUNT];
+    objectives_of(&e->res, obj);
+    return (unsigned)o < LP_OBJ_COUNT ? obj[o] : NAN;
+}
+
+static const char *const obj_names[LP_OBJ_COUNT] = {"time", "cost", "tokens_per_usd", "loss"};
+static const char *const obj_best[LP_OBJ_COUNT] = {"fastest", "cheapest", "most_tokens_per_usd",
+                                                   "lowest_loss"};
+
+const char *lp_objective_name(enum lp_objective o)
+{
+    return (unsigned)o < LP_OBJ_COUNT ? obj_names[o] : "?";
+}
+
+const char *lp_objective_best_name(enum lp_objective o)
+{
+    return (unsigned)o < LP_OBJ_COUNT ? obj_best[o] : "?";
+}
+
+/* The second key of an objective before the memory tie-break: the loss is
+ * the same for every plan of a model, so its plans rank by cost. */
+static double obj_second(const double obj[LP_OBJ_COUNT], enum lp_objective o)
+{
+    return o == LP_OBJ_LOSS ? obj[LP_OBJ_COST] : 0.0;
 }
 
 /* What every comparison looks at: the objectives, then the memory per GPU
@@ -30,12 +62,18 @@ struct key {
     uint64_t index;
 };
 
+static struct key key_of_result(uint64_t index, const struct lp_result *res)
+{
+    struct key k;
+    objectives_of(res, k.obj);
+    k.mem = res->memory_per_gpu_bytes;
+    k.index = index;
+    return k;
+}
+
 static struct key key_of(const struct lp_entry *e)
 {
-    struct key k = {{lp_entry_objective(e, LP_OBJ_TIME), lp_entry_objective(e, LP_OBJ_COST)},
-                    e->res.memory_per_gpu_bytes,
-                    e->index};
-    return k;
+    return key_of_result(e->index, &e->res);
 }
 
 /* The tie-break of equal objectives: less memory per GPU, then the index. */
@@ -50,22 +88,38 @@ static int cmp_obj(struct key a, struct key b, enum lp_objective o)
 {
     if (a.obj[o] < b.obj[o]) return -1;
     if (a.obj[o] > b.obj[o]) return 1;
+    const double a2 = obj_second(a.obj, o), b2 = obj_second(b.obj, o);
+    if (a2 < b2) return -1;
+    if (a2 > b2) return 1;
     return cmp_tie(a.mem, a.index, b.mem, b.index);
 }
 
-/* Order of the front: time, then cost, then index. */
-static int cmp_front(struct key a, struct key b)
+/* The two objectives of a front: (time, cost), or (cost, loss) for the
+ * loss front ("loss per dollar"). */
+struct front_axes {
+    enum lp_objective x, y;
+};
+static const struct front_axes time_cost = {LP_OBJ_TIME, LP_OBJ_COST};
+static const struct front_axes cost_loss = {LP_OBJ_COST, LP_OBJ_LOSS};
+
+/* Order of a front: x, then y, then memory and index. */
+static int cmp_front(struct key a, struct key b, struct front_axes ax)
 {
-    if (a.obj[LP_OBJ_TIME] < b.obj[LP_OBJ_TIME]) return -1;
-    if (a.obj[LP_OBJ_TIME] > b.obj[LP_OBJ_TIME]) return 1;
-    return cmp_obj(a, b, LP_OBJ_COST);
+    if (a.obj[ax.x] < b.obj[ax.x]) return -1;
+    if (a.obj[ax.x] > b.obj[ax.x]) return 1;
+    return cmp_obj(a, b, ax.y);
+}
+
+static bool dominates_on(struct key a, struct key b, struct front_axes ax)
+{
+    if (a.obj[ax.x] > b.obj[ax.x] || a.obj[ax.y] > b.obj[ax.y]) return false;
+    if (a.obj[ax.x] < b.obj[ax.x] || a.obj[ax.y] < b.obj[ax.y]) return true;
+    return cmp_tie(a.mem, a.index, b.mem, b.index) < 0;
 }
 
 static bool dominates(struct key a, struct key b)
 {
-    if (a.obj[0] > b.obj[0] || a.obj[1] > b.obj[1]) return false;
-    if (a.obj[0] < b.obj[0] || a.obj[1] < b.obj[1]) return true;
-    return cmp_tie(a.mem, a.index, b.mem, b.index) < 0;
+    return dominates_on(a, b, time_cost);
 }
 
 static int set_reserve(struct lp_entry_set *s, size_t n, struct lp_err *err)
@@ -99,7 +153,15 @@ static int item_cmp(const struct lp_top_item *a, const struct lp_top_item *b)
 {
     if (a->obj < b->obj) return -1;
     if (a->obj > b->obj) return 1;
+    if (a->obj2 < b->obj2) return -1;
+    if (a->obj2 > b->obj2) return 1;
     return cmp_tie(a->mem, a->index, b->mem, b->index);
+}
+
+static struct lp_top_item item_of(struct key k, enum lp_objective o, size_t slot)
+{
+    struct lp_top_item it = {k.obj[o], obj_second(k.obj, o), k.mem, k.index, slot};
+    return it;
 }
 
 static size_t set_home(uint64_t index, size_t cap)
@@ -196,7 +258,7 @@ static void topk_free(struct lp_topk *t)
 static bool topk_wants(const struct lp_topk *t, size_t k, struct key ke, enum lp_objective o)
 {
     if (t->n < k) return true;
-    struct lp_top_item it = {ke.obj[o], ke.mem, ke.index, 0};
+    struct lp_top_item it = item_of(ke, o, 0);
     return item_cmp(&it, &t->heap[0]) < 0;
 }
 
@@ -204,8 +266,8 @@ static int topk_add(struct lp_topk *t, size_t k, const struct lp_entry *e, enum 
                     struct lp_err *err)
 {
     struct key ke = key_of(e);
-    if (!topk_wants(t, k, ke, o) || set_has(t, e->index)) return LP_OK;
-    struct lp_top_item it = {ke.obj[o], ke.mem, e->index, 0};
+    if (!isfinite(ke.obj[o]) || !topk_wants(t, k, ke, o) || set_has(t, e->index)) return LP_OK;
+    struct lp_top_item it = item_of(ke, o, 0);
     if (t->n < k) {
         if (t->n == t->cap) {
             size_t cap = t->cap ? 2 * t->cap : 16;
@@ -235,15 +297,24 @@ int lp_results_init(struct lp_results *r, int top_k, struct lp_err *err)
 {
     memset(r, 0, sizeof(*r));
     r->top_k = top_k > 0 ? top_k : 1;
-    for (int o = 0; o < LP_OBJ_COUNT; o++)
+    for (int o = 0; o < LP_OBJ_COUNT; o++) {
+        r->active[o] = o < LP_OBJ_ALWAYS;
         LP_TRY(err, topk_init(&r->top[o], (size_t)r->top_k, err));
+    }
     return LP_OK;
+}
+
+void lp_results_objectives(struct lp_results *r, const struct lp_sweep *sw)
+{
+    for (int o = LP_OBJ_ALWAYS; o < LP_OBJ_COUNT; o++)
+        r->active[o] = sw->objectives[o];
 }
 
 void lp_results_free(struct lp_results *r)
 {
     if (!r) return;
     free(r->front.e);
+    free(r->front_loss.e);
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         topk_free(&r->top[o]);
     free(r->groups);
@@ -253,6 +324,7 @@ void lp_results_free(struct lp_results *r)
 void lp_results_clear(struct lp_results *r)
 {
     r->front.n = 0;
+    r->front_loss.n = 0;
     r->ngroups = 0;
     for (int o = 0; o < LP_OBJ_COUNT; o++) {
         struct lp_topk *t = &r->top[o];
@@ -297,20 +369,22 @@ const struct lp_entry *lp_results_best(const struct lp_results *r, enum lp_objec
     return &t->store[t->heap[b].slot];
 }
 
-static int front_add(struct lp_entry_set *s, const struct lp_entry *e, struct lp_err *err)
+static int front_add(struct lp_entry_set *s, const struct lp_entry *e, struct front_axes ax,
+                     struct lp_err *err)
 {
     struct key ke = key_of(e);
+    if (!isfinite(ke.obj[ax.x]) || !isfinite(ke.obj[ax.y])) return LP_OK;
     for (size_t i = 0; i < s->n; i++)
-        if (s->e[i].index == e->index || dominates(key_of(&s->e[i]), ke)) return LP_OK;
+        if (s->e[i].index == e->index || dominates_on(key_of(&s->e[i]), ke, ax)) return LP_OK;
     size_t w = 0;
     for (size_t i = 0; i < s->n; i++)
-        if (!dominates(ke, key_of(&s->e[i]))) {
+        if (!dominates_on(ke, key_of(&s->e[i]), ax)) {
             if (w != i) s->e[w] = s->e[i];
             w++;
         }
     s->n = w;
     size_t pos = 0;
-    while (pos < s->n && cmp_front(key_of(&s->e[pos]), ke) < 0)
+    while (pos < s->n && cmp_front(key_of(&s->e[pos]), ke, ax) < 0)
         pos++;
     return set_insert_at(s, pos, e, err);
 }
@@ -358,6 +432,15 @@ static size_t group_find(const struct lp_results *r, uint64_t key)
     return lo;
 }
 
+/* Whether a ranks before b in objective o; a result without a value of an
+ * optional objective (a NaN loss) ranks after every one with a value. */
+static bool better(struct key a, struct key b, enum lp_objective o)
+{
+    if (!isfinite(a.obj[o])) return false;
+    if (!isfinite(b.obj[o])) return true;
+    return cmp_obj(a, b, o) < 0;
+}
+
 /* Whether e would improve its group (cheap: no copy). */
 static bool group_wants(const struct lp_results *r, uint64_t index, struct key k)
 {
@@ -366,7 +449,8 @@ static bool group_wants(const struct lp_results *r, uint64_t index, struct key k
     const size_t at = group_find(r, key);
     if (at == r->ngroups || r->groups[at].key != key) return true;
     for (int o = 0; o < LP_OBJ_COUNT; o++)
-        if (cmp_obj(k, key_of(&r->groups[at].best[o]), (enum lp_objective)o) < 0) return true;
+        if (r->active[o] && better(k, key_of(&r->groups[at].best[o]), (enum lp_objective)o))
+            return true;
     return false;
 }
 
@@ -392,7 +476,7 @@ static int group_add(struct lp_results *r, const struct lp_entry *e, struct lp_e
     }
     const struct key ke = key_of(e);
     for (int o = 0; o < LP_OBJ_COUNT; o++)
-        if (cmp_obj(ke, key_of(&r->groups[at].best[o]), (enum lp_objective)o) < 0)
+        if (r->active[o] && better(ke, key_of(&r->groups[at].best[o]), (enum lp_objective)o))
             r->groups[at].best[o] = *e;
     return LP_OK;
 }
@@ -400,11 +484,13 @@ static int group_add(struct lp_results *r, const struct lp_entry *e, struct lp_e
 int lp_results_add(struct lp_results *r, const struct lp_entry *e, struct lp_err *err)
 {
     if (!e->res.feasible) return LP_OK;
-    for (int o = 0; o < LP_OBJ_COUNT; o++)
+    for (int o = 0; o < LP_OBJ_ALWAYS; o++)
         if (!isfinite(lp_entry_objective(e, (enum lp_objective)o))) return LP_OK;
     for (int o = 0; o < LP_OBJ_COUNT; o++)
-        LP_TRY(err, topk_add(&r->top[o], (size_t)r->top_k, e, (enum lp_objective)o, err));
-    LP_TRY(err, front_add(&r->front, e, err));
+        if (r->active[o])
+            LP_TRY(err, topk_add(&r->top[o], (size_t)r->top_k, e, (enum lp_objective)o, err));
+    LP_TRY(err, front_add(&r->front, e, time_cost, err));
+    if (r->active[LP_OBJ_LOSS]) LP_TRY(err, front_add(&r->front_loss, e, cost_loss, err));
     LP_TRY(err, group_add(r, e, err));
     return LP_OK;
 }
@@ -413,19 +499,22 @@ int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *
                      const struct lp_result *res, struct lp_err *err)
 {
     if (!res->feasible) return LP_OK;
-    struct key k = {
-        {res->iteration_time_s, res->cost_usd > 0 ? res->cost_usd : res->cost_per_iteration_usd},
-        res->memory_per_gpu_bytes,
-        index};
+    const struct key k = key_of_result(index, res);
     if (!isfinite(k.obj[0]) || !isfinite(k.obj[1])) return LP_OK;
     /* most configurations are rejected here, without building an entry */
     bool want = false;
     for (int o = 0; o < LP_OBJ_COUNT && !want; o++)
-        want = topk_wants(&r->top[o], (size_t)r->top_k, k, (enum lp_objective)o);
+        want = r->active[o] && isfinite(k.obj[o]) &&
+               topk_wants(&r->top[o], (size_t)r->top_k, k, (enum lp_objective)o);
     if (!want) {
         want = true;
         for (size_t i = 0; i < r->front.n && want; i++)
             if (dominates(key_of(&r->front.e[i]), k)) want = false;
+    }
+    if (!want && r->active[LP_OBJ_LOSS] && isfinite(k.obj[LP_OBJ_LOSS])) {
+        want = true;
+        for (size_t i = 0; i < r->front_loss.n && want; i++)
+            if (dominates_on(key_of(&r->front_loss.e[i]), k, cost_loss)) want = false;
     }
     if (!want) want = group_wants(r, index, k);
     if (!want) return LP_OK;
@@ -441,6 +530,8 @@ int lp_results_merge(struct lp_results *dst, const struct lp_results *src, struc
 {
     for (size_t i = 0; i < src->front.n; i++)
         LP_TRY(err, lp_results_add(dst, &src->front.e[i], err));
+    for (size_t i = 0; i < src->front_loss.n; i++)
+        LP_TRY(err, lp_results_add(dst, &src->front_loss.e[i], err));
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         for (size_t i = 0; i < src->top[o].n; i++)
             LP_TRY(err, lp_results_add(dst, &src->top[o].store[i], err));
@@ -458,13 +549,16 @@ int lp_results_pack(const struct lp_results *r, struct lp_entry **buf, uint64_t 
     const struct lp_entry *sets[3] = {r->front.e, r->top[LP_OBJ_TIME].store,
                                       r->top[LP_OBJ_COST].store};
     const size_t ns[3] = {r->front.n, r->top[LP_OBJ_TIME].n, r->top[LP_OBJ_COST].n};
-    const size_t ng = r->ngroups * LP_OBJ_COUNT;
+    size_t ng = r->ngroups * LP_OBJ_COUNT;
+    for (int o = LP_OBJ_ALWAYS; o < LP_OBJ_COUNT; o++)
+        ng += r->top[o].n;
+    ng += r->front_loss.n;
     size_t total = ng;
     for (int i = 0; i < 3; i++) {
         counts[i] = ns[i];
         total += ns[i];
     }
-    counts[2] += ng; /* the groups' bests travel with the last list */
+    counts[2] += ng; /* the groups' bests and the optional tops travel with the last list */
     *buf = malloc((total ? total : 1) * sizeof(**buf));
     if (!*buf) LP_FAIL(err, LP_ENOMEM, "out of memory packing %zu results", total);
     size_t off = 0;
@@ -475,6 +569,11 @@ int lp_results_pack(const struct lp_results *r, struct lp_entry **buf, uint64_t 
     for (size_t g = 0; g < r->ngroups; g++)
         for (int o = 0; o < LP_OBJ_COUNT; o++)
             (*buf)[off++] = r->groups[g].best[o];
+    for (int o = LP_OBJ_ALWAYS; o < LP_OBJ_COUNT; o++)
+        for (size_t i = 0; i < r->top[o].n; i++)
+            (*buf)[off++] = r->top[o].store[i];
+    for (size_t i = 0; i < r->front_loss.n; i++)
+        (*buf)[off++] = r->front_loss.e[i];
     return LP_OK;
 }
 

@@ -16,6 +16,8 @@
 #include "llmplan/search.h"
 
 static const char *const dim_names[LP_DIM_COUNT] = {"model",
+                                                    "seq_len",
+                                                    "global_batch",
                                                     "system",
                                                     "gpus",
                                                     "tp",
@@ -30,7 +32,8 @@ static const char *const dim_names[LP_DIM_COUNT] = {"model",
                                                     "zero",
                                                     "framework",
                                                     "attention",
-                                                    "precision"};
+                                                    "precision",
+                                                    "finetune"};
 
 const char *lp_dim_name(enum lp_dim d)
 {
@@ -132,6 +135,9 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
     const int ep = VAL(LP_DIM_EP), vp = VAL(LP_DIM_VP), mb = VAL(LP_DIM_MICRO_BATCH);
     const int sched = VAL(LP_DIM_SCHEDULE);
     const bool sp = VAL(LP_DIM_SP) != 0;
+    const int seq = VAL(LP_DIM_SEQ_LEN) > 0 ? VAL(LP_DIM_SEQ_LEN) : m->seq_len;
+    const int64_t gbs =
+        VAL(LP_DIM_GLOBAL_BATCH) > 0 ? VAL(LP_DIM_GLOBAL_BATCH) : sw->train.global_batch;
 
     /* tp: must fit the GPUs and a node, divide the GPU count and the heads */
     if (tp > gpus || gpus % tp != 0)
@@ -156,7 +162,7 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
     const int dp = (int)(gpus / mp);
     if (sw->ndp > 0 && !in_list(sw->dp_values, sw->ndp, dp))
         return skip(s, index, LP_DIM_CP, LP_REASON_GPU_COUNT, reason, span);
-    if (cp > 1 && m->seq_len % (2 * cp) != 0)
+    if (cp > 1 && seq % (2 * cp) != 0)
         return skip(s, index, LP_DIM_CP, LP_REASON_CP_SEQ, reason, span);
     /* ep: experts are split across ep ranks carved from dp*cp */
     if (ep > 1 && (m->moe.experts == 0 || m->moe.experts % ep != 0 || ep > dp * cp))
@@ -169,14 +175,23 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
     if ((sched == LP_SCHED_INTERLEAVED) != (vp > 1))
         return skip(s, index, LP_DIM_SCHEDULE, LP_REASON_SCHEDULE, reason, span);
     /* micro-batch: global batch = mb * dp * (number of micro-batches) */
-    if (sw->train.global_batch % ((int64_t)mb * dp) != 0)
+    if (gbs % ((int64_t)mb * dp) != 0)
         return skip(s, index, LP_DIM_MICRO_BATCH, LP_REASON_BATCH, reason, span);
     /* sequence parallelism shards along the TP group: meaningless at tp = 1 */
     if (sp && tp == 1) return skip(s, index, LP_DIM_SP, LP_REASON_SP, reason, span);
 
     run->model = *m;
+    if (seq != m->seq_len) lp_model_set_seq_len(&run->model, seq);
     run->system = *sys;
     run->train = sw->train;
+    run->train.global_batch = gbs;
+    if (sw->fts) { /* NULL only in a hand-built sweep (tests) */
+        const struct lp_sweep_finetune *ft = &sw->fts[VAL(LP_DIM_FINETUNE)];
+        run->train.lora_rank = ft->lora_rank;
+        run->train.lora_base_bits = ft->lora_base_bits;
+        run->train.lora_targets = ft->lora_targets;
+        run->train.lora_dropout = ft->lora_dropout;
+    }
     run->fw = sw->fws ? sw->fws[VAL(LP_DIM_FRAMEWORK)] : sw->fw;
     const int att = VAL(LP_DIM_ATTENTION);
     run->train.flash_attention = att != LP_ATTENTION_COUNT;

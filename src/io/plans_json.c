@@ -5,12 +5,14 @@
  * position in the sweep's configuration space. Apart from stats.wall_s,
  * stats.configs_per_s and stats.ranks, the file depends only on the sweep,
  * never on the rank count or on interruptions. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
 #include "llmplan/io.h"
+#include "llmplan/loss.h"
 #include "llmplan/search.h"
 
 static cJSON *plan_json(const struct lp_entry *e, struct lp_err *err)
@@ -39,6 +41,12 @@ static cJSON *plan_json(const struct lp_entry *e, struct lp_err *err)
         cJSON_AddItemToObject(p, it->string, it);
     }
     cJSON_Delete(o);
+    /* the loss objective's figure (a sweep's "objectives": "loss") */
+    if (e->res.loss > 0 && !cJSON_AddNumberToObject(p, "loss", e->res.loss)) {
+        cJSON_Delete(p);
+        lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory building JSON");
+        return NULL;
+    }
     return p;
 }
 
@@ -107,12 +115,13 @@ static int add_best(cJSON *root, const char *key, const cJSON *list, struct lp_e
 /* The plans: the optimum and the top-k of each objective, the front. */
 static int add_plans(cJSON *root, const struct lp_results *res, struct lp_err *err)
 {
-    const struct lp_entry **top[LP_OBJ_COUNT] = {NULL, NULL};
-    size_t n[LP_OBJ_COUNT] = {0, 0};
+    const struct lp_entry **top[LP_OBJ_COUNT] = {NULL};
+    size_t n[LP_OBJ_COUNT] = {0};
     int rc = LP_OK;
     for (int o = 0; o < LP_OBJ_COUNT && rc == LP_OK; o++)
         rc = lp_results_top_sorted(res, (enum lp_objective)o, &top[o], &n[o], err);
-    const struct lp_entry **front = malloc((res->front.n ? res->front.n : 1) * sizeof(*front));
+    const size_t nfront = res->front.n > res->front_loss.n ? res->front.n : res->front_loss.n;
+    const struct lp_entry **front = malloc((nfront ? nfront : 1) * sizeof(*front));
     if (rc == LP_OK && !front)
         rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (size_t i = 0; rc == LP_OK && i < res->front.n; i++)
@@ -123,14 +132,30 @@ static int add_plans(cJSON *root, const struct lp_results *res, struct lp_err *e
     if (rc == LP_OK && !lists)
         rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
     if (rc == LP_OK) rc = add_list(lists, "pareto", front, res->front.n, -1, err);
+    /* the loss a dollar buys: the front of (cost, loss), by cost */
+    for (size_t i = 0; rc == LP_OK && res->active[LP_OBJ_LOSS] && i < res->front_loss.n; i++)
+        front[i] = &res->front_loss.e[i];
+    if (rc == LP_OK && res->active[LP_OBJ_LOSS])
+        rc = add_list(lists, "pareto_loss", front, res->front_loss.n, -1, err);
     if (rc == LP_OK)
         rc = add_list(lists, "top_time", top[LP_OBJ_TIME], n[LP_OBJ_TIME], LP_OBJ_TIME, err);
     if (rc == LP_OK)
         rc = add_list(lists, "top_cost", top[LP_OBJ_COST], n[LP_OBJ_COST], LP_OBJ_COST, err);
+    /* the optional objectives asked for: top_tokens_per_usd, top_loss */
+    for (int o = LP_OBJ_ALWAYS; o < LP_OBJ_COUNT && rc == LP_OK; o++) {
+        char key[64];
+        snprintf(key, sizeof(key), "top_%s", lp_objective_name((enum lp_objective)o));
+        if (res->active[o]) rc = add_list(lists, key, top[o], n[o], o, err);
+    }
     if (rc == LP_OK)
         rc = add_best(root, "time_optimal", cJSON_GetObjectItem(lists, "top_time"), err);
     if (rc == LP_OK)
         rc = add_best(root, "cost_optimal", cJSON_GetObjectItem(lists, "top_cost"), err);
+    if (rc == LP_OK && res->active[LP_OBJ_TOKENS_PER_USD])
+        rc = add_best(root, "tokens_per_usd_optimal",
+                      cJSON_GetObjectItem(lists, "top_tokens_per_usd"), err);
+    if (rc == LP_OK && res->active[LP_OBJ_LOSS])
+        rc = add_best(root, "loss_optimal", cJSON_GetObjectItem(lists, "top_loss"), err);
     while (rc == LP_OK && lists->child) {
         cJSON *it = cJSON_DetachItemViaPointer(lists, lists->child);
         cJSON_AddItemToObject(root, it->string, it);
@@ -165,6 +190,11 @@ static cJSON *dim_value(const struct lp_sweep *sw, enum lp_dim d, int digit)
                                                     (enum lp_attention)(v % LP_ATTENTION_COUNT)));
     case LP_DIM_PRECISION:
         return cJSON_CreateString(lp_prec_name((enum lp_prec)v));
+    case LP_DIM_FINETUNE:
+        return cJSON_CreateString(sw->fts ? sw->fts[v].name : "?");
+    case LP_DIM_SEQ_LEN: /* 0: each model's own */
+    case LP_DIM_GLOBAL_BATCH:
+        return v > 0 ? cJSON_CreateNumber(v) : cJSON_CreateNull();
     default:
         return cJSON_CreateNumber(v);
     }
@@ -193,9 +223,10 @@ static int add_groups(cJSON *root, const struct lp_results *res, const struct lp
             cJSON_AddItemToObject(o, lp_dim_name(sw->best_by[g]), val);
         }
         for (int ob = 0; ob < LP_OBJ_COUNT; ob++) {
+            if (!res->active[ob]) continue;
             cJSON *p = plan_json(&gr->best[ob], err);
             if (!p) return err ? err->code : LP_ENOMEM;
-            cJSON_AddItemToObject(o, ob == LP_OBJ_TIME ? "fastest" : "cheapest", p);
+            cJSON_AddItemToObject(o, lp_objective_best_name((enum lp_objective)ob), p);
         }
     }
     return LP_OK;
@@ -268,6 +299,12 @@ static int build(cJSON *root, const struct lp_results *res, const struct lp_coun
           !cJSON_AddStringToObject(st, "objective_cost",
                                    info->tokens > 0 ? "training.cost_usd"
                                                     : "cost_per_iteration_usd") ||
+          (sw && sw->objectives[LP_OBJ_TOKENS_PER_USD] &&
+           !cJSON_AddStringToObject(st, "objective_tokens_per_usd", "tokens_per_usd")) ||
+          (sw && sw->objectives[LP_OBJ_LOSS] &&
+           (!cJSON_AddStringToObject(st, "objective_loss", "loss") ||
+            !cJSON_AddStringToObject(st, "loss_fit",
+                                     lp_loss_fit_name((enum lp_loss_fit)sw->loss_fit)))) ||
           !cJSON_AddStringToObject(st, "sweep", info->sweep ? info->sweep : "") ||
           !cJSON_AddStringToObject(st, "profile", info->profile ? info->profile : "") ||
           (info->profile_mismatch && info->profile_mismatch[0] &&

@@ -532,6 +532,14 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
     if (s->rank == 0 && rc == LP_OK) rc = lock_output_dir(s, err);
     if (agree(s, rc) < 0) return 1;
     if (agree(s, load_cost_models(s, err)) < 0) return 1;
+    /* how far to trust each plan (#17): the bands scripts/validate wrote;
+     * a file that is absent gives plans without "trust", a bad one fails */
+    if (s->rank == 0) {
+        char tpath[LP_SWEEP_PATH_LEN + 32];
+        snprintf(tpath, sizeof(tpath), "%s/trust_bands.json", lp_data_dir());
+        rc = access(tpath, F_OK) == 0 ? lp_trust_load(tpath, &s->trust, err) : LP_OK;
+    }
+    if (agree(s, rc) < 0) return 1;
     if (agree(s, lp_space_init(&s->space, s->sweep, err)) < 0) return 1;
     if (agree(s, lp_results_init(&s->res, s->sweep->top_k, err)) < 0) return 1;
     lp_results_group_by(&s->res, &s->space);
@@ -582,7 +590,8 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
                                      s->sweep->train.tokens > 0 ? s->sweep->train.tokens
                                                                 : s->sweep->train.tokens_per_param,
                                      s->mismatch_desc,
-                                     s->sweep};
+                                     s->sweep,
+                                     s->trust};
         if (rc == LP_OK) rc = lp_plans_write(path, &all, &total, &info, err);
         if (rc == LP_OK) rc = trace_top(s, &all, err);
         if (rc == LP_OK) lp_checkpoint_remove(s);
@@ -619,6 +628,7 @@ static void search_free(struct lp_search *s)
     lp_ranges_free(&s->mine);
     lp_ranges_free(&s->done);
     lp_sweep_destroy(&s->sweep);
+    lp_trust_destroy(&s->trust);
     free(s->sweep_text);
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the lock */
 }

@@ -91,6 +91,7 @@ struct lp_search {
     /* systems whose profile was measured on another GPU (allowed by
      * --allow-profile-mismatch), for plans.json's stats.profile_gpu_mismatch */
     char mismatch_desc[1024];
+    struct lp_trust *trust; /* rank 0: data/trust_bands.json, or NULL when absent */
     /* this rank's partial state */
     struct lp_results res;
     struct lp_counts counts;

@@ -344,6 +344,9 @@ struct lp_plans_info {
     /* "" or the systems run with another GPU's profile (--allow-profile-mismatch) */
     const char *profile_mismatch;
     const struct lp_sweep *sweep_desc; /* constraints, best_by and the names of groups */
+    /* validation bands (data/trust_bands.json): every plan gets "trust";
+     * NULL: none */
+    const struct lp_trust *trust;
 };
 
 /* Write plans.json atomically: time_optimal, cost_optimal (null when nothing

@@ -11,11 +11,12 @@
 
 #include <cjson/cJSON.h>
 
+#include "json_util.h"
 #include "llmplan/io.h"
 #include "llmplan/loss.h"
 #include "llmplan/search.h"
 
-static cJSON *plan_json(const struct lp_entry *e, struct lp_err *err)
+static cJSON *plan_json(const struct lp_entry *e, const struct lp_trust *trust, struct lp_err *err)
 {
     char *text = NULL;
     if (lp_result_to_json(&e->run, &e->res, true, &text, err) < 0) {
@@ -41,8 +42,11 @@ static cJSON *plan_json(const struct lp_entry *e, struct lp_err *err)
         cJSON_AddItemToObject(p, it->string, it);
     }
     cJSON_Delete(o);
-    /* the loss objective's figure (a sweep's "objectives": "loss") */
-    if (e->res.loss > 0 && !cJSON_AddNumberToObject(p, "loss", e->res.loss)) {
+    /* the loss objective's figure (a sweep's "objectives": "loss"), and how
+     * far to trust the plan (data/trust_bands.json, scripts/validate) */
+    cJSON *tr = trust ? lp_trust_json(trust, &e->run, e->res.gpus, e->res.iteration_time_s) : NULL;
+    if ((e->res.loss > 0 && !cJSON_AddNumberToObject(p, "loss", e->res.loss)) ||
+        (trust && (!tr || !cJSON_AddItemToObject(p, "trust", tr)))) {
         cJSON_Delete(p);
         lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory building JSON");
         return NULL;
@@ -68,7 +72,7 @@ static bool equivalent(const struct lp_entry *a, const struct lp_entry *b, enum 
 /* The plans of a list; with `o` >= 0 (a sorted top list) equivalent plans
  * are collapsed into the first. */
 static int add_list(cJSON *root, const char *key, const struct lp_entry *const *e, size_t n, int o,
-                    struct lp_err *err)
+                    const struct lp_trust *trust, struct lp_err *err)
 {
     cJSON *a = cJSON_AddArrayToObject(root, key);
     if (!a) LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
@@ -93,7 +97,7 @@ static int add_list(cJSON *root, const char *key, const struct lp_entry *const *
                 LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
             continue;
         }
-        kept = plan_json(e[i], err);
+        kept = plan_json(e[i], trust, err);
         if (!kept) return err ? err->code : LP_ENOMEM;
         cJSON_AddItemToArray(a, kept);
     }
@@ -113,7 +117,8 @@ static int add_best(cJSON *root, const char *key, const cJSON *list, struct lp_e
 }
 
 /* The plans: the optimum and the top-k of each objective, the front. */
-static int add_plans(cJSON *root, const struct lp_results *res, struct lp_err *err)
+static int add_plans(cJSON *root, const struct lp_results *res, const struct lp_trust *trust,
+                     struct lp_err *err)
 {
     const struct lp_entry **top[LP_OBJ_COUNT] = {NULL};
     size_t n[LP_OBJ_COUNT] = {0};
@@ -131,21 +136,21 @@ static int add_plans(cJSON *root, const struct lp_results *res, struct lp_err *e
     cJSON *lists = cJSON_CreateObject();
     if (rc == LP_OK && !lists)
         rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
-    if (rc == LP_OK) rc = add_list(lists, "pareto", front, res->front.n, -1, err);
+    if (rc == LP_OK) rc = add_list(lists, "pareto", front, res->front.n, -1, trust, err);
     /* the loss a dollar buys: the front of (cost, loss), by cost */
     for (size_t i = 0; rc == LP_OK && res->active[LP_OBJ_LOSS] && i < res->front_loss.n; i++)
         front[i] = &res->front_loss.e[i];
     if (rc == LP_OK && res->active[LP_OBJ_LOSS])
-        rc = add_list(lists, "pareto_loss", front, res->front_loss.n, -1, err);
+        rc = add_list(lists, "pareto_loss", front, res->front_loss.n, -1, trust, err);
     if (rc == LP_OK)
-        rc = add_list(lists, "top_time", top[LP_OBJ_TIME], n[LP_OBJ_TIME], LP_OBJ_TIME, err);
+        rc = add_list(lists, "top_time", top[LP_OBJ_TIME], n[LP_OBJ_TIME], LP_OBJ_TIME, trust, err);
     if (rc == LP_OK)
-        rc = add_list(lists, "top_cost", top[LP_OBJ_COST], n[LP_OBJ_COST], LP_OBJ_COST, err);
+        rc = add_list(lists, "top_cost", top[LP_OBJ_COST], n[LP_OBJ_COST], LP_OBJ_COST, trust, err);
     /* the optional objectives asked for: top_tokens_per_usd, top_loss */
     for (int o = LP_OBJ_ALWAYS; o < LP_OBJ_COUNT && rc == LP_OK; o++) {
         char key[64];
         snprintf(key, sizeof(key), "top_%s", lp_objective_name((enum lp_objective)o));
-        if (res->active[o]) rc = add_list(lists, key, top[o], n[o], o, err);
+        if (res->active[o]) rc = add_list(lists, key, top[o], n[o], o, trust, err);
     }
     if (rc == LP_OK)
         rc = add_best(root, "time_optimal", cJSON_GetObjectItem(lists, "top_time"), err);
@@ -203,7 +208,7 @@ static cJSON *dim_value(const struct lp_sweep *sw, enum lp_dim d, int digit)
 /* "best_by": the fastest and the cheapest plan of every group of the
  * sweep's best_by dimensions that has a feasible plan, in index order. */
 static int add_groups(cJSON *root, const struct lp_results *res, const struct lp_sweep *sw,
-                      struct lp_err *err)
+                      const struct lp_trust *trust, struct lp_err *err)
 {
     cJSON *bb = cJSON_AddObjectToObject(root, "best_by");
     cJSON *dims = bb ? cJSON_AddArrayToObject(bb, "dimensions") : NULL;
@@ -224,7 +229,7 @@ static int add_groups(cJSON *root, const struct lp_results *res, const struct lp
         }
         for (int ob = 0; ob < LP_OBJ_COUNT; ob++) {
             if (!res->active[ob]) continue;
-            cJSON *p = plan_json(&gr->best[ob], err);
+            cJSON *p = plan_json(&gr->best[ob], trust, err);
             if (!p) return err ? err->code : LP_ENOMEM;
             cJSON_AddItemToObject(o, lp_objective_best_name((enum lp_objective)ob), p);
         }
@@ -275,9 +280,9 @@ static int add_reasons(cJSON *stats, const char *key, const uint64_t *by_reason,
 static int build(cJSON *root, const struct lp_results *res, const struct lp_counts *c,
                  const struct lp_plans_info *info, struct lp_err *err)
 {
-    LP_TRY(err, add_plans(root, res, err));
+    LP_TRY(err, add_plans(root, res, info->trust, err));
     const struct lp_sweep *sw = info->sweep_desc;
-    if (sw && sw->nbest_by > 0) LP_TRY(err, add_groups(root, res, sw, err));
+    if (sw && sw->nbest_by > 0) LP_TRY(err, add_groups(root, res, sw, info->trust, err));
     cJSON *st = cJSON_AddObjectToObject(root, "stats");
     if (!st) LP_FAIL(err, LP_ENOMEM, "out of memory");
     uint64_t infeasible = c->v[LP_COUNT_EVALUATED] - c->v[LP_COUNT_FEASIBLE];

@@ -227,25 +227,41 @@ struct lp_entry_set {
     size_t n, cap;
 };
 
-/* The k best of one objective: a binary max-heap of small items (the k-th
- * best at heap[0]) whose slots point into a store of entries, and a hash
- * set of the indices present. An offer costs O(log k) and copies one entry
- * only when it is kept (O(N log k) for N offers; a sorted array of entries
- * cost O(N k) memmoves of ~2 KB entries). Unordered: read it through
+/* The k best of one objective: a binary max-heap of small items (the worst
+ * kept at heap[0]) whose slots point into a store of entries, a hash set of
+ * the indices present, and the number of entries of each class of
+ * equivalent plans (lp_entry_equivalent). Issue #17: k counts classes, not
+ * entries, so a top list shows k distinct plans after the equivalent ones
+ * are collapsed. What is kept is a prefix of the order: every entry before
+ * which fewer than k + 1 classes rank (so the first entry of the (k+1)-th
+ * class too, the "cut", which makes the merge of two tops exact), at most
+ * LP_TOPK_SPARE x k + 1 entries. An offer costs O(log k) and copies one
+ * entry only when it is kept. Unordered: read it through
  * lp_results_top_sorted or lp_results_best. */
+#define LP_TOPK_SPARE 4
 struct lp_top_item {
     double obj;
     double obj2; /* the loss objective's tie-break (cost); 0 for the others */
     double mem;  /* memory per GPU: the tie-break before the index */
     uint64_t index;
-    size_t slot; /* into store */
+    uint64_t cls; /* hash of the entry's class of equivalent plans */
+    size_t slot;  /* into store */
 };
 struct lp_topk {
-    struct lp_entry *store; /* n used, cap allocated (grows to k) */
+    struct lp_entry *store; /* nslots used, cap allocated (grows to max) */
     struct lp_top_item *heap;
-    uint64_t *set; /* open addressing, set_cap (a power of two >= 2k) */
-    size_t n, cap, set_cap;
+    uint64_t *set; /* open addressing, set_cap (a power of two >= 2 max) */
+    uint64_t *cls; /* class hashes, same capacity, with their counts */
+    uint32_t *cls_n;
+    size_t *free_slots; /* slots of the store freed by a removal */
+    size_t n, cap, set_cap, max, nslots, nfree, nclass;
 };
+
+/* Plans the model cannot tell apart in objective o: the same model, system
+ * and GPU count with bit-identical iteration time, cost and objective, e.g.
+ * recompute none and selective under FlashAttention, or ZeRO stages whose
+ * communication is hidden (plans.json collapses them, "equivalent_to"). */
+bool lp_entry_equivalent(const struct lp_entry *a, const struct lp_entry *b, enum lp_objective o);
 
 /* The best entry per objective of one group of configurations (the
  * configurations sharing the values of the "best_by" dimensions). */

@@ -160,7 +160,12 @@ static int item_cmp(const struct lp_top_item *a, const struct lp_top_item *b)
 
 static struct lp_top_item item_of(struct key k, enum lp_objective o, size_t slot)
 {
-    struct lp_top_item it = {k.obj[o], obj_second(k.obj, o), k.mem, k.index, slot};
+    struct lp_top_item it = {.obj = k.obj[o],
+                             .obj2 = obj_second(k.obj, o),
+                             .mem = k.mem,
+                             .index = k.index,
+                             .cls = 0,
+                             .slot = slot};
     return it;
 }
 
@@ -170,41 +175,69 @@ static size_t set_home(uint64_t index, size_t cap)
     return (size_t)((index * UINT64_C(11400714819323198485)) >> 32) & (cap - 1);
 }
 
+/* Open addressing with linear probing over keys[cap] (SET_EMPTY = free):
+ * the slot holding key, or the free slot where it would go. */
+static size_t slot_of(const uint64_t *keys, size_t cap, uint64_t key)
+{
+    size_t i = set_home(key, cap);
+    while (keys[i] != key && keys[i] != SET_EMPTY)
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
 static bool set_has(const struct lp_topk *t, uint64_t index)
 {
-    if (!t->set_cap) return false;
-    for (size_t i = set_home(index, t->set_cap);; i = (i + 1) & (t->set_cap - 1)) {
-        if (t->set[i] == index) return true;
-        if (t->set[i] == SET_EMPTY) return false;
-    }
+    return t->set_cap && t->set[slot_of(t->set, t->set_cap, index)] == index;
 }
 
-static void set_put(struct lp_topk *t, uint64_t index)
+/* Remove key (present) by backward-shift deletion (linear probing, Knuth
+ * TAOCP vol. 3, 6.4 Algorithm R): no tombstones, so lookups stay short.
+ * vals (may be NULL) moves with its key. */
+static void slot_del(uint64_t *keys, uint32_t *vals, size_t cap, uint64_t key)
 {
-    size_t i = set_home(index, t->set_cap);
-    while (t->set[i] != SET_EMPTY)
-        i = (i + 1) & (t->set_cap - 1);
-    t->set[i] = index;
-}
-
-/* Remove index (present) by backward-shift deletion (linear probing, Knuth
- * TAOCP vol. 3, 6.4 Algorithm R): no tombstones, so lookups stay short. */
-static void set_del(struct lp_topk *t, uint64_t index)
-{
-    const size_t mask = t->set_cap - 1;
-    size_t i = set_home(index, t->set_cap);
-    while (t->set[i] != index)
-        i = (i + 1) & mask;
-    for (size_t j = (i + 1) & mask; t->set[j] != SET_EMPTY; j = (j + 1) & mask) {
-        size_t h = set_home(t->set[j], t->set_cap);
-        /* move set[j] into the hole at i unless its home lies in (i, j] */
+    const size_t mask = cap - 1;
+    size_t i = slot_of(keys, cap, key);
+    for (size_t j = (i + 1) & mask; keys[j] != SET_EMPTY; j = (j + 1) & mask) {
+        size_t h = set_home(keys[j], cap);
+        /* move keys[j] into the hole at i unless its home lies in (i, j] */
         bool stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
         if (!stays) {
-            t->set[i] = t->set[j];
+            keys[i] = keys[j];
+            if (vals) vals[i] = vals[j];
             i = j;
         }
     }
-    t->set[i] = SET_EMPTY;
+    keys[i] = SET_EMPTY;
+}
+
+bool lp_entry_equivalent(const struct lp_entry *a, const struct lp_entry *b, enum lp_objective o)
+{
+    return lp_entry_objective(a, o) == lp_entry_objective(b, o) &&
+           a->res.iteration_time_s == b->res.iteration_time_s &&
+           lp_entry_objective(a, LP_OBJ_COST) == lp_entry_objective(b, LP_OBJ_COST) &&
+           a->res.gpus == b->res.gpus && !strcmp(a->run.model.name, b->run.model.name) &&
+           !strcmp(a->run.system.name, b->run.system.name);
+}
+
+/* A hash of what lp_entry_equivalent compares (FNV-1a, 64 bits): equivalent
+ * entries have the same; two classes sharing one (about 2^-64 a pair) would
+ * count as one, so a list could show a plan fewer. Never SET_EMPTY. */
+static uint64_t class_of(const struct lp_entry *e, enum lp_objective o)
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+    const double v[3] = {lp_entry_objective(e, o), e->res.iteration_time_s,
+                         lp_entry_objective(e, LP_OBJ_COST)};
+    unsigned char b[sizeof(v) + sizeof(int)];
+    memcpy(b, v, sizeof(v));
+    memcpy(b + sizeof(v), &e->res.gpus, sizeof(int));
+    for (size_t i = 0; i < sizeof(b); i++)
+        h = (h ^ b[i]) * UINT64_C(1099511628211);
+    for (const char *s = e->run.model.name; *s; s++)
+        h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+    h = (h ^ 0xff) * UINT64_C(1099511628211); /* "ab"+"c" differs from "a"+"bc" */
+    for (const char *s = e->run.system.name; *s; s++)
+        h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+    return h == SET_EMPTY ? h - 1 : h;
 }
 
 static void sift_down(struct lp_top_item *h, size_t n, size_t i)
@@ -236,13 +269,19 @@ static void sift_up(struct lp_top_item *h, size_t i)
 static int topk_init(struct lp_topk *t, size_t k, struct lp_err *err)
 {
     memset(t, 0, sizeof(*t));
+    t->max = LP_TOPK_SPARE * k + 1;
     t->set_cap = 16;
-    while (t->set_cap < 2 * k)
+    while (t->set_cap < 2 * t->max)
         t->set_cap *= 2;
     t->set = malloc(t->set_cap * sizeof(uint64_t));
-    t->heap = malloc(k * sizeof(*t->heap));
-    if (!t->set || !t->heap) LP_FAIL(err, LP_ENOMEM, "out of memory for a top-%zu of results", k);
+    t->cls = malloc(t->set_cap * sizeof(uint64_t));
+    t->cls_n = malloc(t->set_cap * sizeof(uint32_t));
+    t->heap = malloc(t->max * sizeof(*t->heap));
+    t->free_slots = malloc(t->max * sizeof(size_t));
+    if (!t->set || !t->cls || !t->cls_n || !t->heap || !t->free_slots)
+        LP_FAIL(err, LP_ENOMEM, "out of memory for a top-%zu of results", k);
     memset(t->set, 0xff, t->set_cap * sizeof(uint64_t));
+    memset(t->cls, 0xff, t->set_cap * sizeof(uint64_t));
     return LP_OK;
 }
 
@@ -251,15 +290,52 @@ static void topk_free(struct lp_topk *t)
     free(t->store);
     free(t->heap);
     free(t->set);
+    free(t->cls);
+    free(t->cls_n);
+    free(t->free_slots);
     memset(t, 0, sizeof(*t));
 }
 
-/* Would an entry of key ke enter a full top? */
+static void topk_reset(struct lp_topk *t)
+{
+    t->n = t->nslots = t->nfree = t->nclass = 0;
+    if (t->set) memset(t->set, 0xff, t->set_cap * sizeof(uint64_t));
+    if (t->cls) memset(t->cls, 0xff, t->set_cap * sizeof(uint64_t));
+}
+
+/* Is the top cut (k + 1 classes, or the most entries)? Then only an entry
+ * before the worst kept one can enter. */
+static bool topk_full(const struct lp_topk *t, size_t k)
+{
+    return t->nclass > k || t->n >= t->max;
+}
+
 static bool topk_wants(const struct lp_topk *t, size_t k, struct key ke, enum lp_objective o)
 {
-    if (t->n < k) return true;
+    if (!topk_full(t, k)) return true;
     struct lp_top_item it = item_of(ke, o, 0);
     return item_cmp(&it, &t->heap[0]) < 0;
+}
+
+static uint32_t class_count(const struct lp_topk *t, uint64_t cls)
+{
+    const size_t i = slot_of(t->cls, t->set_cap, cls);
+    return t->cls[i] == cls ? t->cls_n[i] : 0;
+}
+
+/* Remove the worst kept entry (heap[0]). */
+static void topk_pop(struct lp_topk *t)
+{
+    const struct lp_top_item w = t->heap[0];
+    slot_del(t->set, NULL, t->set_cap, w.index);
+    const size_t c = slot_of(t->cls, t->set_cap, w.cls);
+    if (--t->cls_n[c] == 0) {
+        slot_del(t->cls, t->cls_n, t->set_cap, w.cls);
+        t->nclass--;
+    }
+    t->free_slots[t->nfree++] = w.slot;
+    t->heap[0] = t->heap[--t->n];
+    sift_down(t->heap, t->n, 0);
 }
 
 static int topk_add(struct lp_topk *t, size_t k, const struct lp_entry *e, enum lp_objective o,
@@ -268,28 +344,37 @@ static int topk_add(struct lp_topk *t, size_t k, const struct lp_entry *e, enum 
     struct key ke = key_of(e);
     if (!isfinite(ke.obj[o]) || !topk_wants(t, k, ke, o) || set_has(t, e->index)) return LP_OK;
     struct lp_top_item it = item_of(ke, o, 0);
-    if (t->n < k) {
-        if (t->n == t->cap) {
+    it.cls = class_of(e, o);
+    if (t->n == t->max) topk_pop(t); /* full of entries: the worst goes */
+    if (t->nfree) {
+        it.slot = t->free_slots[--t->nfree];
+    } else {
+        if (t->nslots == t->cap) {
             size_t cap = t->cap ? 2 * t->cap : 16;
-            if (cap > k) cap = k;
+            if (cap > t->max) cap = t->max;
             struct lp_entry *st = realloc(t->store, cap * sizeof(*st));
             if (!st) LP_FAIL(err, LP_ENOMEM, "out of memory growing a top-k to %zu entries", cap);
             t->store = st;
             t->cap = cap;
         }
-        it.slot = t->n;
-        t->store[it.slot] = *e;
-        t->heap[t->n] = it;
-        sift_up(t->heap, t->n);
-        t->n++;
-    } else { /* replace the k-th best */
-        set_del(t, t->heap[0].index);
-        it.slot = t->heap[0].slot;
-        t->store[it.slot] = *e;
-        t->heap[0] = it;
-        sift_down(t->heap, t->n, 0);
+        it.slot = t->nslots++;
     }
-    set_put(t, e->index);
+    t->store[it.slot] = *e;
+    t->heap[t->n] = it;
+    sift_up(t->heap, t->n);
+    t->n++;
+    t->set[slot_of(t->set, t->set_cap, e->index)] = e->index;
+    const size_t c = slot_of(t->cls, t->set_cap, it.cls);
+    if (t->cls[c] != it.cls) {
+        t->cls[c] = it.cls;
+        t->cls_n[c] = 0;
+        t->nclass++;
+    }
+    t->cls_n[c]++;
+    /* keep the prefix of entries before which at most k classes rank: the
+     * worst goes while the others hold more than k classes */
+    while (t->n > 1 && t->nclass - (class_count(t, t->heap[0].cls) == 1) > k)
+        topk_pop(t);
     return LP_OK;
 }
 
@@ -326,11 +411,8 @@ void lp_results_clear(struct lp_results *r)
     r->front.n = 0;
     r->front_loss.n = 0;
     r->ngroups = 0;
-    for (int o = 0; o < LP_OBJ_COUNT; o++) {
-        struct lp_topk *t = &r->top[o];
-        t->n = 0;
-        if (t->set) memset(t->set, 0xff, t->set_cap * sizeof(uint64_t));
-    }
+    for (int o = 0; o < LP_OBJ_COUNT; o++)
+        topk_reset(&r->top[o]);
 }
 
 static int cmp_item_ptr(const void *a, const void *b)
@@ -353,7 +435,9 @@ int lp_results_top_sorted(const struct lp_results *r, enum lp_objective o,
     }
     if (t->n) memcpy(items, t->heap, t->n * sizeof(*items));
     qsort(items, t->n, sizeof(*items), cmp_item_ptr);
-    for (size_t i = 0; i < t->n; i++)
+    /* the cut (the first entry of a (k+1)-th class) is kept for merges only */
+    if (t->nclass > (size_t)r->top_k) *n = t->n - 1;
+    for (size_t i = 0; i < *n; i++)
         (*out)[i] = &t->store[items[i].slot];
     free(items);
     return LP_OK;
@@ -534,7 +618,7 @@ int lp_results_merge(struct lp_results *dst, const struct lp_results *src, struc
         LP_TRY(err, lp_results_add(dst, &src->front_loss.e[i], err));
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         for (size_t i = 0; i < src->top[o].n; i++)
-            LP_TRY(err, lp_results_add(dst, &src->top[o].store[i], err));
+            LP_TRY(err, lp_results_add(dst, &src->top[o].store[src->top[o].heap[i].slot], err));
     for (size_t i = 0; i < src->ngroups; i++)
         for (int o = 0; o < LP_OBJ_COUNT; o++)
             LP_TRY(err, lp_results_add(dst, &src->groups[i].best[o], err));
@@ -546,8 +630,7 @@ int lp_results_pack(const struct lp_results *r, struct lp_entry **buf, uint64_t 
 {
     /* [front | top time | top cost]; a top's entries in store order (unpack
      * re-adds them, so the order does not matter) */
-    const struct lp_entry *sets[3] = {r->front.e, r->top[LP_OBJ_TIME].store,
-                                      r->top[LP_OBJ_COST].store};
+    const struct lp_topk *tops[3] = {NULL, &r->top[LP_OBJ_TIME], &r->top[LP_OBJ_COST]};
     const size_t ns[3] = {r->front.n, r->top[LP_OBJ_TIME].n, r->top[LP_OBJ_COST].n};
     size_t ng = r->ngroups * LP_OBJ_COUNT;
     for (int o = LP_OBJ_ALWAYS; o < LP_OBJ_COUNT; o++)
@@ -562,16 +645,17 @@ int lp_results_pack(const struct lp_results *r, struct lp_entry **buf, uint64_t 
     *buf = malloc((total ? total : 1) * sizeof(**buf));
     if (!*buf) LP_FAIL(err, LP_ENOMEM, "out of memory packing %zu results", total);
     size_t off = 0;
-    for (int i = 0; i < 3; i++) {
-        if (ns[i]) memcpy(*buf + off, sets[i], ns[i] * sizeof(**buf));
-        off += ns[i];
-    }
+    if (ns[0]) memcpy(*buf, r->front.e, ns[0] * sizeof(**buf));
+    off = ns[0];
+    for (int i = 1; i < 3; i++) /* a top's store has holes: through its heap */
+        for (size_t j = 0; j < ns[i]; j++)
+            (*buf)[off++] = tops[i]->store[tops[i]->heap[j].slot];
     for (size_t g = 0; g < r->ngroups; g++)
         for (int o = 0; o < LP_OBJ_COUNT; o++)
             (*buf)[off++] = r->groups[g].best[o];
     for (int o = LP_OBJ_ALWAYS; o < LP_OBJ_COUNT; o++)
         for (size_t i = 0; i < r->top[o].n; i++)
-            (*buf)[off++] = r->top[o].store[i];
+            (*buf)[off++] = r->top[o].store[r->top[o].heap[i].slot];
     for (size_t i = 0; i < r->front_loss.n; i++)
         (*buf)[off++] = r->front_loss.e[i];
     return LP_OK;

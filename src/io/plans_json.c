@@ -54,21 +54,10 @@ static cJSON *plan_json(const struct lp_entry *e, const struct lp_trust *trust, 
     return p;
 }
 
-/* Plans the model cannot tell apart (issue #17): the same model, system and
- * GPU count with bit-identical iteration time and cost, e.g. recompute none
- * and selective under FlashAttention, or ZeRO stages whose communication is
- * hidden. A sorted top-k list keeps the first of them (the one needing the
- * least memory, pareto.c's tie-break) and lists the others' indices in its
- * "equivalent_to". */
-static bool equivalent(const struct lp_entry *a, const struct lp_entry *b, enum lp_objective o)
-{
-    return lp_entry_objective(a, o) == lp_entry_objective(b, o) &&
-           a->res.iteration_time_s == b->res.iteration_time_s &&
-           lp_entry_objective(a, LP_OBJ_COST) == lp_entry_objective(b, LP_OBJ_COST) &&
-           a->res.gpus == b->res.gpus && !strcmp(a->run.model.name, b->run.model.name) &&
-           !strcmp(a->run.system.name, b->run.system.name);
-}
-
+/* Plans the model cannot tell apart (issue #17, lp_entry_equivalent): a
+ * sorted top list keeps the first of them (the one needing the least
+ * memory, pareto.c's tie-break) and lists the others' indices in its
+ * "equivalent_to"; the top holds top_k classes of them (pareto.c). */
 /* The plans of a list; with `o` >= 0 (a sorted top list) equivalent plans
  * are collapsed into the first. */
 static int add_list(cJSON *root, const char *key, const struct lp_entry *const *e, size_t n, int o,
@@ -84,7 +73,7 @@ static int add_list(cJSON *root, const char *key, const struct lp_entry *const *
                 lp_entry_objective(e[first], (enum lp_objective)o))
             first = i;
         size_t k = first;
-        while (o >= 0 && k < i && !equivalent(e[k], e[i], (enum lp_objective)o))
+        while (o >= 0 && k < i && !lp_entry_equivalent(e[k], e[i], (enum lp_objective)o))
             k++;
         if (o >= 0 && k < i) { /* e[k] was kept (the first of its class) */
             cJSON *p = cJSON_GetArrayItem(a, 0);

@@ -168,18 +168,39 @@ static void check_brute(const struct lp_results *r, int *th_failed_)
     ASSERT_EQ_INT(r->front_loss.n, expect);
     for (size_t k = 1; k < r->front_loss.n; k++)
         ASSERT_TRUE(c_of(&r->front_loss.e[k - 1]) <= c_of(&r->front_loss.e[k]));
-    /* top-k: the k smallest (objective, memory, index) among feasible points */
+    /* top-k (issue #17): the feasible points in (objective, memory, index)
+     * order up to the first of a (k+1)-th class of equivalent points
+     * (lp_entry_equivalent), at most LP_TOPK_SPARE k + 1 of them */
     for (int o = 0; o < LP_OBJ_COUNT; o++) {
         const struct lp_entry **s = NULL;
         size_t n = 0;
         ASSERT_OK(lp_results_top_sorted(r, (enum lp_objective)o, &s, &n, NULL));
-        bool ok = n == (size_t)r->top_k;
-        for (size_t k = 0; k < n && ok; k++) {
-            size_t better = 0;
-            for (int i = 0; i < N; i++)
-                if (pts[i].res.feasible && before(&pts[i], s[k], (enum lp_objective)o)) better++;
-            ok = better == k && (o != LP_OBJ_LOSS || s[k]->res.loss > 0);
+        const struct lp_entry *want[N];
+        size_t nw = 0, classes = 0;
+        for (size_t rank = 0;; rank++) { /* the point of this rank */
+            const struct lp_entry *x = NULL;
+            for (int i = 0; i < N && !x; i++) {
+                const struct lp_entry *p = &pts[i];
+                if (!p->res.feasible || (o == LP_OBJ_LOSS && !(p->res.loss > 0))) continue;
+                size_t better = 0;
+                for (int j = 0; j < N; j++)
+                    if (pts[j].res.feasible && (o != LP_OBJ_LOSS || pts[j].res.loss > 0) &&
+                        before(&pts[j], p, (enum lp_objective)o))
+                        better++;
+                if (better == rank) x = p;
+            }
+            if (!x) break;
+            bool seen = false;
+            for (size_t k = 0; k < nw && !seen; k++)
+                seen = lp_entry_equivalent(want[k], x, (enum lp_objective)o);
+            if (!seen && classes == (size_t)r->top_k) break;
+            classes += !seen;
+            want[nw++] = x;
+            if (nw == LP_TOPK_SPARE * (size_t)r->top_k + 1) break;
         }
+        bool ok = n == nw && nw >= (size_t)r->top_k;
+        for (size_t k = 0; k < n && ok; k++)
+            ok = s[k] == want[k] || s[k]->index == want[k]->index;
         if (n) ok = ok && lp_results_best(r, (enum lp_objective)o) == s[0];
         free(s);
         ASSERT_TRUE(ok);

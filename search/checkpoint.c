@@ -21,8 +21,9 @@
 
 #define CK_MAGIC "LPCKPT1"
 #define CK_VERSION                                                                                 \
-    5 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18);                               \
-         5: framework option fused_softmax */
+    6 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                        \
+       * optional objectives, the run dimensions and their columns (#17);                          \
+       * 6: framework option fused_softmax */
 
 struct ck_header {
     char magic[8];

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "llmplan/loss.h"
 #include "search_internal.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -109,6 +110,8 @@ static void fill_row(struct lp_row *w, uint64_t index, const int *digit, const s
     w->tokens_per_usd = r->tokens_per_usd;
     w->gpus_per_node = run->system.gpus_per_node;
     w->seq_len = run->model.seq_len;
+    w->global_batch = (int32_t)run->train.global_batch;
+    w->finetune = sw->values[LP_DIM_FINETUNE][digit[LP_DIM_FINETUNE]];
     w->price_per_gpu_hour_usd = run->system.price_per_gpu_hour_usd;
     if (!r->feasible) {
         /* no time, no cost: NaN, so that a mean or a minimum over the
@@ -161,6 +164,9 @@ int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_ev
         lp_space_digits(sp, i, digit);
         int sys = s->sweep->values[LP_DIM_SYSTEM][digit[LP_DIM_SYSTEM]];
         lp_space_evaluate(s->sim[sys], run, &res);
+        /* the loss objective (issue #17): the fit's loss on the budget */
+        if (res.feasible && s->sweep->objectives[LP_OBJ_LOSS])
+            res.loss = lp_loss_run((enum lp_loss_fit)s->sweep->loss_fit, run);
         cnt[LP_COUNT_DONE]++;
         cnt[LP_COUNT_EVALUATED]++;
         if (res.feasible)

@@ -68,6 +68,7 @@ int lp_reduce(struct lp_search *s, struct lp_results *out, struct lp_counts *tot
     if (mrc != MPI_SUCCESS) return mpi_err(err, mrc, "MPI_Reduce (counters)");
     LP_TRY(err, lp_results_init(out, s->res.top_k, err));
     lp_results_group_by(out, &s->space);
+    lp_results_objectives(out, s->sweep);
     int rc = lp_results_merge(out, &s->res, err);
     for (int step = 1; rc == LP_OK && step < s->size; step <<= 1) {
         if (s->rank & step) {

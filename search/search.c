@@ -490,15 +490,23 @@ static void summary(const struct lp_search *s, const struct lp_counts *t,
     if (!e) fprintf(stderr, "search: no feasible configuration\n");
     for (int o = 0; e && o < LP_OBJ_COUNT; o++) {
         const struct lp_entry *b = lp_results_best(r, (enum lp_objective)o);
+        if (!r->active[o] || !b) continue;
+        /* "fastest", "cheapest", "most tokens per usd", "lowest loss" */
+        char what[64];
+        snprintf(what, sizeof(what), "%s", lp_objective_best_name((enum lp_objective)o));
+        for (char *c = what; *c; c++)
+            if (*c == '_') *c = ' ';
         fprintf(stderr,
-                "search: %s: %s on %d GPUs of %s tp=%d pp=%d dp=%d cp=%d mb=%d: %.3f s/iter",
-                o == LP_OBJ_TIME ? "fastest" : "cheapest", b->run.model.name, b->res.gpus,
-                b->run.system.name, b->run.par.tp, b->run.par.pp, b->run.par.dp, b->run.par.cp,
-                b->run.par.micro_batch, b->res.iteration_time_s);
+                "search: %s: %s on %d GPUs of %s tp=%d pp=%d dp=%d cp=%d mb=%d: %.3f s/iter", what,
+                b->run.model.name, b->res.gpus, b->run.system.name, b->run.par.tp, b->run.par.pp,
+                b->run.par.dp, b->run.par.cp, b->run.par.micro_batch, b->res.iteration_time_s);
         if (b->res.time_days > 0)
-            fprintf(stderr, ", %.1f days, $%.4g\n", b->res.time_days, b->res.cost_usd);
+            fprintf(stderr, ", %.1f days, $%.4g", b->res.time_days, b->res.cost_usd);
         else
-            fprintf(stderr, ", $%.4g per iteration\n", b->res.cost_per_iteration_usd);
+            fprintf(stderr, ", $%.4g per iteration", b->res.cost_per_iteration_usd);
+        if (o == LP_OBJ_TOKENS_PER_USD) fprintf(stderr, ", %.4g tokens/$", b->res.tokens_per_usd);
+        if (o == LP_OBJ_LOSS) fprintf(stderr, ", loss %.4f", b->res.loss);
+        fputc('\n', stderr);
     }
     if (s->size > 1)
         fprintf(stderr, "search: rank 0 answered %llu work requests, %.1f us each (%.3f s)\n",
@@ -524,9 +532,18 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
     if (s->rank == 0 && rc == LP_OK) rc = lock_output_dir(s, err);
     if (agree(s, rc) < 0) return 1;
     if (agree(s, load_cost_models(s, err)) < 0) return 1;
+    /* how far to trust each plan (#17): the bands scripts/validate wrote;
+     * a file that is absent gives plans without "trust", a bad one fails */
+    if (s->rank == 0) {
+        char tpath[LP_SWEEP_PATH_LEN + 32];
+        snprintf(tpath, sizeof(tpath), "%s/trust_bands.json", lp_data_dir());
+        rc = access(tpath, F_OK) == 0 ? lp_trust_load(tpath, &s->trust, err) : LP_OK;
+    }
+    if (agree(s, rc) < 0) return 1;
     if (agree(s, lp_space_init(&s->space, s->sweep, err)) < 0) return 1;
     if (agree(s, lp_results_init(&s->res, s->sweep->top_k, err)) < 0) return 1;
     lp_results_group_by(&s->res, &s->space);
+    lp_results_objectives(&s->res, s->sweep);
     bool resumed = false;
     if (restore(s, &resumed, err) < 0) return 1;
     if (s->rank == 0 && !s->opt.quiet)
@@ -573,7 +590,8 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
                                      s->sweep->train.tokens > 0 ? s->sweep->train.tokens
                                                                 : s->sweep->train.tokens_per_param,
                                      s->mismatch_desc,
-                                     s->sweep};
+                                     s->sweep,
+                                     s->trust};
         if (rc == LP_OK) rc = lp_plans_write(path, &all, &total, &info, err);
         if (rc == LP_OK) rc = trace_top(s, &all, err);
         if (rc == LP_OK) lp_checkpoint_remove(s);
@@ -610,6 +628,7 @@ static void search_free(struct lp_search *s)
     lp_ranges_free(&s->mine);
     lp_ranges_free(&s->done);
     lp_sweep_destroy(&s->sweep);
+    lp_trust_destroy(&s->trust);
     free(s->sweep_text);
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the lock */
 }

@@ -33,6 +33,7 @@ struct lp_row {
     int32_t framework, attention, precision; /* the settings dimensions (#17) */
     int32_t gpus_per_node, seq_len;
     double price_per_gpu_hour_usd, tokens_per_usd;
+    int32_t global_batch, finetune; /* the run dimensions (#17) */
 };
 
 /* A completed index range and its rows (in the owner's row buffer). */
@@ -72,7 +73,7 @@ struct lp_search_opts {
 };
 
 struct lp_h5;          /* sweep_h5.c */
-#define LP_H5_NCOLS 46 /* columns of sweep.h5 (struct lp_row) */
+#define LP_H5_NCOLS 48 /* columns of sweep.h5 (struct lp_row) */
 
 struct lp_search {
     MPI_Comm comm;
@@ -90,6 +91,7 @@ struct lp_search {
     /* systems whose profile was measured on another GPU (allowed by
      * --allow-profile-mismatch), for plans.json's stats.profile_gpu_mismatch */
     char mismatch_desc[1024];
+    struct lp_trust *trust; /* rank 0: data/trust_bands.json, or NULL when absent */
     /* this rank's partial state */
     struct lp_results res;
     struct lp_counts counts;

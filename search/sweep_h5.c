@@ -50,7 +50,8 @@ enum cenum {
     E_REASON,
     E_PREC,
     E_FW,
-    E_ATT
+    E_ATT,
+    E_FT
 };
 
 struct col {
@@ -117,9 +118,13 @@ static const struct col cols[] = {
     COL(seq_len, C_I32, "tokens", "sequence length"),
     COL(price_per_gpu_hour_usd, C_F64, "USD/(GPU*h)", "the system's price per GPU-hour"),
     COL(tokens_per_usd, C_F64, "tokens/USD",
-        "training tokens per dollar: tokens_per_s * 3600 / (gpus * price) (NaN when infeasible)"),
+        "training tokens per dollar of the bill (src/core/bill.c: node billing, energy, goodput; "
+        "NaN when infeasible)"),
     COL(zero3_gather_s, C_F64, "s",
         "breakdown: exposed ZeRO-3 / FSDP gathers in the passes (not in tp_comm_s since format 2)"),
+    COL(global_batch, C_I32, "sequences", "global batch (sequences per iteration)"),
+    ECOL(finetune, E_FT,
+         "full training or the LoRA settings (enumeration; position in finetune_names)"),
 };
 #undef COL
 #undef ECOL
@@ -349,6 +354,10 @@ static const char *precision_name(const struct lp_search *s, int i)
     (void)s;
     return lp_prec_name((enum lp_prec)i);
 }
+static const char *finetune_name(const struct lp_search *s, int i)
+{
+    return s->sweep->fts[i].name;
+}
 static const char *schedule_name(const struct lp_search *s, int i)
 {
     (void)s;
@@ -376,6 +385,8 @@ static int enum_count(const struct lp_search *s, enum cenum e)
         return s->sweep->nvalues[LP_DIM_FRAMEWORK];
     case E_ATT:
         return LP_ATTENTION_COUNT + 1;
+    case E_FT:
+        return s->sweep->nvalues[LP_DIM_FINETUNE];
     case E_NONE:
         break;
     }
@@ -387,7 +398,7 @@ static name_fn enum_names(enum cenum e)
     static const name_fn fn[] = {
         [E_MODEL] = model_name,       [E_SYSTEM] = system_name, [E_RECOMPUTE] = recompute_name,
         [E_SCHEDULE] = schedule_name, [E_REASON] = reason_name, [E_PREC] = precision_name,
-        [E_FW] = framework_name,      [E_ATT] = attention_name,
+        [E_FW] = framework_name,      [E_ATT] = attention_name, [E_FT] = finetune_name,
     };
     return fn[e];
 }
@@ -859,6 +870,8 @@ static int write_attrs(struct lp_search *s, bool complete, const struct lp_count
                            s->sweep->nvalues[LP_DIM_FRAMEWORK], err));
     LP_TRY(err, attr_names(s, f, "attention_names", attention_name, LP_ATTENTION_COUNT + 1, err));
     LP_TRY(err, attr_names(s, f, "precision_names", precision_name, LP_PREC_COUNT, err));
+    LP_TRY(err, attr_names(s, f, "finetune_names", finetune_name,
+                           s->sweep->nvalues[LP_DIM_FINETUNE], err));
     LP_TRY(err, attr_names(s, f, "columns", column_name, (int)NCOLS, err));
     return LP_OK;
 }

@@ -6,6 +6,7 @@
 #define LLMPLAN_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -390,6 +391,17 @@ int lp_fp8_scaling_parse(const char *s, enum lp_fp8_scaling *out);
 enum lp_prec lp_prec_table(enum lp_prec p);
 /* "flash2", "flash1", "triton", or "unfused" when !flash */
 const char *lp_attention_name(bool flash, enum lp_attention a);
+
+/* The label of a preset with overrides (issue #17): "NAME[key=value,...]",
+ * e.g. "mixtral-8x7b[seq_len=512]"; a run description that names it is
+ * read back as {"preset": NAME, key: value, ...} (json_load.c), so a plan
+ * re-simulates with the same model. lp_label_add appends key=value (a
+ * second override goes inside the brackets); lp_label_number formats a
+ * number so that strtod gives it back exactly. */
+void lp_label_add(char *name, size_t len, const char *key, const char *value);
+void lp_label_number(double v, char *buf, size_t len);
+/* The model with another sequence length, labelled as an override. */
+void lp_model_set_seq_len(struct lp_model *m, int seq_len);
 int lp_prec_parse(const char *s, enum lp_prec *out);
 int lp_recompute_parse(const char *s, enum lp_recompute *out);
 int lp_schedule_parse(const char *s, enum lp_schedule *out);

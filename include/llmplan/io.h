@@ -21,6 +21,13 @@ extern "C" {
  * tree's data/ (LLMPLAN_DATA_DIR), else the installed share dir. */
 const char *lp_data_dir(void);
 
+/* Validation error bands per domain (framework x GPU), the file
+ * `scripts/validate --bands` writes (src/io/trust_json.c). */
+struct lp_trust;
+int lp_trust_load(const char *path, struct lp_trust **out, struct lp_err *err);
+/* NULL-safe; NULLs the handle. */
+void lp_trust_destroy(struct lp_trust **t);
+
 enum lp_preset_kind { LP_PRESET_MODEL = 0, LP_PRESET_GPU, LP_PRESET_SYSTEM };
 
 /* Load a preset by name (data/<kind>s/<name>.json). */
@@ -126,6 +133,9 @@ struct lp_plans_info {
     /* "" or the systems run with another GPU's profile (--allow-profile-mismatch) */
     const char *profile_mismatch;
     const struct lp_sweep *sweep_desc; /* constraints, best_by and the names of groups */
+    /* validation bands (data/trust_bands.json): every plan gets "trust";
+     * NULL: none */
+    const struct lp_trust *trust;
 };
 
 /* Write plans.json atomically: time_optimal, cost_optimal (null when nothing

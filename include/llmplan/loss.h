@@ -31,6 +31,12 @@ int lp_loss_fit_parse(const char *s, enum lp_loss_fit *out);
  * unknown. */
 double lp_loss_chinchilla(enum lp_loss_fit f, double params, double tokens);
 
+struct lp_run;
+/* The loss of a run's model (N = lp_model_params: every parameter, experts
+ * included) on the run's token budget (lp_bill_budget_tokens); NaN without
+ * a budget. */
+double lp_loss_run(enum lp_loss_fit f, const struct lp_run *run);
+
 #ifdef __cplusplus
 }
 #endif

@@ -26,13 +26,11 @@ struct lp_entry {
     struct lp_result res;
 };
 
-/* Objectives. Time: iteration_time_s. Cost: the training cost cost_usd when
- * the sweep has a token budget (training.tokens > 0), else the cost of one
- * iteration, cost_per_iteration_usd. Ties are broken by the memory per GPU
- * (less first: more headroom), then by the index, so every ordering is
- * total and the results canonical. */
-enum lp_objective { LP_OBJ_TIME = 0, LP_OBJ_COST, LP_OBJ_COUNT };
 double lp_entry_objective(const struct lp_entry *e, enum lp_objective o);
+/* The key of an optional objective in the sweep's "objectives", and the
+ * name of its list in plans.json (top_<name>) and of a group's best. */
+const char *lp_objective_name(enum lp_objective o);
+const char *lp_objective_best_name(enum lp_objective o);
 
 /* A set of entries kept sorted (growable array; the only allocation is when
  * it grows). */
@@ -41,24 +39,41 @@ struct lp_entry_set {
     size_t n, cap;
 };
 
-/* The k best of one objective: a binary max-heap of small items (the k-th
- * best at heap[0]) whose slots point into a store of entries, and a hash
- * set of the indices present. An offer costs O(log k) and copies one entry
- * only when it is kept (O(N log k) for N offers; a sorted array of entries
- * cost O(N k) memmoves of ~2 KB entries). Unordered: read it through
+/* The k best of one objective: a binary max-heap of small items (the worst
+ * kept at heap[0]) whose slots point into a store of entries, a hash set of
+ * the indices present, and the number of entries of each class of
+ * equivalent plans (lp_entry_equivalent). Issue #17: k counts classes, not
+ * entries, so a top list shows k distinct plans after the equivalent ones
+ * are collapsed. What is kept is a prefix of the order: every entry before
+ * which fewer than k + 1 classes rank (so the first entry of the (k+1)-th
+ * class too, the "cut", which makes the merge of two tops exact), at most
+ * LP_TOPK_SPARE x k + 1 entries. An offer costs O(log k) and copies one
+ * entry only when it is kept. Unordered: read it through
  * lp_results_top_sorted or lp_results_best. */
+#define LP_TOPK_SPARE 4
 struct lp_top_item {
     double obj;
-    double mem; /* memory per GPU: the tie-break before the index */
+    double obj2; /* the loss objective's tie-break (cost); 0 for the others */
+    double mem;  /* memory per GPU: the tie-break before the index */
     uint64_t index;
-    size_t slot; /* into store */
+    uint64_t cls; /* hash of the entry's class of equivalent plans */
+    size_t slot;  /* into store */
 };
 struct lp_topk {
-    struct lp_entry *store; /* n used, cap allocated (grows to k) */
+    struct lp_entry *store; /* nslots used, cap allocated (grows to max) */
     struct lp_top_item *heap;
-    uint64_t *set; /* open addressing, set_cap (a power of two >= 2k) */
-    size_t n, cap, set_cap;
+    uint64_t *set; /* open addressing, set_cap (a power of two >= 2 max) */
+    uint64_t *cls; /* class hashes, same capacity, with their counts */
+    uint32_t *cls_n;
+    size_t *free_slots; /* slots of the store freed by a removal */
+    size_t n, cap, set_cap, max, nslots, nfree, nclass;
 };
+
+/* Plans the model cannot tell apart in objective o: the same model, system
+ * and GPU count with bit-identical iteration time, cost and objective, e.g.
+ * recompute none and selective under FlashAttention, or ZeRO stages whose
+ * communication is hidden (plans.json collapses them, "equivalent_to"). */
+bool lp_entry_equivalent(const struct lp_entry *a, const struct lp_entry *b, enum lp_objective o);
 
 /* The best entry per objective of one group of configurations (the
  * configurations sharing the values of the "best_by" dimensions). */
@@ -71,7 +86,9 @@ struct lp_group {
  * per objective, and (with lp_results_group_by) the best per group. */
 struct lp_results {
     int top_k;
+    bool active[LP_OBJ_COUNT];        /* objectives ranked (time and cost always) */
     struct lp_entry_set front;        /* sorted by (time, cost, index) */
+    struct lp_entry_set front_loss;   /* with the loss objective: (cost, loss) */
     struct lp_topk top[LP_OBJ_COUNT]; /* by (objective, index) */
     int ngroup_dims;
     uint64_t gstride[LP_GROUP_MAX]; /* index weight of the group dimensions */
@@ -79,6 +96,10 @@ struct lp_results {
     struct lp_group *groups; /* sorted by key */
     size_t ngroups, gcap;
 };
+
+/* Rank by the sweep's optional objectives too (lp_sweep.objectives). Call
+ * after lp_results_init, before any offer. */
+void lp_results_objectives(struct lp_results *r, const struct lp_sweep *sw);
 
 /* Keep the best entry per objective of every group of the sweep's
  * "best_by" dimensions (none: nothing). Call after lp_results_init. */

@@ -98,6 +98,10 @@ struct lp_result {
     /* training tokens per dollar (Ashkboos et al. 2024's metric): tokens of
      * one iteration / its cost; 0 when the system has no price */
     double tokens_per_usd;
+    /* the loss (nats per token) the model reaches on the run's token budget,
+     * under the fit a sweep's "loss" objective names (set by llmplan search,
+     * include/llmplan/loss.h); 0 = not computed */
+    double loss;
     /* exposed ZeRO-3 / FSDP collectives of one micro-batch's forward and
      * backward passes on a stage (every chunk holds 1/vp of them): the
      * breakdown's zero3_gather_s is micro-batches x their sum */
@@ -130,6 +134,9 @@ struct lp_result {
  * dataset) time_days, gpu_hours and cost_usd, with the system's billing,
  * energy and goodput settings. budget_tokens: 0 = none. */
 void lp_bill_project(const struct lp_run *r, double budget_tokens, struct lp_result *res);
+/* The token budget of a run: training.tokens_per_param x the model's
+ * parameters when given, else training.tokens (0 = none). */
+double lp_bill_budget_tokens(const struct lp_run *r);
 /* The fraction of wall time that is progress under the system's goodput
  * model (Young 1974 / Daly 2006 first order); 1 when not modelled. */
 double lp_bill_goodput(const struct lp_system *sys, int gpus);

@@ -23,6 +23,12 @@ extern "C" {
  * span). dp is not a dimension: it is derived as gpus / (tp*pp*cp). */
 enum lp_dim {
     LP_DIM_MODEL = 0,
+    /* the sequence length and the global batch (issue #17): 0 = the model's
+     * seq_len / the training block's global_batch (a sweep that does not
+     * list them: radix 1, every index as before); above the checks that
+     * use them (cp_seq, batch) so that a failing prefix still skips */
+    LP_DIM_SEQ_LEN,
+    LP_DIM_GLOBAL_BATCH,
     LP_DIM_SYSTEM,
     LP_DIM_GPUS,
     LP_DIM_TP,
@@ -42,6 +48,7 @@ enum lp_dim {
     LP_DIM_FRAMEWORK, /* index into lp_sweep.fws */
     LP_DIM_ATTENTION, /* enum lp_attention, or LP_ATTENTION_COUNT = unfused */
     LP_DIM_PRECISION, /* enum lp_prec */
+    LP_DIM_FINETUNE,  /* index into lp_sweep.fts (none listed: the training block's) */
     LP_DIM_COUNT
 };
 
@@ -81,6 +88,34 @@ enum lp_constraint lp_constraints_check(const struct lp_constraints *c, const st
                                         const struct lp_result *res);
 bool lp_constraints_any(const struct lp_constraints *c);
 
+/* Objectives, each minimised. Time: iteration_time_s. Cost: the training
+ * cost cost_usd when the sweep has a token budget (training.tokens > 0),
+ * else the cost of one iteration, cost_per_iteration_usd. The two optional
+ * ones (the sweep's "objectives", issue #17): tokens per dollar
+ * (-tokens_per_usd, the bill's: src/core/bill.c) and the loss the plan's
+ * model reaches on its token budget (lp_result.loss, a fit of
+ * include/llmplan/loss.h), ties by cost: "the lowest loss, at its cheapest".
+ * Ties are broken by the memory per GPU (less first: more headroom), then by
+ * the index, so every ordering is total and the results canonical. */
+enum lp_objective {
+    LP_OBJ_TIME = 0,
+    LP_OBJ_COST,
+    LP_OBJ_TOKENS_PER_USD,
+    LP_OBJ_LOSS,
+    LP_OBJ_COUNT
+};
+/* The objectives every sweep ranks by (the others only when asked for). */
+#define LP_OBJ_ALWAYS 2
+/* One value of the "finetune" dimension: full training (lora_rank 0) or
+ * LoRA / QLoRA settings (struct lp_training's lora_* fields), and its name
+ * in sweep.h5 and best_by groups ("full", "lora-r16", "lora-r16-4bit"). */
+struct lp_sweep_finetune {
+    int lora_rank, lora_base_bits;
+    enum lp_lora_targets lora_targets;
+    double lora_dropout;
+    char name[48];
+};
+
 /* Most dimensions a sweep's "best_by" may group by. */
 #define LP_GROUP_MAX 4
 
@@ -103,6 +138,7 @@ struct lp_sweep {
     struct lp_training train;
     struct lp_framework_opts fw;   /* the first (or only) framework */
     struct lp_framework_opts *fws; /* nvalues[LP_DIM_FRAMEWORK] frameworks */
+    struct lp_sweep_finetune *fts; /* nvalues[LP_DIM_FINETUNE] entries */
     /* "" = data/profiles/<gpu>.h5 of each system's GPU; "roofline"; "synth";
      * or a profile file path (used for every system without its own
      * lp_system.profile: a system key, or the sweep's "profile" map). */
@@ -112,6 +148,10 @@ struct lp_sweep {
     struct lp_constraints cons;     /* "constraints" */
     int nbest_by;                   /* "best_by": group by these dimensions */
     enum lp_dim best_by[LP_GROUP_MAX];
+    /* "objectives": the optional objectives asked for (indexed by enum
+     * lp_objective; time and cost are always ranked) and "loss_fit" */
+    bool objectives[LP_OBJ_COUNT];
+    int loss_fit; /* enum lp_loss_fit */
 };
 
 /* ---- the configuration space ---- */

@@ -22,7 +22,14 @@
  * With none of them set the figures are exactly the former inline ones. */
 #include <math.h>
 
+#include "llmplan/arch.h"
 #include "llmplan/sim.h"
+
+double lp_bill_budget_tokens(const struct lp_run *r)
+{
+    return r->train.tokens_per_param > 0 ? r->train.tokens_per_param * lp_model_params(&r->model)
+                                         : r->train.tokens;
+}
 
 /* The goodput factor 1 - w of g GPUs (1 when not modelled). */
 double lp_bill_goodput(const struct lp_system *sys, int gpus)
@@ -50,6 +57,14 @@ void lp_bill_project(const struct lp_run *r, double budget_tokens, struct lp_res
                             : 0.0;
     res->cost_per_iteration_usd = res->iteration_time_s / 3600.0 * billed * price;
     if (energy_usd_s > 0) res->cost_per_iteration_usd += res->iteration_time_s * energy_usd_s;
+    /* tokens per dollar of the bill (whole nodes, energy) and of the wall
+     * time failures add (goodput): for a token budget D exactly D / cost_usd,
+     * so ranking by it and by the budget's cost agree for one model */
+    const double goodput = lp_bill_goodput(sys, res->gpus);
+    res->tokens_per_usd = price > 0
+                              ? (double)r->train.global_batch * r->model.seq_len *
+                                    (goodput > 0 ? goodput : 0.0) / res->cost_per_iteration_usd
+                              : 0.0;
     const struct lp_dataset *ds = &r->train.dataset;
     double secs = 0;
     if (ds->nbins > 0 && ds->queries > 0) /* the dataset's queries x epochs */
@@ -58,7 +73,6 @@ void lp_bill_project(const struct lp_run *r, double budget_tokens, struct lp_res
         secs = budget_tokens / res->tokens_per_s;
     else
         return;
-    const double goodput = lp_bill_goodput(sys, res->gpus);
     if (goodput != 1.0) secs = goodput > 0 ? secs / goodput : INFINITY;
     res->time_days = secs / 86400.0;
     res->gpu_hours = secs / 3600.0 * res->gpus;

@@ -1,5 +1,7 @@
 /* Name tables for enums, framework defaults (parameter counts: arch.c). */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "llmplan/config.h"
@@ -294,4 +296,31 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
     default:
         break;
     }
+}
+
+void lp_label_add(char *name, size_t len, const char *key, const char *value)
+{
+    size_t n = strlen(name);
+    if (n + 1 >= len) return;
+    if (n > 0 && name[n - 1] == ']')
+        snprintf(name + n - 1, len - (n - 1), ",%s=%s]", key, value);
+    else
+        snprintf(name + n, len - n, "[%s=%s]", key, value);
+}
+
+void lp_label_number(double v, char *buf, size_t len)
+{
+    /* the shortest %g that reads back exactly (%g's 6 digits first) */
+    for (int p = 6; p <= 17; p++) {
+        snprintf(buf, len, "%.*g", p, v);
+        if (strtod(buf, NULL) == v) return;
+    }
+}
+
+void lp_model_set_seq_len(struct lp_model *m, int seq_len)
+{
+    char v[16];
+    snprintf(v, sizeof(v), "%d", seq_len);
+    m->seq_len = seq_len;
+    lp_label_add(m->name, sizeof(m->name), "seq_len", v);
 }

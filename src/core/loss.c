@@ -3,7 +3,9 @@
 #include <math.h>
 #include <string.h>
 
+#include "llmplan/arch.h"
 #include "llmplan/loss.h"
+#include "llmplan/sim.h"
 #include "llmplan/status.h"
 
 static const struct lp_loss_params fits[LP_LOSS_FIT_COUNT] = {
@@ -39,4 +41,9 @@ double lp_loss_chinchilla(enum lp_loss_fit f, double params, double tokens)
     const struct lp_loss_params *p = lp_loss_fit_params(f);
     if (!p || !(params > 0) || !(tokens > 0)) return NAN;
     return p->E + p->A / pow(params, p->alpha) + p->B / pow(tokens, p->beta);
+}
+
+double lp_loss_run(enum lp_loss_fit f, const struct lp_run *run)
+{
+    return lp_loss_chinchilla(f, lp_model_params(&run->model), lp_bill_budget_tokens(run));
 }

@@ -15,10 +15,42 @@
 
 #include "llmplan/search.h"
 
+/* The objectives of a result (lower is better). The loss is NaN where it
+ * was not computed: such a result never enters the loss list. */
+static void objectives_of(const struct lp_result *res, double obj[LP_OBJ_COUNT])
+{
+    obj[LP_OBJ_TIME] = res->iteration_time_s;
+    obj[LP_OBJ_COST] = res->cost_usd > 0 ? res->cost_usd : res->cost_per_iteration_usd;
+    obj[LP_OBJ_TOKENS_PER_USD] = -res->tokens_per_usd;
+    obj[LP_OBJ_LOSS] = res->loss > 0 ? res->loss : NAN;
+}
+
 double lp_entry_objective(const struct lp_entry *e, enum lp_objective o)
 {
-    if (o == LP_OBJ_TIME) return e->res.iteration_time_s;
-    return e->res.cost_usd > 0 ? e->res.cost_usd : e->res.cost_per_iteration_usd;
+    double obj[LP_OBJ_COUNT];
+    objectives_of(&e->res, obj);
+    return (unsigned)o < LP_OBJ_COUNT ? obj[o] : NAN;
+}
+
+static const char *const obj_names[LP_OBJ_COUNT] = {"time", "cost", "tokens_per_usd", "loss"};
+static const char *const obj_best[LP_OBJ_COUNT] = {"fastest", "cheapest", "most_tokens_per_usd",
+                                                   "lowest_loss"};
+
+const char *lp_objective_name(enum lp_objective o)
+{
+    return (unsigned)o < LP_OBJ_COUNT ? obj_names[o] : "?";
+}
+
+const char *lp_objective_best_name(enum lp_objective o)
+{
+    return (unsigned)o < LP_OBJ_COUNT ? obj_best[o] : "?";
+}
+
+/* The second key of an objective before the memory tie-break: the loss is
+ * the same for every plan of a model, so its plans rank by cost. */
+static double obj_second(const double obj[LP_OBJ_COUNT], enum lp_objective o)
+{
+    return o == LP_OBJ_LOSS ? obj[LP_OBJ_COST] : 0.0;
 }
 
 /* What every comparison looks at: the objectives, then the memory per GPU
@@ -30,12 +62,18 @@ struct key {
     uint64_t index;
 };
 
+static struct key key_of_result(uint64_t index, const struct lp_result *res)
+{
+    struct key k;
+    objectives_of(res, k.obj);
+    k.mem = res->memory_per_gpu_bytes;
+    k.index = index;
+    return k;
+}
+
 static struct key key_of(const struct lp_entry *e)
 {
-    struct key k = {{lp_entry_objective(e, LP_OBJ_TIME), lp_entry_objective(e, LP_OBJ_COST)},
-                    e->res.memory_per_gpu_bytes,
-                    e->index};
-    return k;
+    return key_of_result(e->index, &e->res);
 }
 
 /* The tie-break of equal objectives: less memory per GPU, then the index. */
@@ -50,22 +88,38 @@ static int cmp_obj(struct key a, struct key b, enum lp_objective o)
 {
     if (a.obj[o] < b.obj[o]) return -1;
     if (a.obj[o] > b.obj[o]) return 1;
+    const double a2 = obj_second(a.obj, o), b2 = obj_second(b.obj, o);
+    if (a2 < b2) return -1;
+    if (a2 > b2) return 1;
     return cmp_tie(a.mem, a.index, b.mem, b.index);
 }
 
-/* Order of the front: time, then cost, then index. */
-static int cmp_front(struct key a, struct key b)
+/* The two objectives of a front: (time, cost), or (cost, loss) for the
+ * loss front ("loss per dollar"). */
+struct front_axes {
+    enum lp_objective x, y;
+};
+static const struct front_axes time_cost = {LP_OBJ_TIME, LP_OBJ_COST};
+static const struct front_axes cost_loss = {LP_OBJ_COST, LP_OBJ_LOSS};
+
+/* Order of a front: x, then y, then memory and index. */
+static int cmp_front(struct key a, struct key b, struct front_axes ax)
 {
-    if (a.obj[LP_OBJ_TIME] < b.obj[LP_OBJ_TIME]) return -1;
-    if (a.obj[LP_OBJ_TIME] > b.obj[LP_OBJ_TIME]) return 1;
-    return cmp_obj(a, b, LP_OBJ_COST);
+    if (a.obj[ax.x] < b.obj[ax.x]) return -1;
+    if (a.obj[ax.x] > b.obj[ax.x]) return 1;
+    return cmp_obj(a, b, ax.y);
+}
+
+static bool dominates_on(struct key a, struct key b, struct front_axes ax)
+{
+    if (a.obj[ax.x] > b.obj[ax.x] || a.obj[ax.y] > b.obj[ax.y]) return false;
+    if (a.obj[ax.x] < b.obj[ax.x] || a.obj[ax.y] < b.obj[ax.y]) return true;
+    return cmp_tie(a.mem, a.index, b.mem, b.index) < 0;
 }
 
 static bool dominates(struct key a, struct key b)
 {
-    if (a.obj[0] > b.obj[0] || a.obj[1] > b.obj[1]) return false;
-    if (a.obj[0] < b.obj[0] || a.obj[1] < b.obj[1]) return true;
-    return cmp_tie(a.mem, a.index, b.mem, b.index) < 0;
+    return dominates_on(a, b, time_cost);
 }
 
 static int set_reserve(struct lp_entry_set *s, size_t n, struct lp_err *err)
@@ -99,7 +153,20 @@ static int item_cmp(const struct lp_top_item *a, const struct lp_top_item *b)
 {
     if (a->obj < b->obj) return -1;
     if (a->obj > b->obj) return 1;
+    if (a->obj2 < b->obj2) return -1;
+    if (a->obj2 > b->obj2) return 1;
     return cmp_tie(a->mem, a->index, b->mem, b->index);
+}
+
+static struct lp_top_item item_of(struct key k, enum lp_objective o, size_t slot)
+{
+    struct lp_top_item it = {.obj = k.obj[o],
+                             .obj2 = obj_second(k.obj, o),
+                             .mem = k.mem,
+                             .index = k.index,
+                             .cls = 0,
+                             .slot = slot};
+    return it;
 }
 
 static size_t set_home(uint64_t index, size_t cap)
@@ -108,41 +175,69 @@ static size_t set_home(uint64_t index, size_t cap)
     return (size_t)((index * UINT64_C(11400714819323198485)) >> 32) & (cap - 1);
 }
 
+/* Open addressing with linear probing over keys[cap] (SET_EMPTY = free):
+ * the slot holding key, or the free slot where it would go. */
+static size_t slot_of(const uint64_t *keys, size_t cap, uint64_t key)
+{
+    size_t i = set_home(key, cap);
+    while (keys[i] != key && keys[i] != SET_EMPTY)
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
 static bool set_has(const struct lp_topk *t, uint64_t index)
 {
-    if (!t->set_cap) return false;
-    for (size_t i = set_home(index, t->set_cap);; i = (i + 1) & (t->set_cap - 1)) {
-        if (t->set[i] == index) return true;
-        if (t->set[i] == SET_EMPTY) return false;
-    }
+    return t->set_cap && t->set[slot_of(t->set, t->set_cap, index)] == index;
 }
 
-static void set_put(struct lp_topk *t, uint64_t index)
+/* Remove key (present) by backward-shift deletion (linear probing, Knuth
+ * TAOCP vol. 3, 6.4 Algorithm R): no tombstones, so lookups stay short.
+ * vals (may be NULL) moves with its key. */
+static void slot_del(uint64_t *keys, uint32_t *vals, size_t cap, uint64_t key)
 {
-    size_t i = set_home(index, t->set_cap);
-    while (t->set[i] != SET_EMPTY)
-        i = (i + 1) & (t->set_cap - 1);
-    t->set[i] = index;
-}
-
-/* Remove index (present) by backward-shift deletion (linear probing, Knuth
- * TAOCP vol. 3, 6.4 Algorithm R): no tombstones, so lookups stay short. */
-static void set_del(struct lp_topk *t, uint64_t index)
-{
-    const size_t mask = t->set_cap - 1;
-    size_t i = set_home(index, t->set_cap);
-    while (t->set[i] != index)
-        i = (i + 1) & mask;
-    for (size_t j = (i + 1) & mask; t->set[j] != SET_EMPTY; j = (j + 1) & mask) {
-        size_t h = set_home(t->set[j], t->set_cap);
-        /* move set[j] into the hole at i unless its home lies in (i, j] */
+    const size_t mask = cap - 1;
+    size_t i = slot_of(keys, cap, key);
+    for (size_t j = (i + 1) & mask; keys[j] != SET_EMPTY; j = (j + 1) & mask) {
+        size_t h = set_home(keys[j], cap);
+        /* move keys[j] into the hole at i unless its home lies in (i, j] */
         bool stays = i <= j ? (h > i && h <= j) : (h > i || h <= j);
         if (!stays) {
-            t->set[i] = t->set[j];
+            keys[i] = keys[j];
+            if (vals) vals[i] = vals[j];
             i = j;
         }
     }
-    t->set[i] = SET_EMPTY;
+    keys[i] = SET_EMPTY;
+}
+
+bool lp_entry_equivalent(const struct lp_entry *a, const struct lp_entry *b, enum lp_objective o)
+{
+    return lp_entry_objective(a, o) == lp_entry_objective(b, o) &&
+           a->res.iteration_time_s == b->res.iteration_time_s &&
+           lp_entry_objective(a, LP_OBJ_COST) == lp_entry_objective(b, LP_OBJ_COST) &&
+           a->res.gpus == b->res.gpus && !strcmp(a->run.model.name, b->run.model.name) &&
+           !strcmp(a->run.system.name, b->run.system.name);
+}
+
+/* A hash of what lp_entry_equivalent compares (FNV-1a, 64 bits): equivalent
+ * entries have the same; two classes sharing one (about 2^-64 a pair) would
+ * count as one, so a list could show a plan fewer. Never SET_EMPTY. */
+static uint64_t class_of(const struct lp_entry *e, enum lp_objective o)
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+    const double v[3] = {lp_entry_objective(e, o), e->res.iteration_time_s,
+                         lp_entry_objective(e, LP_OBJ_COST)};
+    unsigned char b[sizeof(v) + sizeof(int)];
+    memcpy(b, v, sizeof(v));
+    memcpy(b + sizeof(v), &e->res.gpus, sizeof(int));
+    for (size_t i = 0; i < sizeof(b); i++)
+        h = (h ^ b[i]) * UINT64_C(1099511628211);
+    for (const char *s = e->run.model.name; *s; s++)
+        h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+    h = (h ^ 0xff) * UINT64_C(1099511628211); /* "ab"+"c" differs from "a"+"bc" */
+    for (const char *s = e->run.system.name; *s; s++)
+        h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+    return h == SET_EMPTY ? h - 1 : h;
 }
 
 static void sift_down(struct lp_top_item *h, size_t n, size_t i)
@@ -174,13 +269,19 @@ static void sift_up(struct lp_top_item *h, size_t i)
 static int topk_init(struct lp_topk *t, size_t k, struct lp_err *err)
 {
     memset(t, 0, sizeof(*t));
+    t->max = LP_TOPK_SPARE * k + 1;
     t->set_cap = 16;
-    while (t->set_cap < 2 * k)
+    while (t->set_cap < 2 * t->max)
         t->set_cap *= 2;
     t->set = malloc(t->set_cap * sizeof(uint64_t));
-    t->heap = malloc(k * sizeof(*t->heap));
-    if (!t->set || !t->heap) LP_FAIL(err, LP_ENOMEM, "out of memory for a top-%zu of results", k);
+    t->cls = malloc(t->set_cap * sizeof(uint64_t));
+    t->cls_n = malloc(t->set_cap * sizeof(uint32_t));
+    t->heap = malloc(t->max * sizeof(*t->heap));
+    t->free_slots = malloc(t->max * sizeof(size_t));
+    if (!t->set || !t->cls || !t->cls_n || !t->heap || !t->free_slots)
+        LP_FAIL(err, LP_ENOMEM, "out of memory for a top-%zu of results", k);
     memset(t->set, 0xff, t->set_cap * sizeof(uint64_t));
+    memset(t->cls, 0xff, t->set_cap * sizeof(uint64_t));
     return LP_OK;
 }
 
@@ -189,45 +290,91 @@ static void topk_free(struct lp_topk *t)
     free(t->store);
     free(t->heap);
     free(t->set);
+    free(t->cls);
+    free(t->cls_n);
+    free(t->free_slots);
     memset(t, 0, sizeof(*t));
 }
 
-/* Would an entry of key ke enter a full top? */
+static void topk_reset(struct lp_topk *t)
+{
+    t->n = t->nslots = t->nfree = t->nclass = 0;
+    if (t->set) memset(t->set, 0xff, t->set_cap * sizeof(uint64_t));
+    if (t->cls) memset(t->cls, 0xff, t->set_cap * sizeof(uint64_t));
+}
+
+/* Is the top cut (k + 1 classes, or the most entries)? Then only an entry
+ * before the worst kept one can enter. */
+static bool topk_full(const struct lp_topk *t, size_t k)
+{
+    return t->nclass > k || t->n >= t->max;
+}
+
 static bool topk_wants(const struct lp_topk *t, size_t k, struct key ke, enum lp_objective o)
 {
-    if (t->n < k) return true;
-    struct lp_top_item it = {ke.obj[o], ke.mem, ke.index, 0};
+    if (!topk_full(t, k)) return true;
+    struct lp_top_item it = item_of(ke, o, 0);
     return item_cmp(&it, &t->heap[0]) < 0;
+}
+
+static uint32_t class_count(const struct lp_topk *t, uint64_t cls)
+{
+    const size_t i = slot_of(t->cls, t->set_cap, cls);
+    return t->cls[i] == cls ? t->cls_n[i] : 0;
+}
+
+/* Remove the worst kept entry (heap[0]). */
+static void topk_pop(struct lp_topk *t)
+{
+    const struct lp_top_item w = t->heap[0];
+    slot_del(t->set, NULL, t->set_cap, w.index);
+    const size_t c = slot_of(t->cls, t->set_cap, w.cls);
+    if (--t->cls_n[c] == 0) {
+        slot_del(t->cls, t->cls_n, t->set_cap, w.cls);
+        t->nclass--;
+    }
+    t->free_slots[t->nfree++] = w.slot;
+    t->heap[0] = t->heap[--t->n];
+    sift_down(t->heap, t->n, 0);
 }
 
 static int topk_add(struct lp_topk *t, size_t k, const struct lp_entry *e, enum lp_objective o,
                     struct lp_err *err)
 {
     struct key ke = key_of(e);
-    if (!topk_wants(t, k, ke, o) || set_has(t, e->index)) return LP_OK;
-    struct lp_top_item it = {ke.obj[o], ke.mem, e->index, 0};
-    if (t->n < k) {
-        if (t->n == t->cap) {
+    if (!isfinite(ke.obj[o]) || !topk_wants(t, k, ke, o) || set_has(t, e->index)) return LP_OK;
+    struct lp_top_item it = item_of(ke, o, 0);
+    it.cls = class_of(e, o);
+    if (t->n == t->max) topk_pop(t); /* full of entries: the worst goes */
+    if (t->nfree) {
+        it.slot = t->free_slots[--t->nfree];
+    } else {
+        if (t->nslots == t->cap) {
             size_t cap = t->cap ? 2 * t->cap : 16;
-            if (cap > k) cap = k;
+            if (cap > t->max) cap = t->max;
             struct lp_entry *st = realloc(t->store, cap * sizeof(*st));
             if (!st) LP_FAIL(err, LP_ENOMEM, "out of memory growing a top-k to %zu entries", cap);
             t->store = st;
             t->cap = cap;
         }
-        it.slot = t->n;
-        t->store[it.slot] = *e;
-        t->heap[t->n] = it;
-        sift_up(t->heap, t->n);
-        t->n++;
-    } else { /* replace the k-th best */
-        set_del(t, t->heap[0].index);
-        it.slot = t->heap[0].slot;
-        t->store[it.slot] = *e;
-        t->heap[0] = it;
-        sift_down(t->heap, t->n, 0);
+        it.slot = t->nslots++;
     }
-    set_put(t, e->index);
+    t->store[it.slot] = *e;
+    t->heap[t->n] = it;
+    sift_up(t->heap, t->n);
+    t->n++;
+    t->set[slot_of(t->set, t->set_cap, e->index)] = e->index;
+    const size_t c = slot_of(t->cls, t->set_cap, it.cls);
+    if (t->cls[c] != it.cls) {
+        t->cls[c] = it.cls;
+        t->cls_n[c] = 0;
+        t->nclass++;
+    }
+    t->cls_n[c]++;
+    /* keep the prefix of entries before which at most k classes rank: the
+     * worst goes while the others hold more than k classes */
+    while (t->n > 1 && t->nclass - (class_count(t, t->heap[0].cls) == 1) > k)
+        topk_pop(t);
     return LP_OK;
 }
 
@@ -235,15 +382,24 @@ int lp_results_init(struct lp_results *r, int top_k, struct lp_err *err)
 {
     memset(r, 0, sizeof(*r));
     r->top_k = top_k > 0 ? top_k : 1;
-    for (int o = 0; o < LP_OBJ_COUNT; o++)
+    for (int o = 0; o < LP_OBJ_COUNT; o++) {
+        r->active[o] = o < LP_OBJ_ALWAYS;
         LP_TRY(err, topk_init(&r->top[o], (size_t)r->top_k, err));
+    }
     return LP_OK;
+}
+
+void lp_results_objectives(struct lp_results *r, const struct lp_sweep *sw)
+{
+    for (int o = LP_OBJ_ALWAYS; o < LP_OBJ_COUNT; o++)
+        r->active[o] = sw->objectives[o];
 }
 
 void lp_results_free(struct lp_results *r)
 {
     if (!r) return;
     free(r->front.e);
+    free(r->front_loss.e);
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         topk_free(&r->top[o]);
     free(r->groups);
@@ -253,12 +409,10 @@ void lp_results_free(struct lp_results *r)
 void lp_results_clear(struct lp_results *r)
 {
     r->front.n = 0;
+    r->front_loss.n = 0;
     r->ngroups = 0;
-    for (int o = 0; o < LP_OBJ_COUNT; o++) {
-        struct lp_topk *t = &r->top[o];
-        t->n = 0;
-        if (t->set) memset(t->set, 0xff, t->set_cap * sizeof(uint64_t));
-    }
+    for (int o = 0; o < LP_OBJ_COUNT; o++)
+        topk_reset(&r->top[o]);
 }
 
 static int cmp_item_ptr(const void *a, const void *b)
@@ -281,7 +435,9 @@ int lp_results_top_sorted(const struct lp_results *r, enum lp_objective o,
     }
     if (t->n) memcpy(items, t->heap, t->n * sizeof(*items));
     qsort(items, t->n, sizeof(*items), cmp_item_ptr);
-    for (size_t i = 0; i < t->n; i++)
+    /* the cut (the first entry of a (k+1)-th class) is kept for merges only */
+    if (t->nclass > (size_t)r->top_k) *n = t->n - 1;
+    for (size_t i = 0; i < *n; i++)
         (*out)[i] = &t->store[items[i].slot];
     free(items);
     return LP_OK;
@@ -297,20 +453,22 @@ const struct lp_entry *lp_results_best(const struct lp_results *r, enum lp_objec
     return &t->store[t->heap[b].slot];
 }
 
-static int front_add(struct lp_entry_set *s, const struct lp_entry *e, struct lp_err *err)
+static int front_add(struct lp_entry_set *s, const struct lp_entry *e, struct front_axes ax,
+                     struct lp_err *err)
 {
     struct key ke = key_of(e);
+    if (!isfinite(ke.obj[ax.x]) || !isfinite(ke.obj[ax.y])) return LP_OK;
     for (size_t i = 0; i < s->n; i++)
-        if (s->e[i].index == e->index || dominates(key_of(&s->e[i]), ke)) return LP_OK;
+        if (s->e[i].index == e->index || dominates_on(key_of(&s->e[i]), ke, ax)) return LP_OK;
     size_t w = 0;
     for (size_t i = 0; i < s->n; i++)
-        if (!dominates(ke, key_of(&s->e[i]))) {
+        if (!dominates_on(ke, key_of(&s->e[i]), ax)) {
             if (w != i) s->e[w] = s->e[i];
             w++;
         }
     s->n = w;
     size_t pos = 0;
-    while (pos < s->n && cmp_front(key_of(&s->e[pos]), ke) < 0)
+    while (pos < s->n && cmp_front(key_of(&s->e[pos]), ke, ax) < 0)
         pos++;
     return set_insert_at(s, pos, e, err);
 }
@@ -358,6 +516,15 @@ static size_t group_find(const struct lp_results *r, uint64_t key)
     return lo;
 }
 
+/* Whether a ranks before b in objective o; a result without a value of an
+ * optional objective (a NaN loss) ranks after every one with a value. */
+static bool better(struct key a, struct key b, enum lp_objective o)
+{
+    if (!isfinite(a.obj[o])) return false;
+    if (!isfinite(b.obj[o])) return true;
+    return cmp_obj(a, b, o) < 0;
+}
+
 /* Whether e would improve its group (cheap: no copy). */
 static bool group_wants(const struct lp_results *r, uint64_t index, struct key k)
 {
@@ -366,7 +533,8 @@ static bool group_wants(const struct lp_results *r, uint64_t index, struct key k
     const size_t at = group_find(r, key);
     if (at == r->ngroups || r->groups[at].key != key) return true;
     for (int o = 0; o < LP_OBJ_COUNT; o++)
-        if (cmp_obj(k, key_of(&r->groups[at].best[o]), (enum lp_objective)o) < 0) return true;
+        if (r->active[o] && better(k, key_of(&r->groups[at].best[o]), (enum lp_objective)o))
+            return true;
     return false;
 }
 
@@ -392,7 +560,7 @@ static int group_add(struct lp_results *r, const struct lp_entry *e, struct lp_e
     }
     const struct key ke = key_of(e);
     for (int o = 0; o < LP_OBJ_COUNT; o++)
-        if (cmp_obj(ke, key_of(&r->groups[at].best[o]), (enum lp_objective)o) < 0)
+        if (r->active[o] && better(ke, key_of(&r->groups[at].best[o]), (enum lp_objective)o))
             r->groups[at].best[o] = *e;
     return LP_OK;
 }
@@ -400,11 +568,13 @@ static int group_add(struct lp_results *r, const struct lp_entry *e, struct lp_e
 int lp_results_add(struct lp_results *r, const struct lp_entry *e, struct lp_err *err)
 {
     if (!e->res.feasible) return LP_OK;
-    for (int o = 0; o < LP_OBJ_COUNT; o++)
+    for (int o = 0; o < LP_OBJ_ALWAYS; o++)
         if (!isfinite(lp_entry_objective(e, (enum lp_objective)o))) return LP_OK;
     for (int o = 0; o < LP_OBJ_COUNT; o++)
-        LP_TRY(err, topk_add(&r->top[o], (size_t)r->top_k, e, (enum lp_objective)o, err));
-    LP_TRY(err, front_add(&r->front, e, err));
+        if (r->active[o])
+            LP_TRY(err, topk_add(&r->top[o], (size_t)r->top_k, e, (enum lp_objective)o, err));
+    LP_TRY(err, front_add(&r->front, e, time_cost, err));
+    if (r->active[LP_OBJ_LOSS]) LP_TRY(err, front_add(&r->front_loss, e, cost_loss, err));
     LP_TRY(err, group_add(r, e, err));
     return LP_OK;
 }
@@ -413,19 +583,22 @@ int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *
                      const struct lp_result *res, struct lp_err *err)
 {
     if (!res->feasible) return LP_OK;
-    struct key k = {
-        {res->iteration_time_s, res->cost_usd > 0 ? res->cost_usd : res->cost_per_iteration_usd},
-        res->memory_per_gpu_bytes,
-        index};
+    const struct key k = key_of_result(index, res);
     if (!isfinite(k.obj[0]) || !isfinite(k.obj[1])) return LP_OK;
     /* most configurations are rejected here, without building an entry */
     bool want = false;
     for (int o = 0; o < LP_OBJ_COUNT && !want; o++)
-        want = topk_wants(&r->top[o], (size_t)r->top_k, k, (enum lp_objective)o);
+        want = r->active[o] && isfinite(k.obj[o]) &&
+               topk_wants(&r->top[o], (size_t)r->top_k, k, (enum lp_objective)o);
     if (!want) {
         want = true;
         for (size_t i = 0; i < r->front.n && want; i++)
             if (dominates(key_of(&r->front.e[i]), k)) want = false;
+    }
+    if (!want && r->active[LP_OBJ_LOSS] && isfinite(k.obj[LP_OBJ_LOSS])) {
+        want = true;
+        for (size_t i = 0; i < r->front_loss.n && want; i++)
+            if (dominates_on(key_of(&r->front_loss.e[i]), k, cost_loss)) want = false;
     }
     if (!want) want = group_wants(r, index, k);
     if (!want) return LP_OK;
@@ -441,9 +614,11 @@ int lp_results_merge(struct lp_results *dst, const struct lp_results *src, struc
 {
     for (size_t i = 0; i < src->front.n; i++)
         LP_TRY(err, lp_results_add(dst, &src->front.e[i], err));
+    for (size_t i = 0; i < src->front_loss.n; i++)
+        LP_TRY(err, lp_results_add(dst, &src->front_loss.e[i], err));
     for (int o = 0; o < LP_OBJ_COUNT; o++)
         for (size_t i = 0; i < src->top[o].n; i++)
-            LP_TRY(err, lp_results_add(dst, &src->top[o].store[i], err));
+            LP_TRY(err, lp_results_add(dst, &src->top[o].store[src->top[o].heap[i].slot], err));
     for (size_t i = 0; i < src->ngroups; i++)
         for (int o = 0; o < LP_OBJ_COUNT; o++)
             LP_TRY(err, lp_results_add(dst, &src->groups[i].best[o], err));
@@ -455,26 +630,34 @@ int lp_results_pack(const struct lp_results *r, struct lp_entry **buf, uint64_t 
 {
     /* [front | top time | top cost]; a top's entries in store order (unpack
      * re-adds them, so the order does not matter) */
-    const struct lp_entry *sets[3] = {r->front.e, r->top[LP_OBJ_TIME].store,
-                                      r->top[LP_OBJ_COST].store};
+    const struct lp_topk *tops[3] = {NULL, &r->top[LP_OBJ_TIME], &r->top[LP_OBJ_COST]};
     const size_t ns[3] = {r->front.n, r->top[LP_OBJ_TIME].n, r->top[LP_OBJ_COST].n};
-    const size_t ng = r->ngroups * LP_OBJ_COUNT;
+    size_t ng = r->ngroups * LP_OBJ_COUNT;
+    for (int o = LP_OBJ_ALWAYS; o < LP_OBJ_COUNT; o++)
+        ng += r->top[o].n;
+    ng += r->front_loss.n;
     size_t total = ng;
     for (int i = 0; i < 3; i++) {
         counts[i] = ns[i];
         total += ns[i];
     }
-    counts[2] += ng; /* the groups' bests travel with the last list */
+    counts[2] += ng; /* the groups' bests and the optional tops travel with the last list */
     *buf = malloc((total ? total : 1) * sizeof(**buf));
     if (!*buf) LP_FAIL(err, LP_ENOMEM, "out of memory packing %zu results", total);
     size_t off = 0;
-    for (int i = 0; i < 3; i++) {
-        if (ns[i]) memcpy(*buf + off, sets[i], ns[i] * sizeof(**buf));
-        off += ns[i];
-    }
+    if (ns[0]) memcpy(*buf, r->front.e, ns[0] * sizeof(**buf));
+    off = ns[0];
+    for (int i = 1; i < 3; i++) /* a top's store has holes: through its heap */
+        for (size_t j = 0; j < ns[i]; j++)
+            (*buf)[off++] = tops[i]->store[tops[i]->heap[j].slot];
     for (size_t g = 0; g < r->ngroups; g++)
         for (int o = 0; o < LP_OBJ_COUNT; o++)
             (*buf)[off++] = r->groups[g].best[o];
+    for (int o = LP_OBJ_ALWAYS; o < LP_OBJ_COUNT; o++)
+        for (size_t i = 0; i < r->top[o].n; i++)
+            (*buf)[off++] = r->top[o].store[r->top[o].heap[i].slot];
+    for (size_t i = 0; i < r->front_loss.n; i++)
+        (*buf)[off++] = r->front_loss.e[i];
     return LP_OK;
 }
 

@@ -747,10 +747,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     res->mfu = res->model_tflops_per_gpu * 1e12 / r->system.gpu.peak_flops[r->train.precision];
     double price = r->system.price_per_gpu_hour_usd;
     res->cost_per_iteration_usd = res->iteration_time_s / 3600.0 * res->gpus * price;
-    res->tokens_per_usd = price > 0 ? tokens / res->cost_per_iteration_usd : 0.0;
-    double budget = r->train.tokens_per_param > 0
-                        ? r->train.tokens_per_param * lp_model_params(&r->model)
-                        : r->train.tokens;
+    double budget = lp_bill_budget_tokens(r);
     lp_bill_project(r, budget, res); /* bill.c: price, billing, energy, goodput */
     if (!numbers_sound(res, budget > 0)) {
         refuse_numeric(res);

@@ -18,6 +18,8 @@
 #include "llmplan/search.h"
 
 static const char *const dim_names[LP_DIM_COUNT] = {"model",
+                                                    "seq_len",
+                                                    "global_batch",
                                                     "system",
                                                     "gpus",
                                                     "tp",
@@ -32,7 +34,8 @@ static const char *const dim_names[LP_DIM_COUNT] = {"model",
                                                     "zero",
                                                     "framework",
                                                     "attention",
-                                                    "precision"};
+                                                    "precision",
+                                                    "finetune"};
 
 const char *lp_dim_name(enum lp_dim d)
 {
@@ -139,7 +142,25 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
      * layers with the balanced split */
     p.etp = 0;
     p.first_stage_layers = p.last_stage_layers = 0;
-    const struct lp_rule_view view = {m, sys, &sw->train, &p, (enum lp_prec)VAL(LP_DIM_PRECISION)};
+    /* the swept sequence length and global batch (issue #17) are what the
+     * rules see; copies only where they differ from the model's / sweep's */
+    const int seq = VAL(LP_DIM_SEQ_LEN) > 0 ? VAL(LP_DIM_SEQ_LEN) : m->seq_len;
+    const int64_t gbs =
+        VAL(LP_DIM_GLOBAL_BATCH) > 0 ? VAL(LP_DIM_GLOBAL_BATCH) : sw->train.global_batch;
+    struct lp_model mseq;
+    if (seq != m->seq_len) {
+        mseq = *m;
+        lp_model_set_seq_len(&mseq, seq);
+        m = &mseq;
+    }
+    struct lp_training tr;
+    const struct lp_training *train = &sw->train;
+    if (gbs != sw->train.global_batch) {
+        tr = sw->train;
+        tr.global_batch = gbs;
+        train = &tr;
+    }
+    const struct lp_rule_view view = {m, sys, train, &p, (enum lp_prec)VAL(LP_DIM_PRECISION)};
     int k = 0; /* the next rule of the list */
     double a, b;
     /* The rules of every dimension up to d, in the list's order. */
@@ -169,9 +190,17 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
     RULES_UPTO(LP_DIM_COUNT);
 #undef RULES_UPTO
 
-    run->model = *m;
+    run->model = *m; /* with the swept sequence length */
     run->system = *sys;
     run->train = sw->train;
+    run->train.global_batch = gbs;
+    if (sw->fts) { /* NULL only in a hand-built sweep (tests) */
+        const struct lp_sweep_finetune *ft = &sw->fts[VAL(LP_DIM_FINETUNE)];
+        run->train.lora_rank = ft->lora_rank;
+        run->train.lora_base_bits = ft->lora_base_bits;
+        run->train.lora_targets = ft->lora_targets;
+        run->train.lora_dropout = ft->lora_dropout;
+    }
     run->fw = sw->fws ? sw->fws[VAL(LP_DIM_FRAMEWORK)] : sw->fw;
     const int att = VAL(LP_DIM_ATTENTION);
     run->train.flash_attention = att != LP_ATTENTION_COUNT;

@@ -954,21 +954,18 @@ static int preset_override(const struct lp_jctx *c, const cJSON *item, const cha
     }
     if (kind != LP_PRESET_GPU && !cJSON_GetObjectItemCaseSensitive(item, "name")) {
         char name[LP_NAME_LEN];
-        size_t off = (size_t)snprintf(name, sizeof(name), "%s", pr->valuestring);
-        int k = 0;
-        for (const cJSON *it = item->child; it && off < sizeof(name); it = it->next) {
+        snprintf(name, sizeof(name), "%s", pr->valuestring);
+        for (const cJSON *it = item->child; it; it = it->next) {
             if (!strcmp(it->string, "preset")) continue;
             char val[32] = "...";
             if (cJSON_IsNumber(it))
-                snprintf(val, sizeof(val), "%g", it->valuedouble);
+                lp_label_number(it->valuedouble, val, sizeof(val));
             else if (cJSON_IsString(it))
                 snprintf(val, sizeof(val), "%.24s", it->valuestring);
             else if (cJSON_IsBool(it))
                 snprintf(val, sizeof(val), "%s", cJSON_IsTrue(it) ? "true" : "false");
-            off += (size_t)snprintf(name + off, sizeof(name) - off, "%s%s=%s", k++ ? "," : "[",
-                                    it->string, val);
+            lp_label_add(name, sizeof(name), it->string, val);
         }
-        if (k > 0 && off < sizeof(name) - 1) snprintf(name + off, sizeof(name) - off, "]");
         cJSON *n = cJSON_CreateString(name);
         cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "name");
         if (!n || (b ? !cJSON_ReplaceItemInObjectCaseSensitive(root, "name", n)
@@ -984,11 +981,71 @@ static int preset_override(const struct lp_jctx *c, const cJSON *item, const cha
     return rc;
 }
 
-/* A preset reference (string), a preset with overrides, or an inline
- * object. */
+/* The label of a preset with overrides, "NAME[key=value,...]" (the name
+ * preset_override gives it, lp_label_add), as the object {"preset": NAME,
+ * key: value, ...}: true / false, a number when strtod reads all of it,
+ * else a string. NULL when s is no such label, *bad when it holds a value
+ * the label does not carry ("...", an object). */
+static cJSON *label_override(const char *s, bool *bad)
+{
+    *bad = false;
+    const char *open = strchr(s, '[');
+    const size_t n = strlen(s);
+    if (!open || open == s || n < 2 || s[n - 1] != ']') return NULL;
+    char buf[LP_NAME_LEN * 2];
+    if (n >= sizeof(buf)) return NULL;
+    memcpy(buf, s, n + 1);
+    buf[open - s] = '\0';
+    buf[n - 1] = '\0';
+    cJSON *o = cJSON_CreateObject();
+    if (!o || !cJSON_AddStringToObject(o, "preset", buf)) goto fail;
+    for (char *kv = buf + (open - s) + 1, *next; kv && *kv; kv = next) {
+        next = strchr(kv, ',');
+        if (next) *next++ = '\0';
+        char *eq = strchr(kv, '=');
+        if (!eq || eq == kv) goto fail;
+        *eq = '\0';
+        const char *v = eq + 1;
+        if (!strcmp(v, "...")) {
+            *bad = true;
+            goto fail;
+        }
+        char *end = NULL;
+        const double x = strtod(v, &end);
+        cJSON *val = !strcmp(v, "true")     ? cJSON_CreateTrue()
+                     : !strcmp(v, "false")  ? cJSON_CreateFalse()
+                     : (*v && end && !*end) ? cJSON_CreateNumber(x)
+                                            : cJSON_CreateString(v);
+        cJSON *old = cJSON_GetObjectItemCaseSensitive(o, kv);
+        if (!val || (old ? !cJSON_ReplaceItemInObjectCaseSensitive(o, kv, val)
+                         : !cJSON_AddItemToObject(o, kv, val))) {
+            cJSON_Delete(val);
+            goto fail;
+        }
+    }
+    return o;
+fail:
+    cJSON_Delete(o);
+    return NULL;
+}
+
+/* A preset reference (string; also the label of a preset with overrides,
+ * as plans.json names it), a preset with overrides, or an inline object. */
 static int preset_or_inline(const struct lp_jctx *c, const cJSON *item, const char *path,
                             enum lp_preset_kind kind, preset_parse_fn fn, void *out)
 {
+    bool bad = false;
+    cJSON *label = cJSON_IsString(item) ? label_override(item->valuestring, &bad) : NULL;
+    if (label) {
+        int rc = preset_override(c, label, path, kind, fn, out);
+        cJSON_Delete(label);
+        return rc;
+    }
+    if (bad)
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key '%s': \"%s\" is the label of a preset with an object override, which "
+                "the label does not carry; give it as {\"preset\": ..., ...}",
+                c->file, path, item->valuestring);
     if (cJSON_IsString(item)) {
         int rc = load_preset(kind, item->valuestring, fn, out, c->err);
         if (rc == LP_ENOTFOUND) {
@@ -1210,8 +1267,6 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
     static const char *const keys[] = {
         "global_batch",     "precision", "flash_attention", "attention", "tokens",
         "tokens_per_param", "finetune",  "fp8_scaling",     "dataset",   NULL};
-    static const char *const ft_keys[] = {"method",  "rank",    "base_bits",
-                                          "targets", "dropout", NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, o, path, keys));
     LP_TRY(err, lp_json_int(c, o, path, "global_batch", true, 1, INT64_MAX, &t->global_batch));
@@ -1247,30 +1302,41 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
     t->lora_base_bits = 16;
     const cJSON *ft = cJSON_GetObjectItemCaseSensitive(o, "finetune");
     if (ft) {
-        char fp[256], method[16] = "";
-        lp_jpath(fp, sizeof(fp), path, "finetune");
-        LP_TRY(err, lp_json_check_keys(c, ft, fp, ft_keys));
-        LP_TRY(err, lp_json_str(c, ft, fp, "method", true, method, sizeof(method)));
-        if (strcmp(method, "lora") != 0)
-            LP_FAIL(err, LP_EINVAL, "%s: key '%s.method': expected \"lora\", got \"%s\"", c->file,
-                    fp, method);
-        t->lora_rank = 16;
-        LP_TRY(err, lp_json_int32(c, ft, fp, "rank", false, 1, 1 << 16, &t->lora_rank));
-        LP_TRY(err, lp_json_int32(c, ft, fp, "base_bits", false, 4, 16, &t->lora_base_bits));
-        if (t->lora_base_bits != 4 && t->lora_base_bits != 8 && t->lora_base_bits != 16)
-            LP_FAIL(err, LP_EINVAL, "%s: key '%s.base_bits': expected 4, 8 or 16, got %d", c->file,
-                    fp, t->lora_base_bits);
-        int e2 = (int)LP_LORA_ALL;
-        LP_TRY(err, lp_json_enum(c, ft, fp, "targets", false, parse_lora_targets,
-                                 "\"all\" or \"moe\"", &e2));
-        t->lora_targets = (enum lp_lora_targets)e2;
-        LP_TRY(err, lp_json_num(c, ft, fp, "dropout", false, 0, false, &t->lora_dropout));
+        char fp[256];
+        LP_TRY(err, lp_json_finetune(c, ft, lp_jpath(fp, sizeof(fp), path, "finetune"), t));
     }
     const cJSON *ds = cJSON_GetObjectItemCaseSensitive(o, "dataset");
     if (ds) {
         char dp[256];
         LP_TRY(err, parse_dataset(c, ds, lp_jpath(dp, sizeof(dp), path, "dataset"), &t->dataset));
     }
+    return LP_OK;
+}
+
+int lp_json_finetune(const struct lp_jctx *c, const cJSON *ft, const char *fp,
+                     struct lp_training *t)
+{
+    static const char *const ft_keys[] = {"method",  "rank",    "base_bits",
+                                          "targets", "dropout", NULL};
+    struct lp_err *err = c->err;
+    char method[16] = "";
+    LP_TRY(err, lp_json_check_keys(c, ft, fp, ft_keys));
+    LP_TRY(err, lp_json_str(c, ft, fp, "method", true, method, sizeof(method)));
+    if (strcmp(method, "lora") != 0)
+        LP_FAIL(err, LP_EINVAL, "%s: key '%s.method': expected \"lora\", got \"%s\"", c->file, fp,
+                method);
+    t->lora_rank = 16;
+    t->lora_base_bits = 16;
+    LP_TRY(err, lp_json_int32(c, ft, fp, "rank", false, 1, 1 << 16, &t->lora_rank));
+    LP_TRY(err, lp_json_int32(c, ft, fp, "base_bits", false, 4, 16, &t->lora_base_bits));
+    if (t->lora_base_bits != 4 && t->lora_base_bits != 8 && t->lora_base_bits != 16)
+        LP_FAIL(err, LP_EINVAL, "%s: key '%s.base_bits': expected 4, 8 or 16, got %d", c->file, fp,
+                t->lora_base_bits);
+    int e2 = (int)LP_LORA_ALL;
+    LP_TRY(err, lp_json_enum(c, ft, fp, "targets", false, parse_lora_targets, "\"all\" or \"moe\"",
+                             &e2));
+    t->lora_targets = (enum lp_lora_targets)e2;
+    LP_TRY(err, lp_json_num(c, ft, fp, "dropout", false, 0, false, &t->lora_dropout));
     return LP_OK;
 }
 

@@ -51,6 +51,16 @@ int lp_json_parallel(const struct lp_jctx *c, const cJSON *obj, const char *path
                      struct lp_parallel *out);
 int lp_json_training(const struct lp_jctx *c, const cJSON *obj, const char *path,
                      struct lp_training *out);
+struct lp_trust;
+/* A plan's "trust": the validated domain nearest to it (its framework and
+ * GPU), whether the plan lies inside it, and its error band; NULL when out
+ * of memory (src/io/trust_json.c). */
+cJSON *lp_trust_json(const struct lp_trust *t, const struct lp_run *run, int gpus,
+                     double iteration_time_s);
+/* training.finetune {method: "lora", rank, base_bits, targets, dropout}
+ * into t's lora_* fields (also a value of a sweep's "finetune" dimension). */
+int lp_json_finetune(const struct lp_jctx *c, const cJSON *ft, const char *path,
+                     struct lp_training *t);
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *out);
 

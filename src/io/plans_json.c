@@ -5,15 +5,18 @@
  * position in the sweep's configuration space. Apart from stats.wall_s,
  * stats.configs_per_s and stats.ranks, the file depends only on the sweep,
  * never on the rank count or on interruptions. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
 
+#include "json_util.h"
 #include "llmplan/io.h"
+#include "llmplan/loss.h"
 #include "llmplan/search.h"
 
-static cJSON *plan_json(const struct lp_entry *e, struct lp_err *err)
+static cJSON *plan_json(const struct lp_entry *e, const struct lp_trust *trust, struct lp_err *err)
 {
     char *text = NULL;
     if (lp_result_to_json(&e->run, &e->res, true, &text, err) < 0) {
@@ -39,28 +42,26 @@ static cJSON *plan_json(const struct lp_entry *e, struct lp_err *err)
         cJSON_AddItemToObject(p, it->string, it);
     }
     cJSON_Delete(o);
+    /* the loss objective's figure (a sweep's "objectives": "loss"), and how
+     * far to trust the plan (data/trust_bands.json, scripts/validate) */
+    cJSON *tr = trust ? lp_trust_json(trust, &e->run, e->res.gpus, e->res.iteration_time_s) : NULL;
+    if ((e->res.loss > 0 && !cJSON_AddNumberToObject(p, "loss", e->res.loss)) ||
+        (trust && (!tr || !cJSON_AddItemToObject(p, "trust", tr)))) {
+        cJSON_Delete(p);
+        lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory building JSON");
+        return NULL;
+    }
     return p;
 }
 
-/* Plans the model cannot tell apart (issue #17): the same model, system and
- * GPU count with bit-identical iteration time and cost, e.g. recompute none
- * and selective under FlashAttention, or ZeRO stages whose communication is
- * hidden. A sorted top-k list keeps the first of them (the one needing the
- * least memory, pareto.c's tie-break) and lists the others' indices in its
- * "equivalent_to". */
-static bool equivalent(const struct lp_entry *a, const struct lp_entry *b, enum lp_objective o)
-{
-    return lp_entry_objective(a, o) == lp_entry_objective(b, o) &&
-           a->res.iteration_time_s == b->res.iteration_time_s &&
-           lp_entry_objective(a, LP_OBJ_COST) == lp_entry_objective(b, LP_OBJ_COST) &&
-           a->res.gpus == b->res.gpus && !strcmp(a->run.model.name, b->run.model.name) &&
-           !strcmp(a->run.system.name, b->run.system.name);
-}
-
+/* Plans the model cannot tell apart (issue #17, lp_entry_equivalent): a
+ * sorted top list keeps the first of them (the one needing the least
+ * memory, pareto.c's tie-break) and lists the others' indices in its
+ * "equivalent_to"; the top holds top_k classes of them (pareto.c). */
 /* The plans of a list; with `o` >= 0 (a sorted top list) equivalent plans
  * are collapsed into the first. */
 static int add_list(cJSON *root, const char *key, const struct lp_entry *const *e, size_t n, int o,
-                    struct lp_err *err)
+                    const struct lp_trust *trust, struct lp_err *err)
 {
     cJSON *a = cJSON_AddArrayToObject(root, key);
     if (!a) LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
@@ -72,7 +73,7 @@ static int add_list(cJSON *root, const char *key, const struct lp_entry *const *
                 lp_entry_objective(e[first], (enum lp_objective)o))
             first = i;
         size_t k = first;
-        while (o >= 0 && k < i && !equivalent(e[k], e[i], (enum lp_objective)o))
+        while (o >= 0 && k < i && !lp_entry_equivalent(e[k], e[i], (enum lp_objective)o))
             k++;
         if (o >= 0 && k < i) { /* e[k] was kept (the first of its class) */
             cJSON *p = cJSON_GetArrayItem(a, 0);
@@ -85,7 +86,7 @@ static int add_list(cJSON *root, const char *key, const struct lp_entry *const *
                 LP_FAIL(err, LP_ENOMEM, "out of memory building JSON");
             continue;
         }
-        kept = plan_json(e[i], err);
+        kept = plan_json(e[i], trust, err);
         if (!kept) return err ? err->code : LP_ENOMEM;
         cJSON_AddItemToArray(a, kept);
     }
@@ -105,14 +106,16 @@ static int add_best(cJSON *root, const char *key, const cJSON *list, struct lp_e
 }
 
 /* The plans: the optimum and the top-k of each objective, the front. */
-static int add_plans(cJSON *root, const struct lp_results *res, struct lp_err *err)
+static int add_plans(cJSON *root, const struct lp_results *res, const struct lp_trust *trust,
+                     struct lp_err *err)
 {
-    const struct lp_entry **top[LP_OBJ_COUNT] = {NULL, NULL};
-    size_t n[LP_OBJ_COUNT] = {0, 0};
+    const struct lp_entry **top[LP_OBJ_COUNT] = {NULL};
+    size_t n[LP_OBJ_COUNT] = {0};
     int rc = LP_OK;
     for (int o = 0; o < LP_OBJ_COUNT && rc == LP_OK; o++)
         rc = lp_results_top_sorted(res, (enum lp_objective)o, &top[o], &n[o], err);
-    const struct lp_entry **front = malloc((res->front.n ? res->front.n : 1) * sizeof(*front));
+    const size_t nfront = res->front.n > res->front_loss.n ? res->front.n : res->front_loss.n;
+    const struct lp_entry **front = malloc((nfront ? nfront : 1) * sizeof(*front));
     if (rc == LP_OK && !front)
         rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (size_t i = 0; rc == LP_OK && i < res->front.n; i++)
@@ -122,15 +125,31 @@ static int add_plans(cJSON *root, const struct lp_results *res, struct lp_err *e
     cJSON *lists = cJSON_CreateObject();
     if (rc == LP_OK && !lists)
         rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
-    if (rc == LP_OK) rc = add_list(lists, "pareto", front, res->front.n, -1, err);
+    if (rc == LP_OK) rc = add_list(lists, "pareto", front, res->front.n, -1, trust, err);
+    /* the loss a dollar buys: the front of (cost, loss), by cost */
+    for (size_t i = 0; rc == LP_OK && res->active[LP_OBJ_LOSS] && i < res->front_loss.n; i++)
+        front[i] = &res->front_loss.e[i];
+    if (rc == LP_OK && res->active[LP_OBJ_LOSS])
+        rc = add_list(lists, "pareto_loss", front, res->front_loss.n, -1, trust, err);
     if (rc == LP_OK)
-        rc = add_list(lists, "top_time", top[LP_OBJ_TIME], n[LP_OBJ_TIME], LP_OBJ_TIME, err);
+        rc = add_list(lists, "top_time", top[LP_OBJ_TIME], n[LP_OBJ_TIME], LP_OBJ_TIME, trust, err);
     if (rc == LP_OK)
-        rc = add_list(lists, "top_cost", top[LP_OBJ_COST], n[LP_OBJ_COST], LP_OBJ_COST, err);
+        rc = add_list(lists, "top_cost", top[LP_OBJ_COST], n[LP_OBJ_COST], LP_OBJ_COST, trust, err);
+    /* the optional objectives asked for: top_tokens_per_usd, top_loss */
+    for (int o = LP_OBJ_ALWAYS; o < LP_OBJ_COUNT && rc == LP_OK; o++) {
+        char key[64];
+        snprintf(key, sizeof(key), "top_%s", lp_objective_name((enum lp_objective)o));
+        if (res->active[o]) rc = add_list(lists, key, top[o], n[o], o, trust, err);
+    }
     if (rc == LP_OK)
         rc = add_best(root, "time_optimal", cJSON_GetObjectItem(lists, "top_time"), err);
     if (rc == LP_OK)
         rc = add_best(root, "cost_optimal", cJSON_GetObjectItem(lists, "top_cost"), err);
+    if (rc == LP_OK && res->active[LP_OBJ_TOKENS_PER_USD])
+        rc = add_best(root, "tokens_per_usd_optimal",
+                      cJSON_GetObjectItem(lists, "top_tokens_per_usd"), err);
+    if (rc == LP_OK && res->active[LP_OBJ_LOSS])
+        rc = add_best(root, "loss_optimal", cJSON_GetObjectItem(lists, "top_loss"), err);
     while (rc == LP_OK && lists->child) {
         cJSON *it = cJSON_DetachItemViaPointer(lists, lists->child);
         cJSON_AddItemToObject(root, it->string, it);
@@ -165,6 +184,11 @@ static cJSON *dim_value(const struct lp_sweep *sw, enum lp_dim d, int digit)
                                                     (enum lp_attention)(v % LP_ATTENTION_COUNT)));
     case LP_DIM_PRECISION:
         return cJSON_CreateString(lp_prec_name((enum lp_prec)v));
+    case LP_DIM_FINETUNE:
+        return cJSON_CreateString(sw->fts ? sw->fts[v].name : "?");
+    case LP_DIM_SEQ_LEN: /* 0: each model's own */
+    case LP_DIM_GLOBAL_BATCH:
+        return v > 0 ? cJSON_CreateNumber(v) : cJSON_CreateNull();
     default:
         return cJSON_CreateNumber(v);
     }
@@ -173,7 +197,7 @@ static cJSON *dim_value(const struct lp_sweep *sw, enum lp_dim d, int digit)
 /* "best_by": the fastest and the cheapest plan of every group of the
  * sweep's best_by dimensions that has a feasible plan, in index order. */
 static int add_groups(cJSON *root, const struct lp_results *res, const struct lp_sweep *sw,
-                      struct lp_err *err)
+                      const struct lp_trust *trust, struct lp_err *err)
 {
     cJSON *bb = cJSON_AddObjectToObject(root, "best_by");
     cJSON *dims = bb ? cJSON_AddArrayToObject(bb, "dimensions") : NULL;
@@ -193,9 +217,10 @@ static int add_groups(cJSON *root, const struct lp_results *res, const struct lp
             cJSON_AddItemToObject(o, lp_dim_name(sw->best_by[g]), val);
         }
         for (int ob = 0; ob < LP_OBJ_COUNT; ob++) {
-            cJSON *p = plan_json(&gr->best[ob], err);
+            if (!res->active[ob]) continue;
+            cJSON *p = plan_json(&gr->best[ob], trust, err);
             if (!p) return err ? err->code : LP_ENOMEM;
-            cJSON_AddItemToObject(o, ob == LP_OBJ_TIME ? "fastest" : "cheapest", p);
+            cJSON_AddItemToObject(o, lp_objective_best_name((enum lp_objective)ob), p);
         }
     }
     return LP_OK;
@@ -244,9 +269,9 @@ static int add_reasons(cJSON *stats, const char *key, const uint64_t *by_reason,
 static int build(cJSON *root, const struct lp_results *res, const struct lp_counts *c,
                  const struct lp_plans_info *info, struct lp_err *err)
 {
-    LP_TRY(err, add_plans(root, res, err));
+    LP_TRY(err, add_plans(root, res, info->trust, err));
     const struct lp_sweep *sw = info->sweep_desc;
-    if (sw && sw->nbest_by > 0) LP_TRY(err, add_groups(root, res, sw, err));
+    if (sw && sw->nbest_by > 0) LP_TRY(err, add_groups(root, res, sw, info->trust, err));
     cJSON *st = cJSON_AddObjectToObject(root, "stats");
     if (!st) LP_FAIL(err, LP_ENOMEM, "out of memory");
     uint64_t infeasible = c->v[LP_COUNT_EVALUATED] - c->v[LP_COUNT_FEASIBLE];
@@ -268,6 +293,12 @@ static int build(cJSON *root, const struct lp_results *res, const struct lp_coun
           !cJSON_AddStringToObject(st, "objective_cost",
                                    info->tokens > 0 ? "training.cost_usd"
                                                     : "cost_per_iteration_usd") ||
+          (sw && sw->objectives[LP_OBJ_TOKENS_PER_USD] &&
+           !cJSON_AddStringToObject(st, "objective_tokens_per_usd", "tokens_per_usd")) ||
+          (sw && sw->objectives[LP_OBJ_LOSS] &&
+           (!cJSON_AddStringToObject(st, "objective_loss", "loss") ||
+            !cJSON_AddStringToObject(st, "loss_fit",
+                                     lp_loss_fit_name((enum lp_loss_fit)sw->loss_fit)))) ||
           !cJSON_AddStringToObject(st, "sweep", info->sweep ? info->sweep : "") ||
           !cJSON_AddStringToObject(st, "profile", info->profile ? info->profile : "") ||
           (info->profile_mismatch && info->profile_mismatch[0] &&

@@ -11,6 +11,7 @@
 
 #include "json_util.h"
 #include "llmplan/io.h"
+#include "llmplan/loss.h"
 #include "llmplan/search.h"
 #include "llmplan/shapes.h"
 
@@ -327,6 +328,94 @@ static int parse_settings(const struct lp_jctx *c, const cJSON *space, const cha
     return LP_OK;
 }
 
+/* The name of a finetune value: "full", "lora-r16", "lora-r16-4bit",
+ * "-moe" for MoE-only targets, "-d0.05" for a dropout. */
+static void finetune_name(struct lp_sweep_finetune *f)
+{
+    if (f->lora_rank <= 0) {
+        snprintf(f->name, sizeof(f->name), "full");
+        return;
+    }
+    int off = snprintf(f->name, sizeof(f->name), "lora-r%d", f->lora_rank);
+    if (f->lora_base_bits != 16)
+        off += snprintf(f->name + off, sizeof(f->name) - (size_t)off, "-%dbit", f->lora_base_bits);
+    if (f->lora_targets != LP_LORA_ALL)
+        off += snprintf(f->name + off, sizeof(f->name) - (size_t)off, "-moe");
+    if (f->lora_dropout > 0)
+        snprintf(f->name + off, sizeof(f->name) - (size_t)off, "-d%g", f->lora_dropout);
+}
+
+/* The run settings as dimensions (issue #17): "seq_len" (overrides every
+ * model's), "global_batch" (overrides the training block's), "finetune"
+ * (a list of false = full training, or training.finetune objects; not with
+ * training.finetune). Absent: one value 0 = the model's / training block's. */
+static int parse_run_dims(const struct lp_jctx *c, const cJSON *space, struct lp_sweep *sw,
+                          struct vlist *l)
+{
+    struct lp_err *err = c->err;
+    const cJSON *v = space ? cJSON_GetObjectItemCaseSensitive(space, "seq_len") : NULL;
+    l->n = 1;
+    l->v[0] = 0;
+    if (v) LP_TRY(err, int_values(c, v, "space.seq_len", 1, 1 << 24, false, l, NULL));
+    store(sw, LP_DIM_SEQ_LEN, l);
+    v = space ? cJSON_GetObjectItemCaseSensitive(space, "global_batch") : NULL;
+    l->n = 1;
+    l->v[0] = 0;
+    if (v) LP_TRY(err, int_values(c, v, "space.global_batch", 1, INT_MAX, false, l, NULL));
+    store(sw, LP_DIM_GLOBAL_BATCH, l);
+    v = space ? cJSON_GetObjectItemCaseSensitive(space, "finetune") : NULL;
+    if (!v) { /* one value: the training block's (named like the others) */
+        sw->fts = calloc(1, sizeof(*sw->fts));
+        if (!sw->fts) LP_FAIL(err, LP_ENOMEM, "out of memory");
+        sw->fts->lora_rank = sw->train.lora_rank;
+        sw->fts->lora_base_bits = sw->train.lora_base_bits;
+        sw->fts->lora_targets = sw->train.lora_targets;
+        sw->fts->lora_dropout = sw->train.lora_dropout;
+        finetune_name(sw->fts);
+        sw->nvalues[LP_DIM_FINETUNE] = 1;
+        sw->values[LP_DIM_FINETUNE][0] = 0;
+        return LP_OK;
+    }
+    if (sw->train.lora_rank > 0)
+        LP_FAIL(err, LP_EINVAL,
+                "%s: key 'space.finetune': expected either 'training.finetune' or "
+                "'space.finetune', not both",
+                c->file);
+    const int n = cJSON_IsArray(v) ? cJSON_GetArraySize(v) : 1;
+    if (n < 1 || n > LP_SWEEP_MAX_VALUES)
+        LP_FAIL(err, LP_EINVAL, "%s: key 'space.finetune': expected 1 to %d values, got %d",
+                c->file, LP_SWEEP_MAX_VALUES, n);
+    sw->fts = calloc((size_t)n, sizeof(*sw->fts));
+    if (!sw->fts) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    int i = 0;
+    for (const cJSON *it = cJSON_IsArray(v) ? v->child : v; it;
+         it = cJSON_IsArray(v) ? it->next : NULL, i++) {
+        char kp[64];
+        item_path(v, "space.finetune", i, kp, sizeof(kp));
+        struct lp_training t = {.lora_base_bits = 16};
+        if (cJSON_IsObject(it))
+            LP_TRY(err, lp_json_finetune(c, it, kp, &t));
+        else if (!cJSON_IsFalse(it) && !cJSON_IsNull(it))
+            LP_FAIL(err, LP_EINVAL,
+                    "%s: key '%s': expected false (full training) or a finetune object "
+                    "{\"method\": \"lora\", \"rank\", ...}",
+                    c->file, kp);
+        struct lp_sweep_finetune *f = &sw->fts[i];
+        f->lora_rank = t.lora_rank;
+        f->lora_base_bits = t.lora_base_bits;
+        f->lora_targets = t.lora_targets;
+        f->lora_dropout = t.lora_dropout;
+        finetune_name(f);
+        for (int k = 0; k < i; k++)
+            if (!strcmp(sw->fts[k].name, f->name) && sw->fts[k].lora_dropout == f->lora_dropout)
+                LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected distinct values, got %s twice",
+                        c->file, kp, f->name);
+        sw->values[LP_DIM_FINETUNE][i] = i;
+    }
+    sw->nvalues[LP_DIM_FINETUNE] = n;
+    return LP_OK;
+}
+
 static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sweep *sw)
 {
     static const char *const keys[] = {"tp",
@@ -343,6 +432,9 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
                                        "attention",
                                        "flash_attention",
                                        "precision",
+                                       "seq_len",
+                                       "global_batch",
+                                       "finetune",
                                        NULL};
     /* the order of enum lp_attention, then unfused (LP_ATTENTION_COUNT): config.c's names */
     const char *att_names[LP_ATTENTION_COUNT + 1];
@@ -360,6 +452,7 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
     struct vlist l = {0, buf, 0};
     char kp[64];
     if (space) LP_TRY(err, lp_json_check_keys(c, space, "space", keys));
+    LP_TRY(err, parse_run_dims(c, space, sw, &l));
 
     int max_gpus = 1;
     for (int i = 0; i < sw->nvalues[LP_DIM_GPUS]; i++)
@@ -384,10 +477,17 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
     long long lim_tp = max_node < max_over(sw, 0) ? max_node : max_over(sw, 0);
     deg[0].auto_limit = lim_tp < max_gpus ? lim_tp : max_gpus;
     deg[1].auto_limit = max_over(sw, 1) < max_gpus ? max_over(sw, 1) : max_gpus;
-    deg[2].auto_limit = max_over(sw, 2) < max_gpus ? max_over(sw, 2) : max_gpus;
+    int half_seq = max_over(sw, 2);
+    for (int i = 0; i < sw->nvalues[LP_DIM_SEQ_LEN]; i++)
+        if (sw->values[LP_DIM_SEQ_LEN][i] / 2 > half_seq)
+            half_seq = sw->values[LP_DIM_SEQ_LEN][i] / 2;
+    deg[2].auto_limit = half_seq < max_gpus ? half_seq : max_gpus;
     deg[3].auto_limit = max_over(sw, 3) < max_gpus ? max_over(sw, 3) : max_gpus;
     deg[4].auto_limit = max_over(sw, 1) / 2;
     deg[5].auto_limit = sw->train.global_batch;
+    for (int i = 0; i < sw->nvalues[LP_DIM_GLOBAL_BATCH]; i++)
+        if (sw->values[LP_DIM_GLOBAL_BATCH][i] > deg[5].auto_limit)
+            deg[5].auto_limit = sw->values[LP_DIM_GLOBAL_BATCH][i];
     for (size_t k = 0; k < sizeof(deg) / sizeof(deg[0]); k++) {
         const cJSON *v = space ? cJSON_GetObjectItemCaseSensitive(space, deg[k].key) : NULL;
         lp_jpath(kp, sizeof(kp), "space", deg[k].key);
@@ -583,12 +683,64 @@ static int parse_best_by(const struct lp_jctx *c, const cJSON *v, struct lp_swee
     return LP_OK;
 }
 
+/* "objectives": the optional objectives ("tokens_per_usd", "loss"; time
+ * and cost are always ranked) and "loss_fit" (the fit the loss objective
+ * uses: include/llmplan/loss.h). The loss of Hoffmann et al.'s fit is that
+ * of pre-training from scratch on the token budget, so it needs a budget and
+ * is refused for fine-tuning (LoRA or a dataset of queries). */
+static int parse_objectives(const struct lp_jctx *c, const cJSON *root, struct lp_sweep *sw)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "objectives");
+    const cJSON *fit = cJSON_GetObjectItemCaseSensitive(root, "loss_fit");
+    const char *expected = "expected a list of \"tokens_per_usd\" and \"loss\" (time and cost "
+                           "are always ranked)";
+    if (v && !cJSON_IsArray(v) && !cJSON_IsString(v))
+        LP_FAIL(c->err, LP_EINVAL, "%s: key 'objectives': %s", c->file, expected);
+    for (const cJSON *it = cJSON_IsArray(v) ? v->child : v; it;
+         it = cJSON_IsArray(v) ? it->next : NULL) {
+        int o = -1;
+        for (int k = LP_OBJ_ALWAYS; cJSON_IsString(it) && k < LP_OBJ_COUNT; k++)
+            if (!strcmp(it->valuestring, lp_objective_name((enum lp_objective)k))) o = k;
+        if (o < 0) LP_FAIL(c->err, LP_EINVAL, "%s: key 'objectives': %s", c->file, expected);
+        if (sw->objectives[o])
+            LP_FAIL(c->err, LP_EINVAL, "%s: key 'objectives': \"%s\" given twice", c->file,
+                    it->valuestring);
+        sw->objectives[o] = true;
+    }
+    sw->loss_fit = LP_LOSS_HOFFMANN2022;
+    if (fit) {
+        enum lp_loss_fit f = LP_LOSS_HOFFMANN2022;
+        if (!cJSON_IsString(fit) || lp_loss_fit_parse(fit->valuestring, &f) != LP_OK)
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key 'loss_fit': expected \"hoffmann2022\" or \"besiroglu2024\"", c->file);
+        if (!sw->objectives[LP_OBJ_LOSS])
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key 'loss_fit': expected only with \"loss\" in 'objectives'", c->file);
+        sw->loss_fit = (int)f;
+    }
+    if (!sw->objectives[LP_OBJ_LOSS]) return LP_OK;
+    if (!(sw->train.tokens > 0) && !(sw->train.tokens_per_param > 0))
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key 'objectives': \"loss\" expects a token budget (training.tokens or "
+                "training.tokens_per_param): the loss fit is L(N, D) for D training tokens",
+                c->file);
+    bool lora = sw->train.lora_rank > 0;
+    for (int i = 0; sw->fts && i < sw->nvalues[LP_DIM_FINETUNE]; i++)
+        lora |= sw->fts[i].lora_rank > 0;
+    if (lora || sw->train.dataset.nbins > 0)
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key 'objectives': \"loss\" is the loss of pre-training from scratch "
+                "(Hoffmann et al. 2022), not of fine-tuning (training.finetune / dataset)",
+                c->file);
+    return LP_OK;
+}
+
 static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_sweep *sw)
 {
-    static const char *const keys[] = {"name",    "comment", "model",  "models",   "system",
-                                       "systems", "gpus",    "space",  "training", "framework",
-                                       "profile", "top_k",   "output", "prices",   "constraints",
-                                       "best_by", NULL};
+    static const char *const keys[] = {
+        "name",        "comment",  "model",      "models",   "system", "systems", "gpus",
+        "space",       "training", "framework",  "profile",  "top_k",  "output",  "prices",
+        "constraints", "best_by",  "objectives", "loss_fit", NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, root, "", keys));
     LP_TRY(err, lp_json_str(c, root, "", "name", false, sw->name, sizeof(sw->name)));
@@ -654,6 +806,7 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_swee
     LP_TRY(err, parse_best_by(c, cJSON_GetObjectItemCaseSensitive(root, "best_by"), sw));
 
     LP_TRY(err, parse_space(c, cJSON_GetObjectItemCaseSensitive(root, "space"), sw));
+    LP_TRY(err, parse_objectives(c, root, sw));
 
     LP_TRY(err, parse_profile(c, cJSON_GetObjectItemCaseSensitive(root, "profile"), sw));
     LP_TRY(err, lp_json_int32(c, root, "", "top_k", false, 1, 100000, &sw->top_k));
@@ -707,6 +860,7 @@ void lp_sweep_destroy(struct lp_sweep **sw)
     free((*sw)->models);
     free((*sw)->systems);
     free((*sw)->fws);
+    free((*sw)->fts);
     free(*sw);
     *sw = NULL;
 }

@@ -3,7 +3,8 @@
 # GPU count, identical time and cost: recompute none vs selective under
 # FlashAttention in Megatron-DeepSpeed, whose legacy transformer.py
 # checkpoints only the unfused attention core) are collapsed in the top lists into the one needing the
-# least memory, with the others' indices in "equivalent_to".
+# least memory, with the others' indices in "equivalent_to"; a top list of
+# top_k still shows top_k distinct plans (it keeps top_k classes).
 #   equivalent.sh LLMPLAN SRCDIR SCRATCH
 set -u
 bin=$1 src=$2 dir=$3
@@ -65,5 +66,23 @@ o = json.load(open(sys.argv[1]))
 t, mem = float(sys.argv[2]), float(sys.argv[3])
 assert o["iteration_time_s"] == t, (o["iteration_time_s"], t)
 assert o["memory_per_gpu_gib"] >= mem, (o["memory_per_gpu_gib"], mem)
+PY
+# top lists refill: with top_k 3 each list still shows 3 distinct plans, the
+# first 3 of the long list, with the same equivalent_to lists
+python3 - "$dir/sweep.json" "$dir/k3.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["top_k"] = 3
+json.dump(d, open(sys.argv[2], "w"))
+PY
+"$bin" search "$dir/k3.json" -o "$dir/k3" --quiet --no-dataset || { echo "FAIL search k3"; exit 1; }
+python3 - "$dir/out/plans.json" "$dir/k3/plans.json" <<'PY' || { echo "FAIL: top lists do not refill"; exit 1; }
+import json, sys
+full, k3 = (json.load(open(f)) for f in sys.argv[1:3])
+for name in ("top_time", "top_cost"):
+    got = [(p["index"], sorted(p.get("equivalent_to", []))) for p in k3[name]]
+    want = [(p["index"], sorted(p.get("equivalent_to", []))) for p in full[name][:3]]
+    assert len(got) == 3 and got == want, (name, got, want)
+    assert any(e for _, e in got), name + ": no collapsed plan among the first 3"
 PY
 echo "PASS"

@@ -84,3 +84,18 @@ same_outputs() {
 json_get() {
     python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"
 }
+
+# refused BASE.json EDIT TEXT: the sweep BASE edited by the Python statement
+# EDIT (on the dict d) is refused by llmplan search with a message holding
+# TEXT (grep pattern)
+refused() {
+    python3 - "$1" "$SCRATCH/refused.json" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1])); exec(sys.argv[3]); json.dump(d, open(sys.argv[2], "w"))
+PY
+    if "$LLMPLAN" search "$SCRATCH/refused.json" -o "$SCRATCH/refused" --quiet \
+        2>"$SCRATCH/refused.err"; then
+        fail "accepted: $2"
+    fi
+    grep -q "$3" "$SCRATCH/refused.err" || fail "message for '$2': $(cat "$SCRATCH/refused.err")"
+}

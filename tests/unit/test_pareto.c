@@ -23,6 +23,10 @@ static void make_points(unsigned seed, double tokens)
         double c = 1.0 + rand() % 40;
         pts[i].res.cost_usd = tokens > 0 ? c : -1;
         pts[i].res.cost_per_iteration_usd = tokens > 0 ? -1 : c;
+        /* the optional objectives (issue #17): few values, so ties occur;
+         * one point in five has no loss (not ranked by it) */
+        pts[i].res.tokens_per_usd = (double)(rand() % 20);
+        pts[i].res.loss = rand() % 5 == 0 ? 0.0 : 2.0 + (rand() % 6) / 8.0;
         /* few memory values: ties in both objectives and in memory occur */
         pts[i].res.memory_per_gpu_bytes = (double)(rand() % 3);
     }
@@ -43,6 +47,27 @@ static bool tie_before(const struct lp_entry *a, const struct lp_entry *b)
     if (a->res.memory_per_gpu_bytes != b->res.memory_per_gpu_bytes)
         return a->res.memory_per_gpu_bytes < b->res.memory_per_gpu_bytes;
     return a->index < b->index;
+}
+
+/* Whether a ranks before b in objective o: the objective (a loss of 0 is
+ * none, ranked after every loss), the loss's tie-break by cost, then
+ * tie_before. */
+static bool before(const struct lp_entry *a, const struct lp_entry *b, enum lp_objective o)
+{
+    if (o == LP_OBJ_LOSS && (a->res.loss > 0) != (b->res.loss > 0)) return a->res.loss > 0;
+    const double va = lp_entry_objective(a, o), vb = lp_entry_objective(b, o);
+    if (va != vb) return va < vb;
+    if (o == LP_OBJ_LOSS && c_of(a) != c_of(b)) return c_of(a) < c_of(b);
+    return tie_before(a, b);
+}
+
+/* Results ranking every objective, the optional ones too. */
+static int init_all(struct lp_results *r, int k)
+{
+    int rc = lp_results_init(r, k, NULL);
+    for (int o = 0; o < LP_OBJ_COUNT; o++)
+        r->active[o] = true;
+    return rc;
 }
 
 static bool dom(const struct lp_entry *a, const struct lp_entry *b)
@@ -121,22 +146,61 @@ static void check_brute(const struct lp_results *r, int *th_failed_)
         ASSERT_TRUE(t_of(&r->front.e[k - 1]) <= t_of(&r->front.e[k]));
         ASSERT_TRUE(c_of(&r->front.e[k - 1]) >= c_of(&r->front.e[k]));
     }
-    /* top-k: the k smallest (objective, memory, index) among feasible points */
+    /* the loss front (issue #17): points with a loss that none beats in
+     * both cost and loss (equal in both: the tie-break), sorted by cost */
+    expect = 0;
+    for (int i = 0; i < N; i++) {
+        const struct lp_entry *p = &pts[i];
+        if (!p->res.feasible || !(p->res.loss > 0)) continue;
+        bool d = false;
+        for (int j = 0; j < N && !d; j++) {
+            const struct lp_entry *q = &pts[j];
+            if (j == i || !q->res.feasible || !(q->res.loss > 0)) continue;
+            if (c_of(q) > c_of(p) || q->res.loss > p->res.loss) continue;
+            d = c_of(q) < c_of(p) || q->res.loss < p->res.loss || tie_before(q, p);
+        }
+        bool in = false;
+        for (size_t k = 0; k < r->front_loss.n; k++)
+            if (r->front_loss.e[k].index == p->index) in = true;
+        ASSERT_EQ_INT(in, !d);
+        expect += !d;
+    }
+    ASSERT_EQ_INT(r->front_loss.n, expect);
+    for (size_t k = 1; k < r->front_loss.n; k++)
+        ASSERT_TRUE(c_of(&r->front_loss.e[k - 1]) <= c_of(&r->front_loss.e[k]));
+    /* top-k (issue #17): the feasible points in (objective, memory, index)
+     * order up to the first of a (k+1)-th class of equivalent points
+     * (lp_entry_equivalent), at most LP_TOPK_SPARE k + 1 of them */
     for (int o = 0; o < LP_OBJ_COUNT; o++) {
         const struct lp_entry **s = NULL;
         size_t n = 0;
         ASSERT_OK(lp_results_top_sorted(r, (enum lp_objective)o, &s, &n, NULL));
-        bool ok = n == (size_t)r->top_k;
-        for (size_t k = 0; k < n && ok; k++) {
-            size_t better = 0;
-            double v = lp_entry_objective(s[k], (enum lp_objective)o);
-            for (int i = 0; i < N; i++) {
-                if (!pts[i].res.feasible) continue;
-                double w = lp_entry_objective(&pts[i], (enum lp_objective)o);
-                if (w < v || (w == v && tie_before(&pts[i], s[k]))) better++;
+        const struct lp_entry *want[N];
+        size_t nw = 0, classes = 0;
+        for (size_t rank = 0;; rank++) { /* the point of this rank */
+            const struct lp_entry *x = NULL;
+            for (int i = 0; i < N && !x; i++) {
+                const struct lp_entry *p = &pts[i];
+                if (!p->res.feasible || (o == LP_OBJ_LOSS && !(p->res.loss > 0))) continue;
+                size_t better = 0;
+                for (int j = 0; j < N; j++)
+                    if (pts[j].res.feasible && (o != LP_OBJ_LOSS || pts[j].res.loss > 0) &&
+                        before(&pts[j], p, (enum lp_objective)o))
+                        better++;
+                if (better == rank) x = p;
             }
-            ok = better == k;
+            if (!x) break;
+            bool seen = false;
+            for (size_t k = 0; k < nw && !seen; k++)
+                seen = lp_entry_equivalent(want[k], x, (enum lp_objective)o);
+            if (!seen && classes == (size_t)r->top_k) break;
+            classes += !seen;
+            want[nw++] = x;
+            if (nw == LP_TOPK_SPARE * (size_t)r->top_k + 1) break;
         }
+        bool ok = n == nw && nw >= (size_t)r->top_k;
+        for (size_t k = 0; k < n && ok; k++)
+            ok = s[k] == want[k] || s[k]->index == want[k]->index;
         if (n) ok = ok && lp_results_best(r, (enum lp_objective)o) == s[0];
         free(s);
         ASSERT_TRUE(ok);
@@ -148,7 +212,7 @@ TEST(front_and_topk_vs_brute_force)
     for (int round = 0; round < 4; round++) {
         make_points(100u + (unsigned)round, round % 2 ? 1e9 : 0.0);
         struct lp_results r;
-        ASSERT_OK(lp_results_init(&r, 7, NULL));
+        ASSERT_OK(init_all(&r, 7));
         int order[N];
         for (int i = 0; i < N; i++)
             order[i] = i;
@@ -166,16 +230,16 @@ TEST(order_and_merge_independence)
     for (int i = 0; i < N; i++)
         order[i] = i;
     struct lp_results ref;
-    ASSERT_OK(lp_results_init(&ref, 5, NULL));
+    ASSERT_OK(init_all(&ref, 5));
     ASSERT_OK(add_all(&ref, order, N));
     for (int trial = 0; trial < 10; trial++) {
         shuffle(order, N);
         /* split into 1..4 parts ("ranks"), merge in a random order */
         int parts = 1 + trial % 4;
         struct lp_results part[4], all;
-        ASSERT_OK(lp_results_init(&all, 5, NULL));
+        ASSERT_OK(init_all(&all, 5));
         for (int p = 0; p < parts; p++) {
-            ASSERT_OK(lp_results_init(&part[p], 5, NULL));
+            ASSERT_OK(init_all(&part[p], 5));
             int lo = N * p / parts, hi = N * (p + 1) / parts;
             ASSERT_OK(add_all(&part[p], order + lo, hi - lo));
         }
@@ -190,7 +254,7 @@ TEST(order_and_merge_independence)
         uint64_t counts[3];
         ASSERT_OK(lp_results_pack(&all, &buf, counts, NULL));
         struct lp_results back;
-        ASSERT_OK(lp_results_init(&back, 5, NULL));
+        ASSERT_OK(init_all(&back, 5));
         ASSERT_OK(lp_results_unpack(&back, buf, counts, NULL));
         ASSERT_TRUE(same(&back, &ref));
         free(buf);
@@ -206,8 +270,8 @@ TEST(offer_matches_add)
 {
     make_points(9, 0.0);
     struct lp_results a, b;
-    ASSERT_OK(lp_results_init(&a, 4, NULL));
-    ASSERT_OK(lp_results_init(&b, 4, NULL));
+    ASSERT_OK(init_all(&a, 4));
+    ASSERT_OK(init_all(&b, 4));
     for (int i = 0; i < N; i++) {
         ASSERT_OK(lp_results_add(&a, &pts[i], NULL));
         ASSERT_OK(lp_results_offer(&b, pts[i].index, &pts[i].run, &pts[i].res, NULL));
@@ -220,7 +284,7 @@ TEST(offer_matches_add)
 TEST(infeasible_and_nan_ignored)
 {
     struct lp_results r;
-    ASSERT_OK(lp_results_init(&r, 3, NULL));
+    ASSERT_OK(init_all(&r, 3));
     static struct lp_entry e;
     memset(&e, 0, sizeof(e));
     e.res.feasible = false;
@@ -247,9 +311,9 @@ TEST(groups_vs_brute_force)
 {
     make_points(11, 1e9);
     struct lp_results a, b, m;
-    ASSERT_OK(lp_results_init(&a, 3, NULL));
-    ASSERT_OK(lp_results_init(&b, 3, NULL));
-    ASSERT_OK(lp_results_init(&m, 3, NULL));
+    ASSERT_OK(init_all(&a, 3));
+    ASSERT_OK(init_all(&b, 3));
+    ASSERT_OK(init_all(&m, 3));
     /* two group dimensions: index digits of weight 1000 (radix 7) and 10 (radix 5) */
     struct lp_results *all[3] = {&a, &b, &m};
     for (int k = 0; k < 3; k++) {
@@ -270,17 +334,14 @@ TEST(groups_vs_brute_force)
     size_t groups = 0;
     for (int g0 = 0; g0 < 7; g0++)
         for (int g1 = 0; g1 < 5; g1++) {
-            const struct lp_entry *best[LP_OBJ_COUNT] = {NULL, NULL};
+            const struct lp_entry *best[LP_OBJ_COUNT] = {NULL};
             for (int i = 0; i < N; i++) {
                 const struct lp_entry *e = &pts[i];
                 if (!e->res.feasible || (int)(e->index / 1000 % 7) != g0 ||
                     (int)(e->index / 10 % 5) != g1)
                     continue;
-                for (int o = 0; o < LP_OBJ_COUNT; o++) {
-                    double v = lp_entry_objective(e, (enum lp_objective)o);
-                    double w = best[o] ? lp_entry_objective(best[o], (enum lp_objective)o) : 0;
-                    if (!best[o] || v < w || (v == w && tie_before(e, best[o]))) best[o] = e;
-                }
+                for (int o = 0; o < LP_OBJ_COUNT; o++)
+                    if (!best[o] || before(e, best[o], (enum lp_objective)o)) best[o] = e;
             }
             if (!best[0]) continue;
             const uint64_t key = (uint64_t)g0 * 5 + (uint64_t)g1;

@@ -78,12 +78,12 @@ int lp_cli_trace(struct lp_sim *sim, const struct lp_run *run, struct lp_result 
  * "profile_gpu_mismatch" (the profile's GPU) when a profile of another GPU
  * was allowed. */
 static void print_json(const char *text, const struct lp_run *run, bool max_batch,
-                       const struct lp_profile *mismatch)
+                       const struct lp_profile *mismatch, const char *trust)
 {
     size_t n = strlen(text);
     while (n > 0 && text[n - 1] != '}')
         n--;
-    if ((!max_batch && !mismatch) || n == 0) {
+    if ((!max_batch && !mismatch && !trust) || n == 0) {
         printf("%s\n", text);
         return;
     }
@@ -94,6 +94,7 @@ static void print_json(const char *text, const struct lp_run *run, bool max_batc
     printf("%.*s", (int)m, text);
     if (max_batch) printf("%s\"max_batch\":%d", sep, lp_sim_max_batch(run));
     if (mismatch) printf("%s\"profile_gpu_mismatch\":\"%s\"", sep, mismatch->gpu);
+    if (trust) printf("%s\"trust\":%s", sep, trust);
     printf("%s}\n", m + 1 < n ? "\n" : "");
 }
 
@@ -155,7 +156,8 @@ static int run_batch(const char *file, const char *profile, double sustained, bo
         lp_sim_run(cache[k].sim, &run, &res);
         char *text = NULL;
         rc = lp_result_to_json_line(&run, &res, true, &text, err);
-        if (rc >= 0) print_json(text, &run, max_batch, cache[k].mismatch ? cache[k].prof : NULL);
+        if (rc >= 0)
+            print_json(text, &run, max_batch, cache[k].mismatch ? cache[k].prof : NULL, NULL);
         free(text);
     }
     free(line);
@@ -329,12 +331,26 @@ int lp_cmd_simulate(int argc, char **argv)
     } else if (rc >= 0) {
         lp_sim_run(sim, &run, &res);
     }
+    /* how far to trust the figure (#17): the bands scripts/validate wrote,
+     * as search's plans carry them */
+    struct lp_trust *trust = NULL;
+    char *trust_text = NULL;
+    if (rc >= 0 && res.feasible) {
+        rc = lp_trust_load_default(&trust, &err);
+        if (rc >= 0 && trust && json)
+            trust_text = lp_trust_json_text(trust, &run, res.gpus, res.iteration_time_s);
+    }
     if (rc >= 0) {
         if (json) {
             rc = lp_result_to_json(&run, &res, false, &text, &err);
-            if (rc >= 0) print_json(text, &run, max_batch, mismatch ? prof : NULL);
+            if (rc >= 0) print_json(text, &run, max_batch, mismatch ? prof : NULL, trust_text);
         } else {
             print_summary(&run, &res, used);
+            if (trust) {
+                char line[1024];
+                lp_trust_line(trust, &run, res.gpus, res.iteration_time_s, line, sizeof(line));
+                printf("\ntrust      %s\n", line);
+            }
             if (mismatch)
                 printf("\nWARNING    profile measured on GPU '%s', not on '%s' "
                        "(--allow-profile-mismatch)\n",
@@ -347,6 +363,8 @@ int lp_cmd_simulate(int argc, char **argv)
     }
     if (rc < 0) lp_cli_error(&err);
     free(text);
+    free(trust_text);
+    lp_trust_destroy(&trust);
     lp_sim_destroy(&sim);
     lp_profile_destroy(&prof);
     return rc < 0 ? 1 : 0;

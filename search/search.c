@@ -534,11 +534,7 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
     if (agree(s, load_cost_models(s, err)) < 0) return 1;
     /* how far to trust each plan (#17): the bands scripts/validate wrote;
      * a file that is absent gives plans without "trust", a bad one fails */
-    if (s->rank == 0) {
-        char tpath[LP_SWEEP_PATH_LEN + 32];
-        snprintf(tpath, sizeof(tpath), "%s/trust_bands.json", lp_data_dir());
-        rc = access(tpath, F_OK) == 0 ? lp_trust_load(tpath, &s->trust, err) : LP_OK;
-    }
+    if (s->rank == 0) rc = lp_trust_load_default(&s->trust, err);
     if (agree(s, rc) < 0) return 1;
     if (agree(s, lp_space_init(&s->space, s->sweep, err)) < 0) return 1;
     if (agree(s, lp_results_init(&s->res, s->sweep->top_k, err)) < 0) return 1;

@@ -25,6 +25,16 @@ const char *lp_data_dir(void);
  * `scripts/validate --bands` writes (src/io/trust_json.c). */
 struct lp_trust;
 int lp_trust_load(const char *path, struct lp_trust **out, struct lp_err *err);
+/* The shipped bands, data/trust_bands.json under lp_data_dir(): *out NULL
+ * (and LP_OK) when the file is absent, an error when it is malformed. */
+int lp_trust_load_default(struct lp_trust **out, struct lp_err *err);
+/* One result's "trust" (the validated domain nearest to it and its error
+ * band, as in plans.json) as compact JSON text (free() it), NULL when out
+ * of memory; and as one line for a summary (truncated to n). */
+char *lp_trust_json_text(const struct lp_trust *t, const struct lp_run *run, int gpus,
+                         double iteration_time_s);
+void lp_trust_line(const struct lp_trust *t, const struct lp_run *run, int gpus,
+                   double iteration_time_s, char *buf, size_t n);
 /* NULL-safe; NULLs the handle. */
 void lp_trust_destroy(struct lp_trust **t);
 

@@ -194,3 +194,53 @@ cJSON *lp_trust_json(const struct lp_trust *t, const struct lp_run *run, int gpu
     }
     return o;
 }
+
+int lp_trust_load_default(struct lp_trust **out, struct lp_err *err)
+{
+    char path[1024];
+    *out = NULL;
+    snprintf(path, sizeof(path), "%s/trust_bands.json", lp_data_dir());
+    FILE *f = fopen(path, "r");
+    if (!f) return LP_OK; /* no bands shipped: results carry no "trust" */
+    fclose(f);
+    return lp_trust_load(path, out, err);
+}
+
+char *lp_trust_json_text(const struct lp_trust *t, const struct lp_run *run, int gpus,
+                         double iteration_time_s)
+{
+    cJSON *o = lp_trust_json(t, run, gpus, iteration_time_s);
+    char *text = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    return text;
+}
+
+void lp_trust_line(const struct lp_trust *t, const struct lp_run *run, int gpus,
+                   double iteration_time_s, char *buf, size_t n)
+{
+    cJSON *o = lp_trust_json(t, run, gpus, iteration_time_s);
+    const cJSON *note = cJSON_GetObjectItemCaseSensitive(o, "note");
+    const cJSON *band = cJSON_GetObjectItemCaseSensitive(o, "error_band_pct");
+    const cJSON *tb = cJSON_GetObjectItemCaseSensitive(o, "iteration_time_band_s");
+    const char *txt = cJSON_IsString(note) ? note->valuestring : "unknown";
+    const cJSON *dom = cJSON_GetObjectItemCaseSensitive(o, "domain");
+    const cJSON *dfw = cJSON_GetObjectItemCaseSensitive(dom, "framework");
+    const cJSON *dgpu = cJSON_GetObjectItemCaseSensitive(dom, "gpu");
+    const cJSON *drows = cJSON_GetObjectItemCaseSensitive(dom, "rows");
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "inside")) && cJSON_IsString(dfw) &&
+        cJSON_IsString(dgpu) && cJSON_IsNumber(drows))
+        snprintf(buf, n, "%s (%s on %s, %d rows)", txt, dfw->valuestring, dgpu->valuestring,
+                 drows->valueint);
+    else
+        snprintf(buf, n, "%s", txt);
+    char head[512];
+    snprintf(head, sizeof(head), "%s", buf);
+    if (cJSON_GetArraySize(band) == 2 && cJSON_GetArraySize(tb) == 2)
+        snprintf(buf, n,
+                 "%s; validated error p10..p90 %+.1f..%+.1f%%: the measured time would lie in "
+                 "%.4g-%.4g s",
+                 head, cJSON_GetArrayItem(band, 0)->valuedouble,
+                 cJSON_GetArrayItem(band, 1)->valuedouble, cJSON_GetArrayItem(tb, 0)->valuedouble,
+                 cJSON_GetArrayItem(tb, 1)->valuedouble);
+    cJSON_Delete(o);
+}

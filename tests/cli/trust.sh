@@ -82,10 +82,38 @@ t = g["fastest"]["trust"]
 assert t["domain"] is None and not t["inside"] and "no validated stack" in t["note"], t
 PY
 
+# simulate carries the same trust as a plan: JSON key and summary line
+cat >"$dir/data/trust_bands.json" <<'JSON'
+{"format": "llmplan-trust-bands", "format_version": 1, "command": "hand-written for tests/cli/trust.sh",
+ "domains": [
+  {"framework": "megatron", "gpu": "h100-sxm", "rows": 12, "gpus_min": 8, "gpus_max": 16,
+   "sources": ["a", "b"], "signed_error_pct": {"p10": -20, "median": -5, "p90": 10},
+   "mape_pct": 9.5, "mape_pct_calib": 9, "mape_pct_heldout": 10}]}
+JSON
+cat >"$dir/run.json" <<'JSON'
+{"model": "gpt3-1.3b", "system": "dgx-h100", "parallel": {"tp": 1, "pp": 1, "dp": 8},
+ "training": {"global_batch": 64, "precision": "bf16"}, "framework": "megatron"}
+JSON
+"$bin" simulate "$dir/run.json" --json >"$dir/sim.json" || fail "simulate exited $?"
+python3 - "$dir/sim.json" <<'PY' || fail "simulate --json trust"
+import json, sys
+r = json.load(open(sys.argv[1]))
+t = r["trust"]
+assert t["inside"] and t["domain"]["framework"] == "megatron" and t["error_band_pct"] == [-20, 10], t
+lo, hi = t["iteration_time_band_s"]
+it = r["iteration_time_s"]
+assert abs(lo - it / 1.10) < 1e-9 * it and abs(hi - it / 0.80) < 1e-9 * it, (lo, hi, it)
+PY
+"$bin" simulate "$dir/run.json" | grep -q "^trust      inside the validated domain (megatron on h100-sxm, 12 rows); validated error p10..p90 -20.0..+10.0%" ||
+    fail "simulate summary trust line"
+
 echo '{"format": "llmplan-trust-bands", "domains": [{"framework": "megatron"}]}' >"$dir/data/trust_bands.json"
+out=$("$bin" simulate "$dir/run.json" 2>&1) && fail "simulate accepted bad bands"
+case "$out" in *trust_bands.json*) ;; *) fail "simulate message: $out" ;; esac
 out=$("$bin" search "$dir/sweep.json" -o "$dir/bad" --quiet --no-dataset 2>&1) && fail "bad bands accepted"
 case "$out" in *trust_bands.json*"domains[0]"*) ;; *) fail "message: $out" ;; esac
 rm "$dir/data/trust_bands.json"
 "$bin" search "$dir/sweep.json" -o "$dir/absent" --quiet --no-dataset || fail "search exited $?"
 grep -q '"trust"' "$dir/absent/plans.json" && fail "trust without a bands file"
+"$bin" simulate "$dir/run.json" --json | grep -q '"trust"' && fail "simulate trust without a bands file"
 echo PASS

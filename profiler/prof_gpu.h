@@ -188,8 +188,8 @@ int lpp_k_mem(int kind, void *a, void *b, void *c, void *d, size_t rows, size_t 
 double lpp_k_mem_bytes(int kind, size_t rows, size_t cols);
 int lpp_k_softmax_fwd(const void *in, void *out, size_t rows, size_t cols, size_t seq, int causal,
                       int dtype, cudaStream_t s);
-int lpp_k_softmax_bwd(const void *p, const void *dp, void *ds, size_t rows, size_t cols,
-                      size_t seq, int causal, int dtype, cudaStream_t s);
+int lpp_k_softmax_bwd(const void *p, const void *dp, void *ds, size_t rows, size_t cols, size_t seq,
+                      int causal, int dtype, cudaStream_t s);
 /* eager PyTorch's causal mask: one read-and-write pass over rows x cols scores */
 int lpp_k_causal_mask(void *x, size_t rows, size_t cols, size_t seq, int dtype, cudaStream_t s);
 int lpp_k_dropout_fwd(const void *in, void *out, unsigned char *mask, size_t n, float p,

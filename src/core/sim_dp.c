@@ -436,8 +436,7 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
                  * pre-forward unshard and issues its all-gather */
                 if (full && i >= 2 && ce[i - 2] > h) h = ce[i - 2];
                 h += hu_blk;
-                double ag =
-                    coll(rec, &net_free, h, ag_blk, &busy, LP_DPC_UNIT_GATHER, i, L + 1, k);
+                double ag = coll(rec, &net_free, h, ag_blk, &busy, LP_DPC_UNIT_GATHER, i, L + 1, k);
                 double go = fmax(ag, h); /* the unit's kernels are issued after the hook */
                 if (go > t) wait_f += go - t, t = go;
             }

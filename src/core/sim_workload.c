@@ -75,7 +75,8 @@ static void seg_push(struct acc *a, enum lp_op_class k, double t, bool w)
     if (l && l->k == k && l->w == w && l->tail == a->tail)
         l->t += t;
     else if (a->nseg < ACC_SEGS)
-        a->seg[a->nseg++] = (struct acc_seg){.k = k, .w = w, .tail = a->tail, .t = t};
+        a->seg[a->nseg++] =
+            (struct acc_seg){.k = (unsigned char)k, .w = w, .tail = a->tail, .t = t};
     else
         a->lost = true;
 }

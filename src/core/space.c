@@ -125,8 +125,12 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
     const struct lp_system *sys = &sw->systems[VAL(LP_DIM_SYSTEM)];
     const int gpus = VAL(LP_DIM_GPUS);
     /* the layout, every swept field from this index (a rule reads only the
-     * fields up to its tag); the others as the caller's run has them */
-    struct lp_parallel p = run->par;
+     * fields up to its tag); the others zero (no recompute modules, the
+     * uniform method, the balanced split), whatever the caller's run held:
+     * `llmplan schedule` decoded into an uninitialised run and planned
+     * with garbage recompute settings */
+    struct lp_parallel p;
+    memset(&p, 0, sizeof(p));
     p.tp = VAL(LP_DIM_TP);
     p.pp = VAL(LP_DIM_PP);
     p.cp = VAL(LP_DIM_CP);

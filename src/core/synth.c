@@ -465,51 +465,36 @@ static double fused_attn_s(const struct sy_ctx *c, enum lp_attn_impl impl, bool 
     return SY_LAUNCH_S + (tc > tm ? tc : tm);
 }
 
-static double unfused_attn_s(const struct sy_ctx *c, bool causal, enum lp_pass pass, enum lp_prec p,
-                             double bh, double s, double d)
+/* Unfused attention: the GEMMs, layout copies and dropout, and the softmax
+ * either as eager passes (mask, softmax at the fitted 0.387) or, with
+ * Megatron's fused scale-mask-softmax (fused_sm), as one streaming pass that
+ * reads only each row's causal part. */
+static double unfused_attn_s(const struct sy_ctx *c, bool fused_sm, bool causal, enum lp_pass pass,
+                             enum lp_prec p, double bh, double s, double d)
 {
     const enum lp_prec ap = attn_prec(c->gpu, p);
     const double e = prec_in_bytes(ap);
     const double score = bh * s * s * e; /* bytes of one pass over the scores */
+    const double part = causal ? (s + 1.0) / (2.0 * s) : 1.0; /* of a row the fused kernel reads */
     const double copies = SY_UNF_LAYOUT_COPIES * mem_s(c, 2.0 * bh * s * d * e);
     double t = copies;
     if (pass == LP_PASS_FWD) {
         t += gemm_s(c, ap, s, s, d, bh); /* S = Q K^T */
-        if (causal) t += stream_s(c, SY_UNF_FWD_MASK * score, SY_UNFUSED_PASS_EFF);
-        t += stream_s(c, SY_UNF_FWD_SOFTMAX * score, SY_UNFUSED_PASS_EFF);
+        if (fused_sm) {
+            t += stream_s(c, (part + SY_FS_FWD_WRITE) * score, SY_MEM_EFF);
+        } else {
+            if (causal) t += stream_s(c, SY_UNF_FWD_MASK * score, SY_UNFUSED_PASS_EFF);
+            t += stream_s(c, SY_UNF_FWD_SOFTMAX * score, SY_UNFUSED_PASS_EFF);
+        }
         t += stream_s(c, SY_UNF_DROPOUT * score, SY_MEM_EFF);
         t += gemm_s(c, ap, s, d, s, bh); /* O = P V */
     } else {
         t += gemm_s(c, ap, s, s, d, bh); /* dP = dO V^T */
         t += gemm_s(c, ap, s, d, s, bh); /* dV = P^T dO */
         t += stream_s(c, SY_UNF_DROPOUT * score, SY_MEM_EFF);
-        t += stream_s(c, SY_UNF_BWD_SOFTMAX * score, SY_UNFUSED_PASS_EFF);
+        t += fused_sm ? stream_s(c, (2.0 * part + SY_FS_BWD_WRITE) * score, SY_MEM_EFF)
+                      : stream_s(c, SY_UNF_BWD_SOFTMAX * score, SY_UNFUSED_PASS_EFF);
         t += 2.0 * gemm_s(c, ap, s, d, s, bh); /* dQ = dS K, dK = dS^T Q */
-    }
-    return t;
-}
-
-/* Unfused attention with Megatron's fused scale-mask-softmax: the GEMMs,
- * layout copies and dropout of unfused_attn_s, one softmax pass as above. */
-static double unfused_fs_attn_s(const struct sy_ctx *c, bool causal, enum lp_pass pass,
-                                enum lp_prec p, double bh, double s, double d)
-{
-    const enum lp_prec ap = attn_prec(c->gpu, p);
-    const double e = prec_in_bytes(ap);
-    const double score = bh * s * s * e;
-    const double part = causal ? (s + 1.0) / (2.0 * s) : 1.0; /* of each row read */
-    double t = SY_UNF_LAYOUT_COPIES * mem_s(c, 2.0 * bh * s * d * e);
-    if (pass == LP_PASS_FWD) {
-        t += gemm_s(c, ap, s, s, d, bh);
-        t += stream_s(c, (part + SY_FS_FWD_WRITE) * score, SY_MEM_EFF);
-        t += stream_s(c, SY_UNF_DROPOUT * score, SY_MEM_EFF);
-        t += gemm_s(c, ap, s, d, s, bh);
-    } else {
-        t += gemm_s(c, ap, s, s, d, bh);
-        t += gemm_s(c, ap, s, d, s, bh);
-        t += stream_s(c, SY_UNF_DROPOUT * score, SY_MEM_EFF);
-        t += stream_s(c, (2.0 * part + SY_FS_BWD_WRITE) * score, SY_MEM_EFF);
-        t += 2.0 * gemm_s(c, ap, s, d, s, bh);
     }
     return t;
 }
@@ -680,10 +665,11 @@ static int build_attn(const struct sy_ctx *c, struct lp_table *t, enum lp_attn_i
         for (int j = 0; j < dims[1]; j++)
             for (int l = 0; l < dims[2]; l++) {
                 const double bh = t->axis[0][i], s = t->axis[1][j], d = t->axis[2][l];
-                t->value[o++] =
-                    impl == LP_ATTN_UNFUSED      ? unfused_attn_s(c, causal, pass, p, bh, s, d)
-                    : impl == LP_ATTN_UNFUSED_FS ? unfused_fs_attn_s(c, causal, pass, p, bh, s, d)
-                                                 : fused_attn_s(c, impl, causal, pass, p, bh, s, d);
+                t->value[o++] = impl == LP_ATTN_UNFUSED
+                                    ? unfused_attn_s(c, false, causal, pass, p, bh, s, d)
+                                : impl == LP_ATTN_UNFUSED_FS
+                                    ? unfused_attn_s(c, true, causal, pass, p, bh, s, d)
+                                    : fused_attn_s(c, impl, causal, pass, p, bh, s, d);
             }
     return LP_OK;
 }

@@ -303,6 +303,9 @@ struct lp_framework_opts {
     enum lp_framework kind;
     bool dp_overlap;           /* gradient reduction overlapped with backward */
     bool tp_overlap;           /* TP collectives overlapped with GEMMs */
+    bool tp_async_dgrad;       /* without SP: a column-parallel linear's data-gradient all-reduce
+                                  runs beside its weight-gradient GEMM (Megatron's
+                                  async_grad_allreduce / allreduce_dgrad) */
     bool pp_overlap;           /* p2p overlapped with compute */
     bool param_gather_overlap; /* ZeRO-3 / FSDP / distopt all-gathers prefetched */
     bool fused_kernels;        /* fused bias+GeLU, bias+dropout+add, fused LN, fused Adam */

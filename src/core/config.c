@@ -231,6 +231,10 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
         o->host_op_s = 19e-6;
         o->dp_overlap = true;
         o->tp_overlap = false;
+        /* tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication
+         * (and Transformer Engine's Linear): all_reduce(grad_input, async_op=True)
+         * before the weight-gradient GEMM */
+        o->tp_async_dgrad = true;
         o->pp_overlap = true;
         o->param_gather_overlap = true;
         break;

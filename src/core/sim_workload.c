@@ -60,6 +60,9 @@ struct acc {
     double comm; /* exposed collectives on the same stream: GPU time the host also runs ahead of */
     bool lockstep; /* host and GPU serial (p = 1): no queue to run ahead in */
     int graphed;   /* kernels among n replayed from a CUDA graph (one launch for all) */
+    /* the column-parallel TP linear's backward GEMMs (tp_bwd_exposed) */
+    double col_dgrad, col_wgrad;
+    int col_n;
 };
 
 /* Kernels (and collectives) the host dispatches one by one: a CUDA graph's
@@ -251,6 +254,8 @@ static void throttle(const struct wl *w, struct acc *a, int ncoll)
     a->cat[LP_OPC_GEMM] *= k;
     a->cat[LP_OPC_ATTN] *= k;
     a->wg *= k;
+    a->col_dgrad *= k;
+    a->col_wgrad *= k;
     for (int i = 0; i < a->nseg; i++)
         if (a->seg[i].k == LP_OPC_GEMM || a->seg[i].k == LP_OPC_ATTN) a->seg[i].t *= k;
 }
@@ -262,6 +267,8 @@ static void throttle(const struct wl *w, struct acc *a, int ncoll)
 static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct acc *f,
                            struct acc *b, double comm_f, double comm_b, int ncoll,
                            bool may_overlap);
+static double tp_comm(const struct wl *w);
+static double tp_bwd_exposed(const struct wl *w, const struct acc *b);
 
 /* Close a block as finish_block does, with `rc` the forward kernels its
  * selective recomputation redoes (each launched again, throttled like the
@@ -289,6 +296,10 @@ static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct a
     if (may_overlap && w->run->fw.tp_overlap) {
         comm_f = fmax(0.0, comm_f - f->s);
         comm_b = fmax(0.0, comm_b - b->s);
+    } else if (may_overlap && b->col_n == 1) {
+        /* the block's linear pair charged tp_comm(w) in the backward: what
+         * its backward really leaves exposed replaces it */
+        comm_b += tp_bwd_exposed(w, b) - tp_comm(w);
     }
     f->comm = comm_f;
     b->comm = comm_b;
@@ -411,6 +422,11 @@ static void linear_tp(const struct wl *w, enum tp_linear role, double M, double 
     const struct lp_run *r = w->run;
     if (!(r->fw.tp_overlap && r->par.sequence_parallel && w->t > 1) || r->train.lora_rank > 0) {
         linear_lora(w, M, N, K, fwd, bwd, r->train.lora_targets == LP_LORA_ALL);
+        if (role == TP_COLUMN && w->t > 1 && r->train.lora_rank <= 0) {
+            bwd->col_dgrad += gemm(w, LP_GEMM_DGRAD, M, K, N);
+            bwd->col_wgrad += gemm(w, LP_GEMM_WGRAD, K, N, M);
+            bwd->col_n++;
+        }
         if (role == TP_ROW && w->t > 1) { /* its output collective (timeline) */
             seg_push(fwd, LP_OPC_COMM, 0.0, false);
             seg_push(bwd, LP_OPC_COMM, 0.0, false);
@@ -463,6 +479,34 @@ static double tp_comm(const struct wl *w)
         return coll(w, LP_COLL_ALLGATHER, bytes, w->t, 1) +
                coll(w, LP_COLL_REDUCESCATTER, bytes, w->t, 1);
     return coll(w, LP_COLL_ALLREDUCE, bytes, w->t, 1);
+}
+
+/* The TP collectives a linear pair's backward leaves exposed, `b` holding
+ * the column-parallel linear's data- and weight-gradient GEMMs (throttled).
+ * Megatron's LinearWithGradAccumulationAndAsyncCommunication.backward
+ * (megatron/core/tensor_parallel/layers.py; Transformer Engine's Linear
+ * does the same) launches its collectives with async_op=True ahead of a
+ * GEMM, CUDA_DEVICE_MAX_CONNECTIONS=1 keeping them in order:
+ * - with SP, the all-gather of the saved input shard (the full input is not
+ *   kept) beside the data-gradient GEMM, then the reduce-scatter of the
+ *   input gradient beside the weight-gradient GEMM; the row-parallel
+ *   linear's output gradient is all-gathered synchronously
+ *   (_ReduceScatterToSequenceParallelRegion.backward);
+ * - without SP, the input gradient's all-reduce beside the weight-gradient
+ *   GEMM when the framework sets tp_async_dgrad (Megatron-DeepSpeed turns it
+ *   off under DeepSpeed, megatron/arguments.py), else synchronously.
+ * The GEMMs beside a collective are not slowed (NCCL's SMs: not modelled). */
+static double tp_bwd_exposed(const struct wl *w, const struct acc *b)
+{
+    double bytes = w->T * w->h * w->e;
+    if (w->t <= 1) return 0.0;
+    if (w->run->par.sequence_parallel) {
+        const double ag = coll(w, LP_COLL_ALLGATHER, bytes, w->t, 1);
+        const double rs = coll(w, LP_COLL_REDUCESCATTER, bytes, w->t, 1);
+        return ag + fmax(0.0, ag - b->col_dgrad) + fmax(0.0, rs - b->col_wgrad);
+    }
+    const double ar = coll(w, LP_COLL_ALLREDUCE, bytes, w->t, 1);
+    return w->run->fw.tp_async_dgrad ? fmax(0.0, ar - b->col_wgrad) : ar;
 }
 
 /* RMSNorm in eager PyTorch over x elements (Transformers MixtralRMSNorm /

@@ -1362,6 +1362,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
                                        "moe_impl",
                                        "hybrid_shard",
                                        "fused_softmax",
+                                       "tp_async_dgrad",
                                        NULL};
     struct lp_err *err = c->err;
     const char *expected =
@@ -1387,6 +1388,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
            lp_json_bool(c, item, path, "param_gather_overlap", false, &f->param_gather_overlap));
     LP_TRY(err, lp_json_bool(c, item, path, "fused_kernels", false, &f->fused_kernels));
     LP_TRY(err, lp_json_bool(c, item, path, "fused_softmax", false, &f->fused_softmax));
+    LP_TRY(err, lp_json_bool(c, item, path, "tp_async_dgrad", false, &f->tp_async_dgrad));
     LP_TRY(err, lp_json_bool(c, item, path, "zero3_per_tensor", false, &f->zero3_per_tensor));
     LP_TRY(err, lp_json_bool(c, item, path, "grad_fp32", false, &f->grad_fp32));
     LP_TRY(err, lp_json_bool(c, item, path, "ep_overlap", false, &f->ep_overlap));

@@ -26,10 +26,10 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
         f->dp_overlap == d.dp_overlap && f->tp_overlap == d.tp_overlap &&
         f->pp_overlap == d.pp_overlap && f->param_gather_overlap == d.param_gather_overlap &&
         f->fused_kernels == d.fused_kernels && f->fused_softmax == d.fused_softmax &&
-        f->bucket_bytes == d.bucket_bytes && f->step_overhead_s == d.step_overhead_s &&
-        f->host_op_s == d.host_op_s && f->host_overlap == d.host_overlap &&
-        f->zero3_per_tensor == d.zero3_per_tensor && f->xent == d.xent &&
-        f->grad_fp32 == d.grad_fp32 && f->ep_overlap == d.ep_overlap &&
+        f->tp_async_dgrad == d.tp_async_dgrad && f->bucket_bytes == d.bucket_bytes &&
+        f->step_overhead_s == d.step_overhead_s && f->host_op_s == d.host_op_s &&
+        f->host_overlap == d.host_overlap && f->zero3_per_tensor == d.zero3_per_tensor &&
+        f->xent == d.xent && f->grad_fp32 == d.grad_fp32 && f->ep_overlap == d.ep_overlap &&
         f->dispatcher == d.dispatcher && f->cuda_graphs == d.cuda_graphs &&
         f->moe_impl == d.moe_impl && f->hybrid_shard == d.hybrid_shard;
     if (same) return !cJSON_AddStringToObject(c, "framework", lp_framework_name(f->kind));
@@ -42,6 +42,7 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
     bad |= !cJSON_AddBoolToObject(o, "param_gather_overlap", f->param_gather_overlap);
     bad |= !cJSON_AddBoolToObject(o, "fused_kernels", f->fused_kernels);
     bad |= !cJSON_AddBoolToObject(o, "fused_softmax", f->fused_softmax);
+    bad |= !cJSON_AddBoolToObject(o, "tp_async_dgrad", f->tp_async_dgrad);
     bad |= add_num(o, "bucket_MB", f->bucket_bytes / 1e6);
     bad |= add_num(o, "step_overhead_ms", f->step_overhead_s * 1e3);
     bad |= add_num(o, "host_op_us", f->host_op_s * 1e6);

@@ -6,7 +6,12 @@
  *     dispatch_time, sim_comm.c lp_coll_time), inside a node and across two;
  *   - the local experts' GEMMs (te tokens each, te = T ep top_k / E x load);
  *   - the CP ring exchange of K and V (cp - 1 steps of the local block,
- *     hidden behind the attention core up to its length).
+ *     hidden behind the attention core up to its length);
+ *   - the TP collectives a dense MLP's backward leaves exposed (Megatron's
+ *     LinearWithGradAccumulationAndAsyncCommunication: with SP the input's
+ *     all-gather beside fc1's data gradient and the reduce-scatter beside
+ *     its weight gradient, fc2's output gradient gathered synchronously;
+ *     without SP the all-reduce beside the weight gradient, if async).
  * The sustained-clock throttle is switched off (sustained_frac 1) so that
  * the operator classes are the backend's times. */
 #include <math.h>
@@ -52,6 +57,14 @@ static void moe_run(struct lp_run *r)
     r->fw.ep_overlap = false;
     r->fw.tp_overlap = false;
     r->fw.dispatcher = LP_DISPATCH_ALLTOALL;
+}
+
+/* The same model without experts (TP 1, EP 1, DP 4). */
+static void dense_run(struct lp_run *r)
+{
+    moe_run(r);
+    r->model.moe = (struct lp_moe){0};
+    r->par.ep = 1;
 }
 
 static double hand_gemm(const struct lp_gpu *g, double m, double n, double k)
@@ -139,9 +152,7 @@ TEST(expert_gemms)
 TEST(cp_ring_exchange)
 {
     static struct lp_run r;
-    moe_run(&r);
-    r.model.moe = (struct lp_moe){0};
-    r.par.ep = 1;
+    dense_run(&r);
     r.par.cp = 2;
     r.par.dp = 2;
     /* a slow link, so that the ring is longer than the attention it hides
@@ -169,5 +180,51 @@ TEST(cp_ring_exchange)
     CLOSE(sc4.mix[LP_MIX_ATTN].comm_fwd_s, ring4 - sc4.mix[LP_MIX_ATTN].op_fwd[LP_OPC_ATTN]);
 }
 
+/* A dense MLP at TP 4 on the link bw_Bps: its backward's exposed TP time,
+ * by hand. */
+static void tp_backward_case(int *th_failed_, double bw_Bps, bool sp, bool async)
+{
+    static struct lp_run r;
+    dense_run(&r);
+    r.par.tp = 4;
+    r.par.dp = 1;
+    r.par.sequence_parallel = sp;
+    r.fw.tp_async_dgrad = async;
+    r.system.intra.bw_Bps = bw_Bps;
+    ASSERT_EQ_INT(lp_sim_validate(&r), LP_REASON_NONE);
+    static struct lp_shape_cost sc;
+    shape_cost(&r, &sc);
+    /* T = 2 x 4096 tokens of 1024 bf16 values: 16.8 MB per collective over
+     * 4 ranks, (n - 1) link latencies (2 (n - 1) for the all-reduce) */
+    const double T = 8192, bytes = T * 1024 * 2;
+    const double ag = 3 * 3e-6 + bytes * 3.0 / 4.0 / (RL_COLL * bw_Bps);
+    const double ar = 6 * 3e-6 + bytes * 2.0 * 3.0 / 4.0 / (RL_COLL * bw_Bps);
+    /* fc1 (column-parallel, T x 4096/4 x 1024): data gradient (T, 1024, 1024),
+     * weight gradient (1024, 1024, T) */
+    const struct lp_gpu *g = &r.system.gpu;
+    const double dgrad = hand_gemm(g, T, 1024, 1024), wgrad = hand_gemm(g, 1024, 1024, T);
+    const struct lp_layer_cost *m = &sc.ffn[LP_FFN_DENSE];
+    if (sp) {
+        CLOSE(m->comm_fwd_s, 2 * ag);
+        CLOSE(m->comm_bwd_s, ag + fmax(0.0, ag - dgrad) + fmax(0.0, ag - wgrad));
+    } else {
+        CLOSE(m->comm_fwd_s, ar);
+        CLOSE(m->comm_bwd_s, async ? fmax(0.0, ar - wgrad) : ar);
+    }
+}
+
+TEST(tp_backward_overlap)
+{
+    /* 300 GB/s: the all-gather (61 us) hides behind the data gradient
+     * (74 us), the reduce-scatter behind the weight gradient */
+    tp_backward_case(th_failed_, 300e9, true, true);
+    if (*th_failed_) return;
+    /* 40 GB/s: both partly exposed */
+    tp_backward_case(th_failed_, 40e9, true, true);
+    tp_backward_case(th_failed_, 300e9, false, true);
+    tp_backward_case(th_failed_, 40e9, false, true);
+    tp_backward_case(th_failed_, 300e9, false, false);
+}
+
 TH_MAIN(TH_CASE(ep_all_to_all_inside_a_node), TH_CASE(ep_all_to_all_across_nodes),
-        TH_CASE(expert_gemms), TH_CASE(cp_ring_exchange))
+        TH_CASE(expert_gemms), TH_CASE(cp_ring_exchange), TH_CASE(tp_backward_overlap))

@@ -532,9 +532,13 @@ static double coll_eff(const struct sy_ctx *c, enum lp_coll op, enum lp_tier tie
     /* latency relative to the calibration's: log2(ranks) for all-reduce
      * (trees/NVLS at scale) and inside a node; across nodes all-gather and
      * reduce-scatter are rings (NCCL has no tree for them), n-1 steps
-     * against the calibration all-reduce's 2(n_cal-1) */
+     * against the calibration all-reduce's 2(n_cal-1). Inside a node they
+     * are rings too: half the steps of the ring all-reduce at the same rank
+     * count (NCCL's ring all-reduce is a reduce-scatter then an all-gather),
+     * so half its latency at the same scaling in ranks. */
     const bool ring = !intra && (op == LP_COLL_ALLGATHER || op == LP_COLL_REDUCESCATTER);
-    const double lat = ring ? (n - 1.0) / (2.0 * (n_cal - 1.0)) : log2(n > 2 ? n : 2) / log2(n_cal);
+    double lat = ring ? (n - 1.0) / (2.0 * (n_cal - 1.0)) : log2(n > 2 ? n : 2) / log2(n_cal);
+    if (intra && (op == LP_COLL_ALLGATHER || op == LP_COLL_REDUCESCATTER)) lat *= 0.5;
     double shalf =
         (intra ? SY_COLL_INTRA_SHALF : SY_COLL_INTER_SHALF) * (bw / bw_cal) *
         (lp_coll_bus_factor(LP_COLL_ALLREDUCE, (int)n_cal) / lp_coll_bus_factor(op, (int)n)) * lat;
@@ -810,8 +814,10 @@ static int add_provenance(const struct sy_ctx *c, const struct lp_system *ref, s
     LP_TRY(err, prov(p, err, "coll_scaling",
                      "S_half scaled by ref bw / calibration bw, by bus factor, and by "
                      "log2(ranks)/log2(ranks_cal), or for inter-node all-gather and "
-                     "reduce-scatter (rings) by (ranks-1)/(2(ranks_cal-1)) (assumption: "
-                     "the calibration all-reduce a ring)"));
+                     "reduce-scatter (rings) by (ranks-1)/(2(ranks_cal-1)); intra-node "
+                     "all-gather and reduce-scatter by half of log2(ranks)/log2(ranks_cal) "
+                     "(assumption: the calibration all-reduce a ring, 2(n-1) steps against "
+                     "their n-1)"));
     LP_TRY(err, prov(p, err, "ref_system", "%s",
                      ref ? ref->name
                          : "none: fixed defaults intra 450 GB/s, inter 50 GB/s per "

@@ -137,19 +137,14 @@ static bool terminated(const char *p, size_t n)
 #define ESTR(member) terminated(raw + EOFF(member), sizeof(((struct lp_entry *)0)->member))
 static bool entry_valid(const char *raw)
 {
-    static const size_t bools[] = {EOFF(run.model.tied_embeddings),
-                                   EOFF(run.model.bias),
-                                   EOFF(run.model.dropout),
-                                   EOFF(run.par.sequence_parallel),
-                                   EOFF(run.train.flash_attention),
-                                   EOFF(run.fw.dp_overlap),
-                                   EOFF(run.fw.tp_overlap),
-                                   EOFF(run.fw.pp_overlap),
-                                   EOFF(run.fw.param_gather_overlap),
-                                   EOFF(run.fw.fused_kernels),
-                                   EOFF(run.fw.fused_softmax),
-                                   EOFF(run.fw.zero3_per_tensor),
-                                   EOFF(res.feasible)};
+    static const size_t bools[] = {
+        EOFF(run.model.tied_embeddings),   EOFF(run.model.bias),
+        EOFF(run.model.dropout),           EOFF(run.par.sequence_parallel),
+        EOFF(run.train.flash_attention),   EOFF(run.fw.dp_overlap),
+        EOFF(run.fw.tp_overlap),           EOFF(run.fw.pp_overlap),
+        EOFF(run.fw.param_gather_overlap), EOFF(run.fw.fused_kernels),
+        EOFF(run.fw.fused_softmax),        EOFF(run.fw.zero3_per_tensor),
+        EOFF(run.fw.train_metrics),        EOFF(res.feasible)};
     for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++)
         if (!byte_bool(raw + bools[i])) return false;
     return int_below(raw + EOFF(run.model.ffn_act), 2) &&

@@ -328,6 +328,11 @@ struct lp_framework_opts {
     /* FSDP HYBRID_SHARD (zero 3) / _HYBRID_SHARD_ZERO2 (zero 2): shard
      * within a node, replicate across nodes (docs/frameworks.md) */
     bool hybrid_shard;
+    /* the trainer evaluates the model's training metrics on every
+     * micro-batch's logits after its backward (Composer's Trainer with
+     * llm-foundry's LanguageCrossEntropy and LanguagePerplexity: a
+     * cross-entropy each under bf16 autocast; docs/frameworks.md) */
+    bool train_metrics;
 };
 
 /* Which fused attention kernel runs when flash_attention is set (the

@@ -1089,6 +1089,11 @@ static void moe_block_eager(const struct wl *w, struct lp_layer_cost *c)
     c->full_s += sync;
 }
 
+/* llm-foundry's training metrics (ComposerMPTCausalLM.__init__, v0.3.0:
+ * train_metrics = [LanguageCrossEntropy(), LanguagePerplexity()]; the
+ * perplexity subclasses the cross-entropy and recomputes it). */
+#define TRAIN_METRIC_XENTS 2
+
 /* Vocabulary padded as Megatron does: to a multiple of 128 * tp. */
 static double padded_vocab(const struct lp_run *r)
 {
@@ -1153,6 +1158,20 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
         addk(&b, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 8.0));
         addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * (4.0 + eb)));
         break;
+    }
+    if (r->fw.train_metrics) {
+        /* Composer's Trainer (_train_microbatch -> _eval_train_metrics,
+         * 0.12-0.16) updates the model's training metrics on each
+         * micro-batch's logits after its backward, under the bf16 autocast
+         * context; llm-foundry's MPT and HF causal LMs train with
+         * LanguageCrossEntropy and LanguagePerplexity, each
+         * CrossEntropyLoss(reduction='sum') on the logits: autocast runs
+         * log_softmax in fp32 (a bf16 -> fp32 copy, then the native pass),
+         * nll_loss gathers T values. No gradient. */
+        for (int i = 0; i < TRAIN_METRIC_XENTS; i++) {
+            addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * (eb + 4.0)));
+            addk(&b, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 8.0));
+        }
     }
     double comm_f = 0, comm_b = 0;
     if (w->t > 1) {

@@ -1363,6 +1363,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
                                        "hybrid_shard",
                                        "fused_softmax",
                                        "tp_async_dgrad",
+                                       "train_metrics",
                                        NULL};
     struct lp_err *err = c->err;
     const char *expected =
@@ -1398,6 +1399,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     f->dispatcher = (enum lp_dispatcher)dsp;
     LP_TRY(err, parse_graph_scopes(c, item, path, &f->cuda_graphs));
     LP_TRY(err, lp_json_bool(c, item, path, "hybrid_shard", false, &f->hybrid_shard));
+    LP_TRY(err, lp_json_bool(c, item, path, "train_metrics", false, &f->train_metrics));
     int x = (int)f->xent;
     LP_TRY(err, lp_json_enum(c, item, path, "cross_entropy", false, parse_xent,
                              "\"fp32\", \"fused\", \"native\" or \"upcast\"", &x));

@@ -31,7 +31,8 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
         f->host_overlap == d.host_overlap && f->zero3_per_tensor == d.zero3_per_tensor &&
         f->xent == d.xent && f->grad_fp32 == d.grad_fp32 && f->ep_overlap == d.ep_overlap &&
         f->dispatcher == d.dispatcher && f->cuda_graphs == d.cuda_graphs &&
-        f->moe_impl == d.moe_impl && f->hybrid_shard == d.hybrid_shard;
+        f->moe_impl == d.moe_impl && f->hybrid_shard == d.hybrid_shard &&
+        f->train_metrics == d.train_metrics;
     if (same) return !cJSON_AddStringToObject(c, "framework", lp_framework_name(f->kind));
     cJSON *o = cJSON_AddObjectToObject(c, "framework");
     if (!o) return 1;
@@ -59,6 +60,7 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
             bad |= !cJSON_AddItemToArray(g, cJSON_CreateString(lp_graph_scope_name(i)));
     bad |= !cJSON_AddStringToObject(o, "moe_impl", lp_moe_impl_name(f->moe_impl));
     bad |= !cJSON_AddBoolToObject(o, "hybrid_shard", f->hybrid_shard);
+    bad |= !cJSON_AddBoolToObject(o, "train_metrics", f->train_metrics);
     return bad;
 }
 

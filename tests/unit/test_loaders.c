@@ -194,7 +194,8 @@ TEST(framework_round_trip)
     free(out);
     snprintf(text, sizeof(text),
              "%s{\"name\": \"fsdp\", \"cross_entropy\": \"fused\", "
-             "\"host_overlap\": 2, \"host_op_us\": 30, \"hybrid_shard\": true}}",
+             "\"host_overlap\": 2, \"host_op_us\": 30, \"hybrid_shard\": true, "
+             "\"train_metrics\": true}}",
              base);
     ASSERT_OK(lp_parse_run(text, "b.json", &r, &err));
     ASSERT_OK(lp_result_to_json_line(&r, &res, true, &out, &err));
@@ -209,7 +210,7 @@ TEST(framework_round_trip)
     ASSERT_NEAR(back.fw.host_overlap, 2.0, 1e-12);
     ASSERT_NEAR(back.fw.host_op_s, 30e-6, 1e-15);
     ASSERT_TRUE(back.fw.dp_overlap == r.fw.dp_overlap && back.fw.kind == LP_FW_FSDP);
-    ASSERT_TRUE(back.fw.hybrid_shard);
+    ASSERT_TRUE(back.fw.hybrid_shard && back.fw.train_metrics);
 }
 
 /* The documented framework defaults (docs/frameworks.md), pinned. */
@@ -245,6 +246,10 @@ TEST(framework_defaults)
     ASSERT_TRUE(o.dp_overlap && !o.param_gather_overlap && !o.pp_overlap);
     ASSERT_NEAR(o.bucket_bytes, 25.0 * 1024 * 1024, 1e-6); /* DDP bucket_cap_mb = 25 */
     ASSERT_TRUE(o.xent == LP_XENT_NATIVE && !o.hybrid_shard);
+    for (int k = 0; k < LP_FW_COUNT; k++) { /* Composer's metrics: a run option only */
+        lp_framework_defaults((enum lp_framework)k, &o);
+        ASSERT_TRUE(!o.train_metrics);
+    }
     enum lp_framework f;
     ASSERT_OK(lp_framework_parse("fsdp", &f));
     ASSERT_TRUE(f == LP_FW_FSDP);

@@ -307,6 +307,36 @@ TEST(cross_entropy_kinds)
     ASSERT_EQ_STR(lp_xent_name(LP_XENT_NATIVE), "native");
 }
 
+/* Composer's training metrics (fw.train_metrics): after each micro-batch's
+ * backward, two CrossEntropyLoss evaluations on the logits under bf16
+ * autocast, each a bf16 -> fp32 copy (2 + 4 bytes per logit) and an fp32
+ * log_softmax (4 + 4 bytes). Derived by hand: the iteration grows by
+ * exactly m x 2 x (copy + log_softmax) on the last stage, nothing else. */
+TEST(train_metrics_cost)
+{
+    struct lp_run r;
+    data_parallel_run(&r, 2, 1);
+    lp_framework_defaults(LP_FW_MEGATRON_2021, &r.fw); /* no host time */
+    r.train.precision = LP_BF16;
+    r.par.micro_batch = 2;
+    r.train.global_batch = 6; /* 3 micro-batches */
+    struct lp_sim *sim = roofline_sim(&r);
+    ASSERT_TRUE(sim != NULL);
+    struct lp_result a, b;
+    lp_sim_run(sim, &r, &a);
+    r.fw.train_metrics = true;
+    lp_sim_run(sim, &r, &b);
+    lp_sim_destroy(&sim);
+    ASSERT_TRUE(a.feasible && b.feasible);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    const double L = 2.0 * 2048 * 51200; /* tokens x vocab (51200 = 400 x 128) */
+    const double one = cm.ops->mem_s(&cm, LP_MEM_COPY, L * (2.0 + 4.0)) +
+                       cm.ops->mem_s(&cm, LP_MEM_CROSS_ENTROPY, L * 8.0);
+    ASSERT_NEAR(b.iteration_time_s - a.iteration_time_s, 3.0 * 2.0 * one, 1e-9);
+    ASSERT_TRUE(one > 0);
+}
+
 /* Unfused attention with fused kernels applies the causal mask inside the
  * softmax: it costs the unmasked table; without fused kernels the causal
  * table (a masking pass more). */
@@ -658,5 +688,5 @@ TH_MAIN(TH_CASE(zero_bubble), TH_CASE(layer_ops_sum), TH_CASE(memo_keys), TH_CAS
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
         TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta),
         TH_CASE(collective_reference_links), TH_CASE(zero3_per_tensor),
-        TH_CASE(cross_entropy_kinds), TH_CASE(fused_masked_softmax), TH_CASE(sustained_clock),
-        TH_CASE(monotone_sanity))
+        TH_CASE(cross_entropy_kinds), TH_CASE(train_metrics_cost), TH_CASE(fused_masked_softmax),
+        TH_CASE(sustained_clock), TH_CASE(monotone_sanity))

@@ -6,7 +6,9 @@
  *     dispatch_time, sim_comm.c lp_coll_time), inside a node and across two;
  *   - the local experts' GEMMs (te tokens each, te = T ep top_k / E x load);
  *   - the CP ring exchange of K and V (cp - 1 steps of the local block,
- *     hidden behind the attention core up to its length).
+ *     hidden behind the attention core up to its length);
+ *   - the GPT-OSS experts' clamp and per-expert bias kernels and the
+ *     all-to-all dispatcher's sort by local expert (expert_extras).
  * The sustained-clock throttle is switched off (sustained_frac 1) so that
  * the operator classes are the backend's times. */
 #include <math.h>
@@ -136,6 +138,104 @@ TEST(expert_gemms)
               4 * (hand_gemm(g, te2, 2048, 1024) + hand_gemm(g, te2, 1024, 2048)));
 }
 
+/* Memory-bound kernels and host launches of the MoE block that the GPT-OSS
+ * experts add (sim_workload.c expert_extras), and the all-to-all
+ * dispatcher's sort by local expert: each the difference of the block's
+ * memory-bound time with and without the feature, against the kernels'
+ * bytes at the roofline's RL_MEM of the HBM bandwidth plus a launch each. */
+static double hand_mem(const struct lp_gpu *g, double bytes)
+{
+    return RL_LAUNCH + bytes / (g->mem_bw_Bps * RL_MEM);
+}
+
+TEST(expert_activation_clamp)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    r.model.ffn_act = LP_ACT_SWIGLU;
+    r.model.bias = false;
+    static struct lp_shape_cost sc0, sc1;
+    shape_cost(&r, &sc0);
+    r.model.moe.act_clamp = 7.0;
+    shape_cost(&r, &sc1);
+    const struct lp_gpu *g = &r.system.gpu;
+    /* 2 local experts of te = 10240 rows: each half of fc1's output holds
+     * x = 10240 x 2 x 2048 bf16 values; forward: two clamps (read and write
+     * a half) and the cat (read and write both); backward: two clamp
+     * backwards (read gradient and input, write) */
+    const double x = 10240.0 * 2 * 2048, e = 2;
+    const double df = 2 * hand_mem(g, 2 * x * e) + hand_mem(g, 4 * x * e);
+    const double db = 2 * hand_mem(g, 3 * x * e);
+    const struct lp_layer_cost *a = &sc0.ffn[LP_FFN_MOE], *c = &sc1.ffn[LP_FFN_MOE];
+    CLOSE(c->op_fwd[LP_OPC_MEM] - a->op_fwd[LP_OPC_MEM], df);
+    CLOSE(c->op_bwd[LP_OPC_MEM] - a->op_bwd[LP_OPC_MEM], db);
+    /* a GELU MLP has no GLU halves to clamp */
+    r.model.ffn_act = LP_ACT_GELU;
+    static struct lp_shape_cost sg0, sg1;
+    shape_cost(&r, &sg1);
+    r.model.moe.act_clamp = 0;
+    shape_cost(&r, &sg0);
+    CLOSE(sg1.ffn[LP_FFN_MOE].op_fwd[LP_OPC_MEM], sg0.ffn[LP_FFN_MOE].op_fwd[LP_OPC_MEM]);
+}
+
+TEST(expert_bias_per_expert)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    r.model.bias = false;
+    r.fw.host_op_s = 1e-3; /* a host time per launch that dominates */
+    static struct lp_shape_cost sc0, sc1;
+    shape_cost(&r, &sc0);
+    r.model.bias = true;
+    shape_cost(&r, &sc1);
+    const struct lp_gpu *g = &r.system.gpu;
+    /* fc2's output, n = 10240 x 1024 values per expert, 2 experts; bf16
+     * activations, fp32 router probabilities. Forward per expert: b * p
+     * (write 4 bytes), t + b p (read 2 + 4, write 4); over both: the cat
+     * (read 4, write 4) and the cast back (read 4, write 2) */
+    const double n = 10240.0 * 1024, all = 2 * n;
+    const double df = 2 * (hand_mem(g, 4 * n) + hand_mem(g, 10 * n)) + hand_mem(g, 8 * all) +
+                      hand_mem(g, 6 * all);
+    /* backward per expert: t's gradient cast (read 4, write 2), the
+     * gradient times p and times b (read 8, write 4) each with its sum
+     * (read 4); over both: the cast's backward (read 2, write 4) and the cat
+     * of t's gradients (read 2, write 2) */
+    const double db = 2 * (hand_mem(g, 6 * n) + 2 * (hand_mem(g, 12 * n) + hand_mem(g, 4 * n))) +
+                      hand_mem(g, 6 * all) + hand_mem(g, 4 * all);
+    const struct lp_layer_cost *a = &sc0.ffn[LP_FFN_MOE], *c = &sc1.ffn[LP_FFN_MOE];
+    CLOSE(c->op_fwd[LP_OPC_MEM] - a->op_fwd[LP_OPC_MEM], df);
+    CLOSE(c->op_bwd[LP_OPC_MEM] - a->op_bwd[LP_OPC_MEM], db);
+    /* dropless routing keeps the forward's host in lockstep with the GPU:
+     * its 2 x 2 + 2 new launches add their whole host time */
+    CLOSE(c->op_fwd[LP_OPC_OVERHEAD] - a->op_fwd[LP_OPC_OVERHEAD], 6 * 1e-3);
+}
+
+TEST(alltoall_sort_by_local_expert)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    static struct lp_shape_cost sa, sh;
+    shape_cost(&r, &sa);
+    r.fw.dispatcher = LP_DISPATCH_HYBRIDEP; /* one node: the same all-to-all, no sort */
+    shape_cost(&r, &sh);
+    const struct lp_gpu *g = &r.system.gpu;
+    /* the 8192 x 2 routed copies at 1.25 the mean, 1024 bf16 values each,
+     * read and written once sorted by local expert and once back */
+    const double bytes = 2.0 * 8192 * 2 * 1.25 * 1024 * 2;
+    const struct lp_layer_cost *a = &sa.ffn[LP_FFN_MOE], *h = &sh.ffn[LP_FFN_MOE];
+    CLOSE(a->comm_fwd_s, h->comm_fwd_s);
+    CLOSE(a->op_fwd[LP_OPC_MEM] - h->op_fwd[LP_OPC_MEM], 2 * hand_mem(g, bytes));
+    CLOSE(a->op_bwd[LP_OPC_MEM] - h->op_bwd[LP_OPC_MEM], 2 * hand_mem(g, bytes));
+    /* one local expert (EP 8): nothing to sort */
+    r.par.ep = 8;
+    r.par.dp = 8;
+    r.fw.dispatcher = LP_DISPATCH_ALLTOALL;
+    shape_cost(&r, &sa);
+    r.fw.dispatcher = LP_DISPATCH_HYBRIDEP;
+    shape_cost(&r, &sh);
+    CLOSE(sa.ffn[LP_FFN_MOE].op_fwd[LP_OPC_MEM], sh.ffn[LP_FFN_MOE].op_fwd[LP_OPC_MEM]);
+}
+
 TEST(cp_ring_exchange)
 {
     static struct lp_run r;
@@ -170,4 +270,5 @@ TEST(cp_ring_exchange)
 }
 
 TH_MAIN(TH_CASE(ep_all_to_all_inside_a_node), TH_CASE(ep_all_to_all_across_nodes),
-        TH_CASE(expert_gemms), TH_CASE(cp_ring_exchange))
+        TH_CASE(expert_gemms), TH_CASE(expert_activation_clamp), TH_CASE(expert_bias_per_expert),
+        TH_CASE(alltoall_sort_by_local_expert), TH_CASE(cp_ring_exchange))

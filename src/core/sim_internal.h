@@ -214,6 +214,9 @@ struct lp_params {
     double stage0, stage_last;
     /* trained parameters (all of them, or the LoRA adapters) */
     double train0, train_last, train_max;
+    /* the routed experts' among them (0 with LoRA): reduced and sharded
+     * over the expert-data-parallel group (sim_dp.c) */
+    double expert0, expert_last;
     double fnorm;                                     /* the final norm (last stage) */
     int moe_layers_per_stage, dense_layers_per_stage; /* of the largest stage */
 };

@@ -116,14 +116,7 @@ static int layer_tensors(const struct lp_run *r, bool moe_layer, double *sz, int
     return n;
 }
 
-/* Megatron-Core's DDP keeps the routed experts' parameters in buffers of
- * their own (distributed_data_parallel.py expert_parallel_buffers), reduced,
- * gathered and sharded over the expert-data-parallel group: tp cp dp /
- * (ep etp) ranks ep etp apart (parallel_state.py, expert ranks in the order
- * tp-ep-dp-pp), the rest over the dp cp ranks tp apart. *ne and *se: that
- * group; returns the experts' share of P kept apart (0 when the two groups
- * are the same). */
-static double expert_group(const struct lp_run *r, double Pe, int *ne, int *se)
+double lp_sim_expert_group(const struct lp_run *r, double Pe, int *ne, int *se)
 {
     const struct lp_parallel *p = &r->par;
     *se = p->ep * (p->etp > 0 ? p->etp : p->tp);
@@ -132,12 +125,12 @@ static double expert_group(const struct lp_run *r, double Pe, int *ne, int *se)
 }
 
 /* A data-parallel collective over P parameters of `bytes` each, Pe of them
- * routed experts (expert_group). */
+ * routed experts (lp_sim_expert_group). */
 static double dp_coll(const struct lp_cost_model *cm, const struct lp_run *r, enum lp_coll op,
                       double P, double Pe, double bytes)
 {
     int ne, se;
-    Pe = expert_group(r, Pe, &ne, &se);
+    Pe = lp_sim_expert_group(r, Pe, &ne, &se);
     const int nd = r->par.dp * r->par.cp;
     double t = 0;
     if (nd > 1) t += lp_coll_time(cm, &r->system, op, (P - Pe) * bytes, nd, r->par.tp);
@@ -229,7 +222,7 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
         int ne, se;
         owned = 0;
         for (int i = 0; i < 2; i++) {
-            const double Pe = expert_group(r, stage_experts[i], &ne, &se);
+            const double Pe = lp_sim_expert_group(r, stage_experts[i], &ne, &se);
             owned = fmax(owned, (stage_params[i] - Pe) / (double)nd + Pe / (double)ne);
         }
     }

@@ -992,9 +992,10 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
      * grouped by source rank and are sorted by local expert before the
      * experts and back after them (token_dispatcher.py
      * MoEAlltoAllTokenDispatcher.dispatch_postprocess / combine_preprocess,
-     * sort_chunks_by_idxs, one fused kernel each with moe_permute_fusion);
+     * sort_chunks_by_idxs, one fused kernel each with moe_permute_fusion;
+     * with capacity routing padded to the capacity, a transpose copy);
      * HybridEP and DeepEP lay the tokens out by expert as they receive them */
-    if (r->fw.dispatcher != LP_DISPATCH_HYBRIDEP && moe->dropless && r->par.ep > 1 && local > 1) {
+    if (r->fw.dispatcher != LP_DISPATCH_HYBRIDEP && r->par.ep > 1 && local > 1) {
         const double sort = mem(w, LP_MEM_COPY, 2.0 * Tr * moe->top_k * load * lw * w->e);
         addk(&f, LP_OPC_MEM, sort);
         addk(&f, LP_OPC_MEM, sort);

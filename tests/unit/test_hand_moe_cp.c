@@ -227,6 +227,14 @@ TEST(alltoall_sort_by_local_expert)
     CLOSE(a->comm_fwd_s, h->comm_fwd_s);
     CLOSE(a->op_fwd[LP_OPC_MEM] - h->op_fwd[LP_OPC_MEM], 2 * hand_mem(g, bytes));
     CLOSE(a->op_bwd[LP_OPC_MEM] - h->op_bwd[LP_OPC_MEM], 2 * hand_mem(g, bytes));
+    /* capacity routing at 1.25 sorts the same number of copies */
+    r.model.moe.dropless = false;
+    r.model.moe.capacity_factor = 1.25;
+    r.fw.dispatcher = LP_DISPATCH_ALLTOALL;
+    shape_cost(&r, &sa);
+    r.fw.dispatcher = LP_DISPATCH_HYBRIDEP;
+    shape_cost(&r, &sh);
+    CLOSE(a->op_fwd[LP_OPC_MEM] - h->op_fwd[LP_OPC_MEM], 2 * hand_mem(g, bytes));
     /* one local expert (EP 8): nothing to sort */
     r.par.ep = 8;
     r.par.dp = 8;

@@ -38,6 +38,10 @@ double lp_arch_moe_width(const struct lp_model *m);
 double lp_arch_mixer_params(const struct lp_model *m, enum lp_mixer k, double tp);
 double lp_arch_ffn_params(const struct lp_model *m, enum lp_ffn k, double tp, double etp,
                           double ep);
+/* The routed experts' parameters of one MoE block on one rank (E / ep
+ * experts, each split over etp): in Megatron-Core their gradients are
+ * reduced over the expert-data-parallel group, not the data-parallel one. */
+double lp_arch_routed_params(const struct lp_model *m, double etp, double ep);
 /* Parameters one token passes through in an FFN block (top_k routed and
  * the shared experts, the router), unsplit. */
 double lp_arch_ffn_active_params(const struct lp_model *m, enum lp_ffn k);

@@ -133,6 +133,9 @@ struct lp_moe {
     /* LatentMoE (Nemotron 3 Super): routed experts work at this width,
      * with projections from and back to hidden around them; 0 = hidden */
     int latent;
+    /* clamp of the experts' GLU inputs (GPT-OSS swiglu_limit; Megatron
+     * activation_func_clamp_value), 0 = none */
+    double act_clamp;
 };
 
 /* How the experts of an MoE layer run (framework option "moe_impl"). */

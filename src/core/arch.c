@@ -159,6 +159,12 @@ static double latent_params(const struct lp_model *m)
     return m->moe.latent > 0 ? 2.0 * m->hidden * (double)m->moe.latent : 0.0;
 }
 
+double lp_arch_routed_params(const struct lp_model *m, double etp, double ep)
+{
+    return (double)m->moe.experts / ep *
+           mlp_params(m, lp_arch_moe_width(m), m->moe.ffn_hidden, etp);
+}
+
 double lp_arch_ffn_params(const struct lp_model *m, enum lp_ffn k, double tp, double etp, double ep)
 {
     const double h = m->hidden;
@@ -168,7 +174,7 @@ double lp_arch_ffn_params(const struct lp_model *m, enum lp_ffn k, double tp, do
     case LP_FFN_MOE: {
         const struct lp_moe *e = &m->moe;
         double p = h * e->experts + (m->bias ? e->experts : 0.0); /* router (replicated) */
-        p += (double)e->experts / ep * mlp_params(m, lp_arch_moe_width(m), e->ffn_hidden, etp);
+        p += lp_arch_routed_params(m, etp, ep);
         p += e->shared_experts * mlp_params(m, h, e->shared_ffn_hidden, tp) + latent_params(m);
         return p + norm_params(m, h);
     }

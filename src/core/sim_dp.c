@@ -116,6 +116,28 @@ static int layer_tensors(const struct lp_run *r, bool moe_layer, double *sz, int
     return n;
 }
 
+double lp_sim_expert_group(const struct lp_run *r, double Pe, int *ne, int *se)
+{
+    const struct lp_parallel *p = &r->par;
+    *se = p->ep * (p->etp > 0 ? p->etp : p->tp);
+    *ne = p->dp * p->cp * p->tp / *se;
+    return *se == p->tp ? 0.0 : Pe;
+}
+
+/* A data-parallel collective over P parameters of `bytes` each, Pe of them
+ * routed experts (lp_sim_expert_group). */
+static double dp_coll(const struct lp_cost_model *cm, const struct lp_run *r, enum lp_coll op,
+                      double P, double Pe, double bytes)
+{
+    int ne, se;
+    Pe = lp_sim_expert_group(r, Pe, &ne, &se);
+    const int nd = r->par.dp * r->par.cp;
+    double t = 0;
+    if (nd > 1) t += lp_coll_time(cm, &r->system, op, (P - Pe) * bytes, nd, r->par.tp);
+    if (Pe > 0 && ne > 1) t += lp_coll_time(cm, &r->system, op, Pe * bytes, ne, se);
+    return t;
+}
+
 void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_params *pr,
                  double bwd_window_s[2], double fwd_window_s, struct lp_dp_cost *out)
 {
@@ -125,17 +147,15 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
     lp_sim_param_bytes(r, &b);
     int nd = p->dp * p->cp;
     double stage_params[2] = {pr->train0, pr->train_last};
+    const double stage_experts[2] = {pr->expert0, pr->expert_last};
     memset(out, 0, sizeof(*out));
     for (int i = 0; i < 2; i++) {
-        double P = stage_params[i], t_red = 0, t_gather = 0;
-        if (nd > 1) {
-            if (p->zero == 0) {
-                t_red = lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, P * b.g_comm, nd, p->tp);
-            } else if (p->zero < 3) { /* ZeRO-3 reduce-scatters every micro-batch: below */
-                t_red =
-                    lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, P * b.g_comm, nd, p->tp);
-                t_gather = lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, P * b.w, nd, p->tp);
-            }
+        double P = stage_params[i], Pe = stage_experts[i], t_red = 0, t_gather = 0;
+        if (p->zero == 0) {
+            t_red = dp_coll(cm, r, LP_COLL_ALLREDUCE, P, Pe, b.g_comm);
+        } else if (p->zero < 3) { /* ZeRO-3 reduce-scatters every micro-batch: below */
+            t_red = dp_coll(cm, r, LP_COLL_REDUCESCATTER, P, Pe, b.g_comm);
+            t_gather = dp_coll(cm, r, LP_COLL_ALLGATHER, P, Pe, b.w);
         }
         double nbuckets = fmax(1.0, ceil(P * b.g_comm / r->fw.bucket_bytes));
         double exposed = t_red;
@@ -195,8 +215,17 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
         out->zero3_fwd_s = ag;
         out->zero3_bwd_s = ag + rs;
     }
-    /* optimizer over the parameters this rank owns */
-    double owned = pr->train_max / (p->zero >= 1 ? (double)nd : 1.0);
+    /* optimizer over the parameters this rank owns (the routed experts'
+     * shard is of the expert-data-parallel group) */
+    double owned = pr->train_max;
+    if (p->zero >= 1) {
+        int ne, se;
+        owned = 0;
+        for (int i = 0; i < 2; i++) {
+            const double Pe = lp_sim_expert_group(r, stage_experts[i], &ne, &se);
+            owned = fmax(owned, (stage_params[i] - Pe) / (double)nd + Pe / (double)ne);
+        }
+    }
     double per =
         r->train.precision == LP_FP32 ? ADAM_BYTES_PER_PARAM_FP32 : ADAM_BYTES_PER_PARAM_MIXED;
     if (r->fw.kind == LP_FW_HF) /* LoRA adapters: fp32 (LLaMA-Factory casts them) */

@@ -214,6 +214,9 @@ struct lp_params {
     double stage0, stage_last;
     /* trained parameters (all of them, or the LoRA adapters) */
     double train0, train_last, train_max;
+    /* the routed experts' among them (0 with LoRA): reduced and sharded
+     * over the expert-data-parallel group (sim_dp.c) */
+    double expert0, expert_last;
     double fnorm;                                     /* the final norm (last stage) */
     int moe_layers_per_stage, dense_layers_per_stage; /* of the largest stage */
 };
@@ -222,6 +225,15 @@ struct lp_bytes_per_param {
     double w, g, o; /* weights, gradients, optimizer states */
     double g_comm;  /* gradient bytes on the wire */
 };
+
+/* Megatron-Core's DDP keeps the routed experts' parameters in buffers of
+ * their own (distributed_data_parallel.py expert_parallel_buffers), reduced,
+ * gathered and sharded over the expert-data-parallel group: tp cp dp /
+ * (ep etp) ranks ep etp apart (parallel_state.py, expert ranks in the order
+ * tp-ep-dp-pp), the rest over the dp cp ranks tp apart. *ne and *se: that
+ * group; returns the share of Pe (routed experts' parameters) kept apart:
+ * Pe, or 0 when the two groups are the same (sim_dp.c). */
+double lp_sim_expert_group(const struct lp_run *r, double Pe, int *ne, int *se);
 
 /* Data-parallel / ZeRO / FSDP costs of one iteration (sim_dp.c). */
 struct lp_dp_cost {

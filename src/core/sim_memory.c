@@ -82,6 +82,10 @@ void lp_sim_count_params(const struct lp_run *r, const struct lp_kinds *ks, cons
     if (m->mtp_layers > 0 && p->pp > 1) mtp += V * h / t;
     pr->stage0 = pr->stage_last = pr->stage_max = 0;
     pr->train0 = pr->train_last = 0;
+    pr->expert0 = pr->expert_last = 0;
+    const double routed = m->moe.experts > 0 && r->train.lora_rank <= 0
+                              ? lp_arch_routed_params(m, etp_of(r), p->ep)
+                              : 0.0;
     double best_body = -1;
     for (int s = 0; s < p->pp; s++) {
         double body = 0, lora = 0, dense_p = 0, moe_p = 0;
@@ -112,10 +116,12 @@ void lp_sim_count_params(const struct lp_run *r, const struct lp_kinds *ks, cons
         if (s == 0) {
             pr->stage0 = all;
             pr->train0 = r->train.lora_rank > 0 ? lora : all;
+            pr->expert0 = nm * routed;
         }
         if (s == p->pp - 1) {
             pr->stage_last = all;
             pr->train_last = r->train.lora_rank > 0 ? lora : all;
+            pr->expert_last = (nm + (mk % LP_FFN_COUNT == LP_FFN_MOE ? m->mtp_layers : 0)) * routed;
         }
         if (all > pr->stage_max) pr->stage_max = all;
         if (body > best_body) {

@@ -880,6 +880,67 @@ static double dispatch_time(const struct wl *w, double bytes, int stride)
                 copies * (per - 1.0) / per / (eff_i * r->system.intra.bw_Bps));
 }
 
+/* Kernels of the grouped experts beyond their GEMMs and the fused
+ * activation, on te rows per expert, `local` experts of width lw and ffn
+ * columns ft:
+ *  - moe.activation_clamp (GPT-OSS's swiglu_limit): Megatron-Core clamps
+ *    the two halves of fc1's output before its fused GLU kernel
+ *    (fused_bias_geglu.py weighted_bias_quick_geglu_impl: chunk, two clamps,
+ *    torch.cat), so the forward reads and writes that tensor twice more, and
+ *    the backward runs each clamp's backward (gradient and input read, one
+ *    write). It lies inside the "moe_act" recomputation (experts.py runs
+ *    bias_act_func under the checkpoint): rc, when not NULL, gets the forward.
+ *  - expert biases (model "bias"): fc1's bias is in its GEMM (TE GroupedLinear,
+ *    skip_bias_add False); fc2's must be scaled by each token's probability,
+ *    which TEGroupedMLP._apply_bias does eagerly per expert (experts.py since
+ *    Megatron-LM a329dd6, "Enable bias in expert mlp [gpt-oss 5/5]"):
+ *    torch.split of the output, `t + b * p` per expert with the router's fp32
+ *    probabilities (b * p writes fp32; the sum reads e + 4 bytes and writes
+ *    fp32), torch.cat (fp32) and the cast back to the activation dtype:
+ *    2 kernels per expert and 2 over all. Its backward: the cast's backward,
+ *    per expert the cast of t's gradient and the two products and sums of
+ *    the gradients of b and p, then the cats of t's and p's gradients. */
+static void expert_extras(const struct wl *w, double te, double local, double lw, double ft,
+                          struct acc *f, struct acc *b, struct acc *rc)
+{
+    const struct lp_run *r = w->run;
+    const double e = w->e;
+    if (r->model.moe.act_clamp > 0 && r->model.ffn_act == LP_ACT_SWIGLU) {
+        const double x = te * local * ft; /* elements in each half of fc1's output */
+        const double clamp = mem(w, LP_MEM_COPY, 2.0 * x * e);
+        const double cat = mem(w, LP_MEM_COPY, 4.0 * x * e);
+        addk(f, LP_OPC_MEM, clamp);
+        addk(f, LP_OPC_MEM, clamp);
+        addk(f, LP_OPC_MEM, cat);
+        const double back = mem(w, LP_MEM_COPY, 3.0 * x * e);
+        addk(b, LP_OPC_MEM, back);
+        addk(b, LP_OPC_MEM, back);
+        if (rc) {
+            rc->s += 2.0 * clamp + cat;
+            rc->n += 3;
+            rc->cat[LP_OPC_MEM] += 2.0 * clamp + cat;
+        }
+    }
+    if (r->model.bias) {
+        const double n = te * lw; /* one expert's output elements */
+        const double all = n * local;
+        /* forward, per expert: b * p (write fp32), t + (b p) (read e + 4, write 4) */
+        const double fe = mem(w, LP_MEM_COPY, 4.0 * n) + mem(w, LP_MEM_COPY, (8.0 + e) * n);
+        const double fa = mem(w, LP_MEM_COPY, 8.0 * all) + mem(w, LP_MEM_COPY, (4.0 + e) * all);
+        addk(f, LP_OPC_MEM, fe * local + fa);
+        f->n += 2 * (int)local + 1;
+        /* backward, per expert: t's gradient cast (read 4, write e); the
+         * gradient times p (and times b), each with its sum (read 8 write 4,
+         * read 4); over all: the cast's backward (read e, write 4) and the
+         * cat of t's gradients (read e, write e) */
+        const double be = mem(w, LP_MEM_COPY, (4.0 + e) * n) +
+                          2.0 * (mem(w, LP_MEM_COPY, 12.0 * n) + mem(w, LP_MEM_COPY, 4.0 * n));
+        const double ba = mem(w, LP_MEM_COPY, (4.0 + e) * all) + mem(w, LP_MEM_COPY, 2.0 * e * all);
+        addk(b, LP_OPC_MEM, be * local + ba);
+        b->n += 5 * (int)local + 1;
+    }
+}
+
 /* MoE block (Megatron-Core MoELayer with the all-to-all token dispatcher):
  * router and top-k, permutation, all-to-all dispatch over the EP group, the
  * local experts as grouped GEMMs, all-to-all combine, unpermutation; shared
@@ -960,6 +1021,8 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     }
     b.wg += eb.wg;
     b.wn += eb.wn;
+    expert_extras(w, te, local, lw, moe->ffn_hidden / etp, &f, &b,
+                  (mods & LP_RC_MOE_ACT) ? &rc : NULL);
     if (moe->shared_experts > 0) {
         const struct acc before = f;
         ffn_core(w, w->T, h, (double)moe->shared_experts * moe->shared_ffn_hidden / w->t, true,
@@ -969,6 +1032,20 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     /* permutation copies of the routed tokens (permute and unpermute) */
     addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * Tr * moe->top_k * lw * w->e));
     addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 4.0 * Tr * moe->top_k * lw * w->e));
+    /* The all-to-all dispatcher's second permutation: the tokens arrive
+     * grouped by source rank and are sorted by local expert before the
+     * experts and back after them (token_dispatcher.py
+     * MoEAlltoAllTokenDispatcher.dispatch_postprocess / combine_preprocess,
+     * sort_chunks_by_idxs, one fused kernel each with moe_permute_fusion;
+     * with capacity routing padded to the capacity, a transpose copy);
+     * HybridEP and DeepEP lay the tokens out by expert as they receive them */
+    if (r->fw.dispatcher != LP_DISPATCH_HYBRIDEP && r->par.ep > 1 && local > 1) {
+        const double sort = mem(w, LP_MEM_COPY, 2.0 * Tr * moe->top_k * load * lw * w->e);
+        addk(&f, LP_OPC_MEM, sort);
+        addk(&f, LP_OPC_MEM, sort);
+        addk(&b, LP_OPC_MEM, sort);
+        addk(&b, LP_OPC_MEM, sort);
+    }
     if (moe->latent > 0) { /* LatentMoE: to the latent width before routing, and back */
         linear(w, w->T, lw, h, &f, &b);
         linear(w, w->T, h, lw, &f, &b);

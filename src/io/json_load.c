@@ -518,6 +518,7 @@ static int parse_moe_ext(const struct lp_jctx *c, const cJSON *moe, const char *
                 "%s: key '%s': expected the busiest expert's tokens over the mean (>= 1), got %g",
                 c->file, lp_jpath(kp, sizeof(kp), mp, "imbalance"), e->imbalance);
     LP_TRY(err, lp_json_int32(c, moe, mp, "latent_size", false, 1, 1 << 24, &e->latent));
+    LP_TRY(err, lp_json_num(c, moe, mp, "activation_clamp", false, 0, false, &e->act_clamp));
     int r = 0; /* the score function costs the same either way: checked, not kept */
     return lp_json_enum(c, moe, mp, "router", false, parse_router, "\"softmax\" or \"sigmoid\"",
                         &r);
@@ -631,6 +632,7 @@ static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *
                                            "imbalance",
                                            "router",
                                            "latent_size",
+                                           "activation_clamp",
                                            NULL};
     struct lp_model *m = vout;
     struct lp_err *err = c->err;

@@ -11,13 +11,16 @@
  *     LinearWithGradAccumulationAndAsyncCommunication: with SP the input's
  *     all-gather beside fc1's data gradient and the reduce-scatter beside
  *     its weight gradient, fc2's output gradient gathered synchronously;
- *     without SP the all-reduce beside the weight gradient, if async).
+ *     without SP the all-reduce beside the weight gradient, if async);
+ *   - the GPT-OSS experts' clamp and per-expert bias kernels and the
+ *     all-to-all dispatcher's sort by local expert (expert_extras).
  * The sustained-clock throttle is switched off (sustained_frac 1) so that
  * the operator classes are the backend's times. */
 #include <math.h>
 
 #include "fixtures.h"
 #include "harness.h"
+#include "llmplan/arch.h"
 #include "sim_internal.h"
 
 #define RL_LAUNCH 5e-6
@@ -149,6 +152,175 @@ TEST(expert_gemms)
               4 * (hand_gemm(g, te2, 2048, 1024) + hand_gemm(g, te2, 1024, 2048)));
 }
 
+/* Memory-bound kernels and host launches of the MoE block that the GPT-OSS
+ * experts add (sim_workload.c expert_extras), and the all-to-all
+ * dispatcher's sort by local expert: each the difference of the block's
+ * memory-bound time with and without the feature, against the kernels'
+ * bytes at the roofline's RL_MEM of the HBM bandwidth plus a launch each. */
+static double hand_mem(const struct lp_gpu *g, double bytes)
+{
+    return RL_LAUNCH + bytes / (g->mem_bw_Bps * RL_MEM);
+}
+
+TEST(expert_activation_clamp)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    r.model.ffn_act = LP_ACT_SWIGLU;
+    r.model.bias = false;
+    static struct lp_shape_cost sc0, sc1;
+    shape_cost(&r, &sc0);
+    r.model.moe.act_clamp = 7.0;
+    shape_cost(&r, &sc1);
+    const struct lp_gpu *g = &r.system.gpu;
+    /* 2 local experts of te = 10240 rows: each half of fc1's output holds
+     * x = 10240 x 2 x 2048 bf16 values; forward: two clamps (read and write
+     * a half) and the cat (read and write both); backward: two clamp
+     * backwards (read gradient and input, write) */
+    const double x = 10240.0 * 2 * 2048, e = 2;
+    const double df = 2 * hand_mem(g, 2 * x * e) + hand_mem(g, 4 * x * e);
+    const double db = 2 * hand_mem(g, 3 * x * e);
+    const struct lp_layer_cost *a = &sc0.ffn[LP_FFN_MOE], *c = &sc1.ffn[LP_FFN_MOE];
+    CLOSE(c->op_fwd[LP_OPC_MEM] - a->op_fwd[LP_OPC_MEM], df);
+    CLOSE(c->op_bwd[LP_OPC_MEM] - a->op_bwd[LP_OPC_MEM], db);
+    /* a GELU MLP has no GLU halves to clamp */
+    r.model.ffn_act = LP_ACT_GELU;
+    static struct lp_shape_cost sg0, sg1;
+    shape_cost(&r, &sg1);
+    r.model.moe.act_clamp = 0;
+    shape_cost(&r, &sg0);
+    CLOSE(sg1.ffn[LP_FFN_MOE].op_fwd[LP_OPC_MEM], sg0.ffn[LP_FFN_MOE].op_fwd[LP_OPC_MEM]);
+}
+
+TEST(expert_bias_per_expert)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    r.model.bias = false;
+    r.fw.host_op_s = 1e-3; /* a host time per launch that dominates */
+    static struct lp_shape_cost sc0, sc1;
+    shape_cost(&r, &sc0);
+    r.model.bias = true;
+    shape_cost(&r, &sc1);
+    const struct lp_gpu *g = &r.system.gpu;
+    /* fc2's output, n = 10240 x 1024 values per expert, 2 experts; bf16
+     * activations, fp32 router probabilities. Forward per expert: b * p
+     * (write 4 bytes), t + b p (read 2 + 4, write 4); over both: the cat
+     * (read 4, write 4) and the cast back (read 4, write 2) */
+    const double n = 10240.0 * 1024, all = 2 * n;
+    const double df = 2 * (hand_mem(g, 4 * n) + hand_mem(g, 10 * n)) + hand_mem(g, 8 * all) +
+                      hand_mem(g, 6 * all);
+    /* backward per expert: t's gradient cast (read 4, write 2), the
+     * gradient times p and times b (read 8, write 4) each with its sum
+     * (read 4); over both: the cast's backward (read 2, write 4) and the cat
+     * of t's gradients (read 2, write 2) */
+    const double db = 2 * (hand_mem(g, 6 * n) + 2 * (hand_mem(g, 12 * n) + hand_mem(g, 4 * n))) +
+                      hand_mem(g, 6 * all) + hand_mem(g, 4 * all);
+    const struct lp_layer_cost *a = &sc0.ffn[LP_FFN_MOE], *c = &sc1.ffn[LP_FFN_MOE];
+    CLOSE(c->op_fwd[LP_OPC_MEM] - a->op_fwd[LP_OPC_MEM], df);
+    CLOSE(c->op_bwd[LP_OPC_MEM] - a->op_bwd[LP_OPC_MEM], db);
+    /* dropless routing keeps the forward's host in lockstep with the GPU:
+     * its 2 x 2 + 2 new launches add their whole host time */
+    CLOSE(c->op_fwd[LP_OPC_OVERHEAD] - a->op_fwd[LP_OPC_OVERHEAD], 6 * 1e-3);
+}
+
+TEST(alltoall_sort_by_local_expert)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    static struct lp_shape_cost sa, sh;
+    shape_cost(&r, &sa);
+    r.fw.dispatcher = LP_DISPATCH_HYBRIDEP; /* one node: the same all-to-all, no sort */
+    shape_cost(&r, &sh);
+    const struct lp_gpu *g = &r.system.gpu;
+    /* the 8192 x 2 routed copies at 1.25 the mean, 1024 bf16 values each,
+     * read and written once sorted by local expert and once back */
+    const double bytes = 2.0 * 8192 * 2 * 1.25 * 1024 * 2;
+    const struct lp_layer_cost *a = &sa.ffn[LP_FFN_MOE], *h = &sh.ffn[LP_FFN_MOE];
+    CLOSE(a->comm_fwd_s, h->comm_fwd_s);
+    CLOSE(a->op_fwd[LP_OPC_MEM] - h->op_fwd[LP_OPC_MEM], 2 * hand_mem(g, bytes));
+    CLOSE(a->op_bwd[LP_OPC_MEM] - h->op_bwd[LP_OPC_MEM], 2 * hand_mem(g, bytes));
+    /* capacity routing at 1.25 sorts the same number of copies */
+    r.model.moe.dropless = false;
+    r.model.moe.capacity_factor = 1.25;
+    r.fw.dispatcher = LP_DISPATCH_ALLTOALL;
+    shape_cost(&r, &sa);
+    r.fw.dispatcher = LP_DISPATCH_HYBRIDEP;
+    shape_cost(&r, &sh);
+    CLOSE(a->op_fwd[LP_OPC_MEM] - h->op_fwd[LP_OPC_MEM], 2 * hand_mem(g, bytes));
+    /* one local expert (EP 8): nothing to sort */
+    r.par.ep = 8;
+    r.par.dp = 8;
+    r.fw.dispatcher = LP_DISPATCH_ALLTOALL;
+    shape_cost(&r, &sa);
+    r.fw.dispatcher = LP_DISPATCH_HYBRIDEP;
+    shape_cost(&r, &sh);
+    CLOSE(sa.ffn[LP_FFN_MOE].op_fwd[LP_OPC_MEM], sh.ffn[LP_FFN_MOE].op_fwd[LP_OPC_MEM]);
+}
+
+/* The routed experts' gradients and parameters go over the
+ * expert-data-parallel group (sim_dp.c expert_group): with ZeRO-1 and no
+ * overlap, the reduce-scatter and all-gather of one stage are the dense
+ * part's over the dp ranks plus the experts' over tp dp / (ep etp) ranks
+ * ep etp apart. */
+static int dp_of(const struct lp_run *r, struct lp_params *pr, struct lp_dp_cost *dc)
+{
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r->system.gpu);
+    struct lp_sim *sim = NULL;
+    static int first[LP_ARCH_SPLIT_CAP];
+    if (lp_sim_create(&cm, &sim, NULL) != 0) return -1;
+    if (lp_arch_split(&r->model, &r->par, first, LP_ARCH_SPLIT_CAP) != 0) {
+        lp_sim_destroy(&sim);
+        return -1;
+    }
+    struct lp_kinds ks;
+    lp_kinds_scan(&r->model, &ks, NULL, 0);
+    lp_sim_count_params(r, &ks, first, pr);
+    double bw[2] = {0, 0};
+    lp_dp_costs(sim, r, pr, bw, 0, dc);
+    lp_sim_destroy(&sim);
+    return 0;
+}
+
+TEST(expert_data_parallel_group)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    r.par.zero = 1;
+    r.fw.dp_overlap = false;
+    r.fw.param_gather_overlap = false;
+    r.fw.grad_fp32 = false;
+    struct lp_params pr;
+    struct lp_dp_cost dc;
+    ASSERT_EQ_INT(dp_of(&r, &pr, &dc), 0);
+    /* 4 MoE layers, 8 / 4 = 2 local GELU experts of h 1024, f 2048 with
+     * biases: 2 h f + f + h parameters each */
+    const double Pe = 4 * 2 * (2.0 * 1024 * 2048 + 2048 + 1024);
+    CLOSE(pr.expert0, Pe);
+    CLOSE(pr.expert_last, Pe);
+    /* EP 4 = DP 4: every rank holds other experts, nothing to reduce; the
+     * rest (bf16 gradients and weights) over the 4 DP ranks */
+    const double Pd = pr.train0 - Pe;
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    const double rs = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, Pd * 2, 4, 1);
+    const double ag = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, Pd * 2, 4, 1);
+    CLOSE(dc.red_s[0], rs);
+    CLOSE(dc.gather_s[0], ag);
+    /* EP 2: each expert on 2 ranks, 2 apart; twice the local experts */
+    r.par.ep = 2;
+    ASSERT_EQ_INT(dp_of(&r, &pr, &dc), 0);
+    CLOSE(pr.expert0, 2 * Pe);
+    const double Pd2 = pr.train0 - 2 * Pe;
+    CLOSE(dc.red_s[0], lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, Pd2 * 2, 4, 1) +
+                           lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, 2 * Pe * 2, 2, 2));
+    /* EP 1 (expert TP = TP): one group, one reduction of everything */
+    r.par.ep = 1;
+    ASSERT_EQ_INT(dp_of(&r, &pr, &dc), 0);
+    CLOSE(dc.red_s[0], lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, pr.train0 * 2, 4, 1));
+}
+
 TEST(cp_ring_exchange)
 {
     static struct lp_run r;
@@ -227,4 +399,6 @@ TEST(tp_backward_overlap)
 }
 
 TH_MAIN(TH_CASE(ep_all_to_all_inside_a_node), TH_CASE(ep_all_to_all_across_nodes),
-        TH_CASE(expert_gemms), TH_CASE(cp_ring_exchange), TH_CASE(tp_backward_overlap))
+        TH_CASE(expert_gemms), TH_CASE(expert_activation_clamp), TH_CASE(expert_bias_per_expert),
+        TH_CASE(alltoall_sort_by_local_expert), TH_CASE(expert_data_parallel_group),
+        TH_CASE(cp_ring_exchange), TH_CASE(tp_backward_overlap))

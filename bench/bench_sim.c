@@ -1,20 +1,24 @@
-/* Simulator throughput: configurations per second per core for a fixed list
- * of GPT-3 175B configurations on DGX A100 (every tp, pp, micro-batch,
- * recompute, ZeRO, schedule/vp combination that is structurally valid for
- * 1024 GPUs; the zb schedule beside 1F1B for vp = 1), with the shipped HDF5
- * profile.
+/* Simulator throughput: configurations per second per core for fixed lists
+ * of GPT-3 175B configurations on DGX A100s (every tp, pp, micro-batch,
+ * recompute, ZeRO, schedule/vp combination that is structurally valid; the
+ * zb schedule beside 1F1B for vp = 1), global batch 1536, with the shipped
+ * HDF5 profile: on 1024 GPUs (Narayanan et al.'s setting: 6 to 384
+ * micro-batches per pipeline) and on 128 GPUs (48 to 1536 micro-batches:
+ * long pipelines of micro-batches, where the schedule solve is longest).
  *
- * Reported in one run, each for the reference schedule solvers (the clear
- * ones: lp_sched_exact_ref, which the tree before #20 used) and the fast ones
- * (lp_sched_exact), on the same list, with their ratio: sweep order (each
- * configuration once, on a fresh simulator, as a sweep sees them: the memos
- * fill as it goes), warm (the list again and again: memo hits where the
- * direct-mapped memos hold them), cold (both memos cleared before every
- * configuration: the full operator-by-operator cost and schedule solve).
- * The results of both must be bit-identical (checked here too). Rates are
- * per CPU-second; the two solvers are measured alternately ROUNDS times and
- * each keeps its best rates, so that load on a shared machine affects both
- * alike.
+ * Reported in one run, each for three schedule solvers on the same list:
+ * the reference solvers (the clear ones: lp_sched_exact_ref, which the tree
+ * before #20 used), the fast ones solving every operation (lp_sched_exact
+ * with sched_every_op: #20's first step) and the fast ones with 1F1B's
+ * steady-state shortcut (lp_sched_exact as the simulator runs it), with the
+ * ratios: sweep order (each configuration once, on a fresh simulator, as a
+ * sweep sees them: the memos fill as it goes), warm (the list again and
+ * again: memo hits where the direct-mapped memos hold them), cold (both
+ * memos cleared before every configuration: the full operator-by-operator
+ * cost and schedule solve). The results of all three must be bit-identical
+ * (checked here too). Rates are per CPU-second; the solvers are measured
+ * alternately ROUNDS times and each keeps its best rates, so that load on a
+ * shared machine affects them alike.
  *   bench_sim [PROFILE.h5] [SECONDS] [ROUNDS]                            */
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,9 +40,9 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int build_list(const struct lp_run *base, struct lp_run *list, int cap)
+static int build_list(const struct lp_run *base, int gpus, struct lp_run *list, int cap)
 {
-    int n = 0, gpus = 1024;
+    int n = 0;
     int tps[] = {1, 2, 4, 8}, pps[] = {1, 2, 4, 8, 16, 32}, mbs[] = {1, 2, 4, 8};
     for (int a = 0; a < 4; a++)
         for (int b = 0; b < 6; b++)
@@ -80,14 +84,17 @@ struct rates {
     uint64_t hash;
 };
 
+enum solver { REFERENCE, EVERY_OP, STEADY, SOLVERS };
+
 /* One solver's three rates on the list. */
-static int measure(const struct lp_cost_model *cm, bool reference, const struct lp_run *list, int n,
-                   double secs, struct rates *out, double *sink)
+static int measure(const struct lp_cost_model *cm, enum solver solver, const struct lp_run *list,
+                   int n, double secs, struct rates *out, double *sink)
 {
     struct lp_err err;
     struct lp_sim *sim = NULL;
     if (lp_sim_create(cm, &sim, &err) < 0) return -1;
-    sim->sched_reference = reference;
+    sim->sched_reference = solver == REFERENCE;
+    sim->sched_every_op = solver == EVERY_OP;
     struct lp_result res;
     out->feasible = 0;
     out->sum = 0;
@@ -139,6 +146,46 @@ static void best_of(struct rates *best, const struct rates *r)
     best->cold = best->cold > r->cold ? best->cold : r->cold;
 }
 
+/* The three solvers on one list: their rates and ratios; 0 if their
+ * results are bit-identical. */
+static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base, int gpus,
+                      double secs, int rounds, const char *path, double *sink)
+{
+    static struct lp_run list[20000];
+    const int n = build_list(base, gpus, list, 20000);
+    struct rates best[SOLVERS] = {{0}};
+    for (int k = 0; k < rounds; k++)
+        for (int v = 0; v < SOLVERS; v++) {
+            struct rates r;
+            if (measure(cm, (enum solver)v, list, n, secs, &r, sink) < 0) {
+                fprintf(stderr, "bench_sim: out of memory\n");
+                return -1;
+            }
+            best_of(&best[v], &r);
+        }
+    const struct rates *ref = &best[REFERENCE], *every = &best[EVERY_OP], *st = &best[STEADY];
+    printf("bench_sim: %d GPT-3 175B configurations on %d A100s (%ld feasible), profile %s\n", n,
+           gpus, st->feasible, path);
+    printf("  configs per CPU-second   reference     every op       steady"
+           "   steady/every op   steady/reference   (best of %d rounds)\n",
+           rounds);
+    const char *names[] = {"sweep order (once each)", "warm (memos hit)       ",
+                           "cold (memos cleared)   "};
+    for (int i = 0; i < 3; i++) {
+        const double a = i == 0 ? ref->first : i == 1 ? ref->warm : ref->cold;
+        const double b = i == 0 ? every->first : i == 1 ? every->warm : every->cold;
+        const double c = i == 0 ? st->first : i == 1 ? st->warm : st->cold;
+        printf("  %s %10.0f   %10.0f   %10.0f   %15.2f   %16.2f\n", names[i], a, b, c, c / b,
+               c / a);
+    }
+    bool same = true;
+    for (int v = 0; v < SOLVERS; v++)
+        same =
+            same && best[v].hash && best[v].hash == ref->hash && best[v].feasible == ref->feasible;
+    printf("  results bit-identical: %s\n", same ? "yes" : "NO");
+    return same ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
     struct lp_err err;
@@ -163,34 +210,11 @@ int main(int argc, char **argv)
     }
     struct lp_cost_model cm;
     lp_cost_model_table(&cm, prof, &base.system.gpu);
-    static struct lp_run list[20000];
-    int n = build_list(&base, list, 20000);
-    const int rounds = argc > 3 ? atoi(argv[3]) : 3;
-    struct rates ref = {0}, fast = {0};
+    const int rounds = argc > 3 && atoi(argv[3]) > 0 ? atoi(argv[3]) : 3;
     double sink = 0;
-    for (int k = 0; k < (rounds > 0 ? rounds : 1); k++) {
-        struct rates r1, r2;
-        if (measure(&cm, true, list, n, secs, &r1, &sink) < 0 ||
-            measure(&cm, false, list, n, secs, &r2, &sink) < 0) {
-            fprintf(stderr, "bench_sim: out of memory\n");
-            lp_profile_destroy(&prof);
-            return 1;
-        }
-        best_of(&ref, &r1);
-        best_of(&fast, &r2);
-    }
-    printf("bench_sim: %d GPT-3 175B configurations on 1024 A100s (%ld feasible), profile %s\n", n,
-           fast.feasible, path);
-    printf("  configs per CPU-second   reference         fast    ratio   (best of %d rounds)\n",
-           rounds > 0 ? rounds : 1);
-    printf("  sweep order (once each) %10.0f   %10.0f   %6.2f\n", ref.first, fast.first,
-           fast.first / ref.first);
-    printf("  warm (memos hit)        %10.0f   %10.0f   %6.2f\n", ref.warm, fast.warm,
-           fast.warm / ref.warm);
-    printf("  cold (memos cleared)    %10.0f   %10.0f   %6.2f\n", ref.cold, fast.cold,
-           fast.cold / ref.cold);
-    const bool same = ref.hash && ref.hash == fast.hash && ref.feasible == fast.feasible;
-    printf("  results bit-identical: %s (checksum %.6g)\n", same ? "yes" : "NO", sink);
+    int rc = bench_list(&cm, &base, 1024, secs, rounds, path, &sink);
+    if (rc == 0) rc = bench_list(&cm, &base, 128, secs, rounds, path, &sink);
+    printf("  (checksum %.6g)\n", sink);
     lp_profile_destroy(&prof);
-    return same ? 0 : 1;
+    return rc == 0 ? 0 : 1;
 }

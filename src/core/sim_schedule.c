@@ -131,6 +131,17 @@ static void finish(struct lp_sched_out *out, const double *end, int p, int ne, i
 #else
 #define LP_INLINE inline
 #endif
+/* An operation's duration on virtual stage vs: its pass, and the embedding
+ * on the first / the logits and loss on the last virtual stage. */
+static LP_INLINE double op_dur(const struct lp_sched_in *in, bool bwd, int vs)
+{
+    const int last = in->p * in->v - 1;
+    if (!bwd)
+        return in->f[vs] + (vs == 0 ? in->f_first_extra : 0.0) +
+               (vs == last ? in->f_last_extra : 0.0);
+    return in->b[vs] + (vs == 0 ? in->b_first_extra : 0.0) + (vs == last ? in->b_last_extra : 0.0);
+}
+
 static LP_INLINE bool run_op(const struct lp_sched_in *in, double *F, double *B, bool bwd, int vs,
                              int mb, double *cursor, double *start, double *dur)
 {
@@ -145,8 +156,7 @@ static LP_INLINE bool run_op(const struct lp_sched_in *in, double *F, double *B,
             ready = F[at(vs - 1, m, mb)];
             cross = p > 1;
         }
-        *dur = in->f[vs] + (vs == 0 ? in->f_first_extra : 0.0) +
-               (vs == pv - 1 ? in->f_last_extra : 0.0);
+        *dur = op_dur(in, false, vs);
     } else {
         if (vs == pv - 1) {
             ready = F[at(vs, m, mb)];
@@ -155,8 +165,7 @@ static LP_INLINE bool run_op(const struct lp_sched_in *in, double *F, double *B,
             ready = B[at(vs + 1, m, mb)];
             cross = p > 1;
         }
-        *dur = in->b[vs] + (vs == 0 ? in->b_first_extra : 0.0) +
-               (vs == pv - 1 ? in->b_last_extra : 0.0);
+        *dur = op_dur(in, true, vs);
     }
     if (ready < 0.0) return false;
     if (cross) ready += in->p2p_s;
@@ -422,6 +431,68 @@ struct walker {
 static int zb_fast(const struct lp_sched_in *in, struct lp_sched_out *out, double *F, double *B,
                    struct lp_event *ev, int cap, int *nev);
 
+/* The worklist of lp_sched_exact_ref with the fast bookkeeping: every stage
+ * runs until its op count reaches lim[s] (NULL: all 2 m v of them) or its
+ * next operation's input is missing; the stage an output feeds is woken.
+ * Stages are visited in any order: an operation's times depend only on its
+ * stage's previous operation and its input. */
+struct fast {
+    const struct lp_sched_in *in;
+    struct lp_sim *sim;
+    struct lp_sched_out *out;
+    double *F, *B;
+    struct walker wk[1024];
+    double cursor[1024];
+    long done;
+    bool busy; /* sum the busy times (not wanted by the steady-state shortcut) */
+    struct lp_event *ev;
+    int cap, ne;
+};
+
+static void advance(struct fast *x, const int *lim)
+{
+    const struct lp_sched_in *in = x->in;
+    const int p = in->p, v = in->v, mv = in->m * in->v, pv = p * v;
+    const bool multi = p > 1;
+    int stack[1024], top = 0;
+    bool queued[1024];
+    for (int s = p - 1; s >= 0; s--) {
+        stack[top++] = s;
+        queued[s] = true;
+    }
+    while (top > 0) {
+        const int s = stack[--top];
+        queued[s] = false;
+        struct walker *q = &x->wk[s];
+        const int end = lim ? lim[s] : 2 * mv;
+        while (q->j < end) {
+            const bool bwd = is_bwd(q->j, q->w, mv);
+            const struct seq *it = bwd ? &q->b : &q->f;
+            const int mb = it->g * p + it->r;
+            const int chunk = bwd ? v - 1 - it->c : it->c;
+            const int vs = chunk * p + s;
+            double start, dur;
+            if (!run_op(in, x->F, x->B, bwd, vs, mb, &x->cursor[s], &start, &dur)) break;
+            const bool sends = bwd ? vs > 0 : vs < pv - 1;
+            if (bwd)
+                seq_next(&q->b, p, v);
+            else
+                seq_next(&q->f, p, v);
+            if (x->busy) x->out->stage_busy_s[s] += dur;
+            if (x->ev)
+                record(x->ev, x->cap, &x->ne, s, mb, chunk, bwd ? LP_EV_BWD : LP_EV_FWD, start, dur,
+                       sends && multi ? in->p2p_s : 0.0);
+            q->j++;
+            x->done++;
+            if (sends && multi) /* wake the stage this output feeds */
+                wake(stack, &top, queued,
+                     bwd ? (s == 0 ? p - 1 : s - 1) : (s == p - 1 ? 0 : s + 1));
+        }
+    }
+}
+
+static bool steady_1f1b(struct fast *x);
+
 int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
                    struct lp_event *ev, int cap, int *nev)
 {
@@ -432,52 +503,139 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     if (in->kind == LP_SCHED_ZB) return zb_fast(in, out, F, B, ev, cap, nev);
     for (size_t i = 0; i < n; i++)
         F[i] = B[i] = -1.0;
-    struct walker wk[1024];
-    double cursor[1024];
-    int stack[1024], top = 0;
-    bool queued[1024];
-    for (int s = p - 1; s >= 0; s--) {
-        wk[s] = (struct walker){.j = 0, .w = warmup(in, s)};
-        cursor[s] = 0.0;
+    struct fast fx, *x = &fx;
+    x->sim = sim;
+    x->in = in;
+    x->out = out;
+    x->F = F;
+    x->B = B;
+    x->done = 0;
+    x->busy = !in->ends_only;
+    x->ev = ev;
+    x->cap = cap;
+    x->ne = 0;
+    for (int s = 0; s < p; s++) {
+        x->wk[s] = (struct walker){.j = 0, .w = warmup(in, s)};
+        x->cursor[s] = 0.0;
         out->stage_busy_s[s] = 0.0;
-        stack[top++] = s;
-        queued[s] = true;
     }
-    long done = 0;
     const long total = (long)p * 2 * mv;
-    int ne = 0;
-    const bool multi = p > 1;
-    while (top > 0) {
-        const int s = stack[--top];
-        queued[s] = false;
-        struct walker *q = &wk[s];
-        while (q->j < 2 * mv) {
-            const bool bwd = is_bwd(q->j, q->w, mv);
-            const struct seq *it = bwd ? &q->b : &q->f;
-            const int mb = it->g * p + it->r;
-            const int chunk = bwd ? v - 1 - it->c : it->c;
-            const int vs = chunk * p + s;
-            double start, dur;
-            if (!run_op(in, F, B, bwd, vs, mb, &cursor[s], &start, &dur)) break;
-            const bool sends = bwd ? vs > 0 : vs < pv - 1;
-            if (bwd)
-                seq_next(&q->b, p, v);
-            else
-                seq_next(&q->f, p, v);
-            out->stage_busy_s[s] += dur;
-            if (ev)
-                record(ev, cap, &ne, s, mb, chunk, bwd ? LP_EV_BWD : LP_EV_FWD, start, dur,
-                       sends && multi ? in->p2p_s : 0.0);
-            q->j++;
-            done++;
-            if (sends && multi) /* wake the stage this output feeds */
-                wake(stack, &top, queued,
-                     bwd ? (s == 0 ? p - 1 : s - 1) : (s == p - 1 ? 0 : s + 1));
-        }
-    }
-    if (done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
-    finish(out, cursor, p, ne, nev);
+    if (!(in->ends_only && !ev && !sim->sched_every_op && steady_1f1b(x))) advance(x, NULL);
+    if (x->done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
+    finish(out, x->cursor, p, x->ne, nev);
     return 0;
+}
+
+/* ---- 1F1B's periodic regime, extrapolated exactly ----
+ * (docs/simulator.md section 4 has the proof.) With m >= p micro-batches,
+ * stage s runs w_s = p - s - 1 warm-up forwards, then pairs i = 0, 1, ...:
+ * F(w_s + i), B(i). Level q is the cut after every stage's pairs < q (op
+ * count w_s + 2q); S_q, the values the ops above the cut read from below it,
+ * is each stage's last pair's F and B finish and its cursor: F(s, w_s + q)
+ * reads F(s - 1, w_{s-1} + q - 1), B(s, q) reads B(s + 1, q) above the cut,
+ * the last stage's B reads its own F. For 1 <= q <= m - p the ops of pair q
+ * are the same function Phi of S_q (same durations, same reads), built from
+ * max and + constant. In exact arithmetic Phi(S + d) = Phi(S) + d, so
+ * S_q = S_{q-1} + d gives S_{q+k} = S_q + k d. In floating point, while
+ * every value lies in one binade [2^E, 2^(E+1)) (spacing u), a + c rounds to
+ * a + RN_u(c) for every state value a (a multiple of u), unless c is an odd
+ * multiple of u/2 (a tie: to even depends on a): Phi is then exactly an
+ * integer max-plus map, so the same holds bit for bit. The shortcut checks
+ * S_q - S_{q-1} equal to one d in every component (exact: both in one
+ * binade), no addend a tie, and S_q + k d still inside the binade; then sets
+ * S_{q+k} and each stage's counters and resumes the worklist. Values of the
+ * skipped ops are never read (the reads above level q+k are S_{q+k} or
+ * later ops), and each stage's busy sum is not kept (ends_only). */
+static bool tie_at(double c, double u)
+{
+    const double r = c / u; /* exact: u is a power of two */
+    return r - floor(r) == 0.5;
+}
+
+static void seq_at(struct seq *q, int k, int p)
+{
+    /* v = 1: item k is micro-batch k */
+    *q = (struct seq){.r = k % p, .c = 0, .g = k / p};
+}
+
+static bool steady_1f1b(struct fast *x)
+{
+    const struct lp_sched_in *in = x->in;
+    const int p = in->p, m = in->m;
+    if (in->kind != LP_SCHED_1F1B || in->v != 1 || m < p + 2) return false;
+    double *F = x->F, *B = x->B;
+    const int last = m - p + 1; /* the level after stage 0's last steady pair */
+    int lim[1024];
+    double prev[1024];
+    double df[1024], db[1024]; /* each stage's durations, as run_op adds them */
+    for (int s = 0; s < p; s++) {
+        df[s] = op_dur(in, false, s);
+        db[s] = op_dur(in, true, s);
+        lim[s] = x->wk[s].w; /* level 0: the warm-ups */
+    }
+    advance(x, lim);
+    int q = 0;
+    while (q < last) {
+        bool cut = true;
+        for (int s = 0; s < p; s++) {
+            cut = cut && x->wk[s].j == lim[s];
+            prev[s] = x->cursor[s];
+            lim[s] = x->wk[s].w + 2 * (q + 1);
+        }
+        if (!cut) break; /* cannot happen (every level is a cut); the worklist finishes */
+        advance(x, lim);
+        q++;
+        if (q < 2 || q >= last) continue;
+        /* S_q against S_{q-1} */
+        const double d = F[at(0, m, x->wk[0].w + q - 1)] - F[at(0, m, x->wk[0].w + q - 2)];
+        if (!(d > 0)) continue;
+        double lo = INFINITY, hi = 0;
+        bool periodic = true;
+        for (int s = 0; s < p && periodic; s++) {
+            if (x->wk[s].j != lim[s]) {
+                periodic = false;
+                break;
+            }
+            const int fi = x->wk[s].w + q - 1;
+            const double f1 = F[at(s, m, fi)], f0 = F[at(s, m, fi - 1)];
+            const double b1 = B[at(s, m, q - 1)], b0 = B[at(s, m, q - 2)];
+            periodic = f1 - f0 == d && b1 - b0 == d && x->cursor[s] - prev[s] == d;
+            lo = fmin(lo, f0);
+            hi = fmax(hi, x->cursor[s]);
+        }
+        if (!periodic || !(lo > 0)) continue;
+        int e;
+        (void)frexp(lo, &e); /* lo in [2^(e-1), 2^e) */
+        const double top = ldexp(1.0, e), u = ldexp(1.0, e - 53);
+        if (!(hi < top)) continue; /* S_{q-1} and S_q straddle two binades */
+        bool tie = p > 1 && tie_at(in->p2p_s, u);
+        for (int s = 0; s < p && !tie; s++)
+            tie = tie_at(df[s], u) || tie_at(db[s], u);
+        if (tie) continue;
+        int k = last - q;
+        const double room = floor((top - hi) / d);
+        if (room < k) k = (int)room;
+        while (k > 0 && !(hi + k * d < top))
+            k--;
+        if (k < 1) continue;
+        const double shift = k * d; /* exact: a multiple of u below 2^E */
+        for (int s = 0; s < p; s++) {
+            struct walker *w = &x->wk[s];
+            const int fi = w->w + q - 1;
+            F[at(s, m, fi + k)] = F[at(s, m, fi)] + shift;
+            B[at(s, m, q - 1 + k)] = B[at(s, m, q - 1)] + shift;
+            x->cursor[s] += shift;
+            w->j += 2 * k;
+            seq_at(&w->f, fi + k + 1, p);
+            seq_at(&w->b, q + k, p);
+            lim[s] = w->j;
+        }
+        x->done += 2L * k * p;
+        x->sim->sched_ops_skipped += 2 * (uint64_t)k * (uint64_t)p;
+        q += k;
+    }
+    advance(x, NULL);
+    return true;
 }
 
 /* zb: one stage's next action, as the reference's scan decides it. */

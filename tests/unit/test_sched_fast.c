@@ -8,6 +8,7 @@
  * mix equal and unequal stage costs (ties are where the order of events
  * matters: zb's choice between a W and a late input), zero and non-zero p2p,
  * blocking and overlapped sends, first/last-stage extras, and every schedule. */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -37,6 +38,21 @@ static double cost(void)
     static const double round[] = {0.25, 0.5, 1.0, 1.5};
     if (pick(2)) return round[pick(4)];
     return (double)(rng() >> 11) * 0x1.0p-52 + 1e-3;
+}
+
+/* a pipeline with these stage costs and random first/last extras, p2p
+ * (sometimes zero) and blocking or overlapped sends */
+static struct lp_sched_in random_in(enum lp_schedule kind, int p, int m, int v, const double *f,
+                                    const double *b, const double *w)
+{
+    struct lp_sched_in in = {.p = p, .m = m, .v = v, .kind = kind, .f = f, .b = b, .w = w};
+    in.f_first_extra = pick(2) ? 0.0 : cost();
+    in.b_first_extra = pick(2) ? 0.0 : cost();
+    in.f_last_extra = pick(2) ? 0.0 : cost();
+    in.b_last_extra = pick(2) ? 0.0 : cost();
+    in.p2p_s = pick(3) == 0 ? 0.0 : 0.1 * cost();
+    in.p2p_blocking = pick(2);
+    return in;
 }
 
 #define MAXV 256
@@ -81,21 +97,7 @@ TEST(fast_equals_reference)
             b[i] = uniform ? bu : cost();
             w[i] = pick(4) == 0 ? 0.0 : b[i] * (pick(2) ? 0.5 : (double)(rng() >> 11) * 0x1.0p-53);
         }
-        struct lp_sched_in in = {
-            .p = p,
-            .m = m,
-            .v = v,
-            .kind = kind,
-            .f = f,
-            .b = b,
-            .w = w,
-            .f_first_extra = pick(2) ? 0.0 : cost(),
-            .b_first_extra = pick(2) ? 0.0 : cost(),
-            .f_last_extra = pick(2) ? 0.0 : cost(),
-            .b_last_extra = pick(2) ? 0.0 : cost(),
-            .p2p_s = pick(3) == 0 ? 0.0 : 0.1 * cost(),
-            .p2p_blocking = pick(2),
-        };
+        struct lp_sched_in in = random_in(kind, p, m, v, f, b, w);
         const bool trace = pick(4) == 0;
         int n1 = 0, n2 = 0;
         ASSERT_OK(lp_sched_exact_ref(sim, &in, &o1, trace ? ev1 : NULL, EVCAP, &n1));
@@ -112,6 +114,65 @@ TEST(fast_equals_reference)
         checked++;
     }
     ASSERT_TRUE(checked > 2500);
+    lp_sim_destroy(&sim);
+}
+
+/* 1F1B's steady-state shortcut (ends_only: src/core/sim_schedule.c
+ * steady_1f1b) against the reference solver on random pipelines with long
+ * micro-batch counts (up to 4096) and deep pipelines (up to 256 stages):
+ * every stage's end bit-equal. Costs are random doubles (rounding at every
+ * addition), round values (no rounding: long exact periods), and round
+ * values plus half the spacing of a binade the times pass through (ties:
+ * round-to-even then depends on the time, the shortcut must refuse that
+ * binade); uniform and uneven stages, p2p zero or
+ * not, blocking or overlapped sends. The shortcut must have skipped ops in
+ * most cases (else this would test nothing). */
+TEST(steady_state_equals_reference)
+{
+    struct lp_sim *sim = lp_fixture_schedule_sim();
+    ASSERT_TRUE(sim != NULL);
+    static struct lp_sched_out o1, o2;
+    static double f[1024], b[1024];
+    int checked = 0, skipped = 0;
+    for (int t = 0; t < 400; t++) {
+        const int p = pick(6) == 0 ? 1 + pick(256) : 1 + pick(16);
+        int m = p + 2 + pick(t % 4 == 0 ? 4096 : 300);
+        if ((size_t)p * (size_t)m > sim->sched_cap) m = (int)(sim->sched_cap / (size_t)p);
+        const int style = pick(3); /* 0: any doubles, 1: round values, 2: ties */
+        const bool uniform = pick(2) == 0;
+        double fu = cost(), bu = cost();
+        for (int i = 0; i < p; i++) {
+            double fi = uniform ? fu : cost(), bi = uniform ? bu : cost();
+            if (style == 1) {
+                fi = 0.25 * (1 + pick(8));
+                bi = 0.25 * (1 + pick(8));
+            } else if (style == 2) {
+                /* a tie in binade [2^e, 2^(e+1)) (spacing 2^(e-52)):
+                 * round value + 2^(e-53), e where the times pass */
+                const int e = 3 + pick(8);
+                fi = 0.25 * (1 + pick(8)) + ldexp(1.0, e - 53);
+                bi = 0.25 * (1 + pick(8)) + (pick(2) ? ldexp(1.0, e - 53) : 0.0);
+            }
+            f[i] = fi;
+            b[i] = bi;
+        }
+        struct lp_sched_in in = random_in(LP_SCHED_1F1B, p, m, 1, f, b, NULL);
+        ASSERT_OK(lp_sched_exact_ref(sim, &in, &o1, NULL, 0, NULL));
+        in.ends_only = true;
+        const uint64_t before = sim->sched_ops_skipped;
+        ASSERT_OK(lp_sched_exact(sim, &in, &o2, NULL, 0, NULL));
+        if (memcmp(&o1.makespan_s, &o2.makespan_s, sizeof(double)) != 0 ||
+            memcmp(o1.stage_end_s, o2.stage_end_s, (size_t)p * sizeof(double)) != 0) {
+            fprintf(stderr, "  case %d: p %d m %d style %d: %.17g vs %.17g\n", t, p, m, style,
+                    o1.makespan_s, o2.makespan_s);
+            ASSERT_TRUE(0);
+        }
+        skipped += sim->sched_ops_skipped > before;
+        checked++;
+    }
+    fprintf(stderr, "  %d of %d pipelines took the shortcut, %llu ops extrapolated\n", skipped,
+            checked, (unsigned long long)sim->sched_ops_skipped);
+    ASSERT_TRUE(skipped > checked / 2);
     lp_sim_destroy(&sim);
 }
 
@@ -167,4 +228,5 @@ TEST(memo_returns_the_solution)
     lp_sim_destroy(&warm);
 }
 
-TH_MAIN(TH_CASE(fast_equals_reference), TH_CASE(memo_returns_the_solution))
+TH_MAIN(TH_CASE(fast_equals_reference), TH_CASE(steady_state_equals_reference),
+        TH_CASE(memo_returns_the_solution))

@@ -286,21 +286,27 @@ static double zb_ready(const struct lp_sched_in *in, const double *F, const doub
     return r < 0.0 ? r : r + in->p2p_s;
 }
 
-/* zb: stage s's F or B pass o starting at start: its duration (B without
- * its W part), its finish stored in F or B. */
+/* zb: the duration of stage s's F or B pass (B without its W part). */
+static double zb_dur(const struct lp_sched_in *in, int s, bool bwd)
+{
+    const int p = in->p;
+    if (!bwd)
+        return in->f[s] + (s == 0 ? in->f_first_extra : 0.0) +
+               (s == p - 1 ? in->f_last_extra : 0.0);
+    return in->b[s] - in->w[s] + (s == 0 ? in->b_first_extra : 0.0) +
+           (s == p - 1 ? in->b_last_extra : 0.0);
+}
+
+/* zb: stage s's F or B pass o starting at start: its duration, its finish
+ * stored in F or B. */
 static double zb_pass(const struct lp_sched_in *in, double *F, double *B, int s, const struct op *o,
                       double start)
 {
-    const int p = in->p;
-    double dur;
-    if (!o->bwd) {
-        dur = in->f[s] + (s == 0 ? in->f_first_extra : 0.0) + (s == p - 1 ? in->f_last_extra : 0.0);
+    const double dur = zb_dur(in, s, o->bwd);
+    if (!o->bwd)
         F[at(s, in->m, o->mb)] = start + dur;
-    } else {
-        dur = in->b[s] - in->w[s] + (s == 0 ? in->b_first_extra : 0.0) +
-              (s == p - 1 ? in->b_last_extra : 0.0);
+    else
         B[at(s, in->m, o->mb)] = start + dur;
-    }
     return dur;
 }
 
@@ -428,8 +434,8 @@ struct walker {
     struct seq f, b;
 };
 
-static int zb_fast(const struct lp_sched_in *in, struct lp_sched_out *out, double *F, double *B,
-                   struct lp_event *ev, int cap, int *nev);
+static int zb_fast(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
+                   double *F, double *B, struct lp_event *ev, int cap, int *nev);
 
 /* The worklist of lp_sched_exact_ref with the fast bookkeeping: every stage
  * runs until its op count reaches lim[s] (NULL: all 2 m v of them) or its
@@ -500,7 +506,7 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     const size_t n = (size_t)pv * (size_t)m;
     if (p > 1024 || n > sim->sched_cap) return -1;
     double *F = sim->sched_f, *B = sim->sched_b;
-    if (in->kind == LP_SCHED_ZB) return zb_fast(in, out, F, B, ev, cap, nev);
+    if (in->kind == LP_SCHED_ZB) return zb_fast(sim, in, out, F, B, ev, cap, nev);
     for (size_t i = 0; i < n; i++)
         F[i] = B[i] = -1.0;
     struct fast fx, *x = &fx;
@@ -690,8 +696,148 @@ static void zb_update(struct zb_node *tree, int leaves, const struct zb_stage *z
     }
 }
 
-static int zb_fast(const struct lp_sched_in *in, struct lp_sched_out *out, double *F, double *B,
-                   struct lp_event *ev, int cap, int *nev)
+/* zb's periodic regime, extrapolated exactly: the argument of steady_1f1b
+ * (docs/simulator.md section 4) on zb's event loop. The state after an event
+ * is every stage's counters and free time and the F/B finish times still to
+ * be read ("live": stage s's F of micro-batches stage s+1 has not started,
+ * or the last stage's own B has not; its B of those stage s-1 has not); the
+ * loop's choices compare times only, so a state shifted by d in every time
+ * evolves shifted by d (exactly in one binade without ties). Snapshots are
+ * taken after every B of stage 0; when every stage did one more F, B and W
+ * than at the last one (all steady passes), with the same pending Ws, and
+ * every time moved by the same d, the state is moved k periods on. */
+struct zb_snap {
+    bool valid;
+    double tau; /* the start of the event after which it was taken */
+    int next[1024], wdone[1024], wpend[1024];
+    int minw[1024]; /* the fewest pending Ws each stage had since */
+    double t[1024];
+};
+
+/* F and B passes among a stage's first `next` operations (v = 1) */
+static int zb_fcount(int next, int wu, int m)
+{
+    if (next <= wu) return next;
+    if (next <= 2 * m - wu) return wu + (next - wu + 1) / 2;
+    return m;
+}
+
+static int zb_bcount(int next, int wu, int m)
+{
+    return next - zb_fcount(next, wu, m);
+}
+
+/* The live range [lo, hi) of stage s's F (bwd false) or B finish times. */
+static void zb_live(const struct zb_stage *z, int p, int m, int s, bool bwd, int *lo, int *hi)
+{
+    if (!bwd) {
+        *hi = zb_fcount(z[s].next, z[s].wu, m);
+        *lo =
+            s < p - 1 ? zb_fcount(z[s + 1].next, z[s + 1].wu, m) : zb_bcount(z[s].next, z[s].wu, m);
+    } else {
+        *hi = zb_bcount(z[s].next, z[s].wu, m);
+        *lo = s > 0 ? zb_bcount(z[s - 1].next, z[s - 1].wu, m) : *hi;
+    }
+    if (*lo > *hi) *lo = *hi;
+}
+
+/* Periods to jump (0: not periodic yet), with the shift d. */
+static int zb_period(const struct lp_sched_in *in, const double *F, const double *B,
+                     const struct zb_stage *z, const struct zb_snap *sn, double *d)
+{
+    const int p = in->p, m = in->m;
+    if (!sn->valid) return 0;
+    *d = z[0].t - sn->t[0];
+    if (!(*d > 0)) return 0;
+    double lo = sn->tau, hi = 0;
+    int k = m;
+    for (int s = 0; s < p; s++) {
+        /* one more F and B; Ws: one more (the same pending count), or none
+         * while some were pending all along (the W-or-wait choice tests
+         * only whether one is pending, so it stays the same) */
+        const int dw = z[s].wdone - sn->wdone[s];
+        if (z[s].next != sn->next[s] + 2 || sn->next[s] < z[s].wu || z[s].t - sn->t[s] != *d ||
+            !(dw == 1 || (dw == 0 && sn->minw[s] >= 1)))
+            return 0;
+        lo = fmin(lo, sn->t[s]);
+        hi = fmax(hi, z[s].t);
+        const int room = (2 * m - z[s].wu - z[s].next) / 2; /* steady pairs left */
+        if (room < k) k = room;
+    }
+    if (k < 1) return 0;
+    for (int s = 0; s < p; s++)
+        for (int bwd = 0; bwd < 2; bwd++) {
+            const double *X = bwd ? B : F;
+            int a, b;
+            zb_live(z, p, m, s, bwd, &a, &b);
+            for (int mb = a; mb < b; mb++) {
+                if (mb < 1) return 0;
+                const double x1 = X[at(s, m, mb)], x0 = X[at(s, m, mb - 1)];
+                if (x1 - x0 != *d) return 0;
+                lo = fmin(lo, x0);
+                hi = fmax(hi, x1);
+            }
+        }
+    if (!(lo > 0)) return 0;
+    int e;
+    (void)frexp(lo, &e);
+    const double top = ldexp(1.0, e), u = ldexp(1.0, e - 53);
+    if (!(hi < top)) return 0;
+    if (p > 1 && tie_at(in->p2p_s, u)) return 0;
+    for (int s = 0; s < p; s++)
+        if (tie_at(zb_dur(in, s, false), u) || tie_at(zb_dur(in, s, true), u) ||
+            tie_at(in->w[s], u))
+            return 0;
+    const double room = floor((top - hi) / *d);
+    if (room < k) k = (int)room;
+    while (k > 0 && !(hi + k * *d < top))
+        k--;
+    return k;
+}
+
+static void zb_snapshot(struct zb_snap *sn, const struct zb_stage *z, int p, double tau)
+{
+    sn->valid = true;
+    sn->tau = tau;
+    for (int s = 0; s < p; s++) {
+        sn->next[s] = z[s].next;
+        sn->wdone[s] = z[s].wdone;
+        sn->wpend[s] = z[s].wpend;
+        sn->minw[s] = z[s].wpend;
+        sn->t[s] = z[s].t;
+    }
+}
+
+/* Move the state k periods on: the live values (highest first: a target
+ * may be a source of a lower one), the counters and the times; returns the
+ * events skipped. */
+static long zb_jump(const struct lp_sched_in *in, double *F, double *B, struct zb_stage *z,
+                    const struct zb_snap *sn, int k, double d)
+{
+    const int p = in->p, m = in->m;
+    const double shift = k * d;
+    for (int s = 0; s < p; s++)
+        for (int bwd = 0; bwd < 2; bwd++) {
+            double *X = bwd ? B : F;
+            int a, b;
+            zb_live(z, p, m, s, bwd, &a, &b);
+            for (int mb = b - 1; mb >= a; mb--)
+                X[at(s, m, mb + k)] = X[at(s, m, mb)] + shift;
+        }
+    long events = 0;
+    for (int s = 0; s < p; s++) {
+        const int dw = z[s].wdone - sn->wdone[s];
+        z[s].next += 2 * k;
+        z[s].wdone += k * dw;
+        z[s].wpend += k * (1 - dw);
+        z[s].t += shift;
+        events += (long)k * (2 + dw);
+    }
+    return events;
+}
+
+static int zb_fast(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
+                   double *F, double *B, struct lp_event *ev, int cap, int *nev)
 {
     const int p = in->p, m = in->m;
     if (p > 1024 || in->v != 1) return -1;
@@ -713,6 +859,12 @@ static int zb_fast(const struct lp_sched_in *in, struct lp_sched_out *out, doubl
         zb_update(tree, leaves, z, s);
     long remaining = (long)p * 3 * m;
     int ne = 0;
+    const bool steady = in->ends_only && !ev && !sim->sched_every_op && m >= p + 2;
+    struct zb_snap snap;
+    struct zb_snap *sn = steady ? &snap : NULL;
+    snap.valid = false;
+    for (int r = 0; sn && r < p; r++)
+        snap.minw[r] = 0;
     while (remaining > 0) {
         if (!(tree[1].when < INFINITY)) return -2; /* a dependency cycle: cannot happen */
         const int s = tree[1].tie & 2047;
@@ -743,7 +895,7 @@ static int zb_fast(const struct lp_sched_in *in, struct lp_sched_out *out, doubl
         q->t = start + dur;
         const bool sends = !q->w && (kind == LP_EV_BWD ? s > 0 : s < p - 1);
         if (in->p2p_blocking && sends && p > 1) q->t += in->p2p_s;
-        out->stage_busy_s[s] += dur;
+        if (!in->ends_only) out->stage_busy_s[s] += dur;
         if (ev) record(ev, cap, &ne, s, mb, 0, kind, start, dur, sends && p > 1 ? in->p2p_s : 0.0);
         remaining--;
         zb_when(in, F, B, s, q);
@@ -752,6 +904,21 @@ static int zb_fast(const struct lp_sched_in *in, struct lp_sched_out *out, doubl
             const struct zb_stage was = z[fed];
             zb_when(in, F, B, fed, &z[fed]);
             if (z[fed].when != was.when || z[fed].w != was.w) zb_update(tree, leaves, z, fed);
+        }
+        if (sn && q->wpend < sn->minw[s]) sn->minw[s] = q->wpend;
+        if (sn && s == 0 && kind == LP_EV_BWD) {
+            double d = 0;
+            const int k = zb_period(in, F, B, z, sn, &d);
+            if (k > 0) {
+                const long skip = zb_jump(in, F, B, z, sn, k, d);
+                remaining -= skip;
+                sim->sched_ops_skipped += (uint64_t)skip;
+                for (int r = 0; r < p; r++) {
+                    zb_when(in, F, B, r, &z[r]);
+                    zb_update(tree, leaves, z, r);
+                }
+            }
+            zb_snapshot(sn, z, p, k > 0 ? start + k * d : start);
         }
     }
     double t[1024];

@@ -117,9 +117,10 @@ TEST(fast_equals_reference)
     lp_sim_destroy(&sim);
 }
 
-/* 1F1B's steady-state shortcut (ends_only: src/core/sim_schedule.c
- * steady_1f1b) against the reference solver on random pipelines with long
- * micro-batch counts (up to 4096) and deep pipelines (up to 256 stages):
+/* The steady-state shortcuts (ends_only: src/core/sim_schedule.c
+ * steady_1f1b, zb_period) against the reference solvers on random 1F1B and
+ * zb pipelines with long micro-batch counts (up to 4096; zb 1024) and deep
+ * pipelines (up to 256 stages; zb 64):
  * every stage's end bit-equal. Costs are random doubles (rounding at every
  * addition), round values (no rounding: long exact periods), and round
  * values plus half the spacing of a binade the times pass through (ties:
@@ -132,11 +133,13 @@ TEST(steady_state_equals_reference)
     struct lp_sim *sim = lp_fixture_schedule_sim();
     ASSERT_TRUE(sim != NULL);
     static struct lp_sched_out o1, o2;
-    static double f[1024], b[1024];
-    int checked = 0, skipped = 0;
-    for (int t = 0; t < 400; t++) {
-        const int p = pick(6) == 0 ? 1 + pick(256) : 1 + pick(16);
-        int m = p + 2 + pick(t % 4 == 0 ? 4096 : 300);
+    static double f[1024], b[1024], w[1024];
+    int checked[2] = {0, 0}, skipped[2] = {0, 0};
+    for (int t = 0; t < 600; t++) {
+        /* zb's reference is O(p^2 m): shallower, shorter pipelines */
+        const bool zb = pick(3) == 0;
+        const int p = pick(6) == 0 ? 1 + pick(zb ? 64 : 256) : 1 + pick(16);
+        int m = p + 2 + pick(t % 4 == 0 ? (zb ? 1024 : 4096) : 300);
         if ((size_t)p * (size_t)m > sim->sched_cap) m = (int)(sim->sched_cap / (size_t)p);
         const int style = pick(3); /* 0: any doubles, 1: round values, 2: ties */
         const bool uniform = pick(2) == 0;
@@ -155,24 +158,30 @@ TEST(steady_state_equals_reference)
             }
             f[i] = fi;
             b[i] = bi;
+            /* W: none, half of B (round), or any part of it */
+            const int wk = pick(3);
+            w[i] = wk == 0 ? 0.0 : wk == 1 ? 0.5 * bi : bi * (double)(rng() >> 11) * 0x1.0p-53;
         }
-        struct lp_sched_in in = random_in(LP_SCHED_1F1B, p, m, 1, f, b, NULL);
+        struct lp_sched_in in =
+            random_in(zb ? LP_SCHED_ZB : LP_SCHED_1F1B, p, m, 1, f, b, zb ? w : NULL);
         ASSERT_OK(lp_sched_exact_ref(sim, &in, &o1, NULL, 0, NULL));
         in.ends_only = true;
         const uint64_t before = sim->sched_ops_skipped;
         ASSERT_OK(lp_sched_exact(sim, &in, &o2, NULL, 0, NULL));
         if (memcmp(&o1.makespan_s, &o2.makespan_s, sizeof(double)) != 0 ||
             memcmp(o1.stage_end_s, o2.stage_end_s, (size_t)p * sizeof(double)) != 0) {
-            fprintf(stderr, "  case %d: p %d m %d style %d: %.17g vs %.17g\n", t, p, m, style,
-                    o1.makespan_s, o2.makespan_s);
+            fprintf(stderr, "  case %d: %s p %d m %d style %d: %.17g vs %.17g\n", t,
+                    zb ? "zb" : "1f1b", p, m, style, o1.makespan_s, o2.makespan_s);
             ASSERT_TRUE(0);
         }
-        skipped += sim->sched_ops_skipped > before;
-        checked++;
+        skipped[zb] += sim->sched_ops_skipped > before;
+        checked[zb]++;
     }
-    fprintf(stderr, "  %d of %d pipelines took the shortcut, %llu ops extrapolated\n", skipped,
-            checked, (unsigned long long)sim->sched_ops_skipped);
-    ASSERT_TRUE(skipped > checked / 2);
+    fprintf(stderr,
+            "  1f1b: %d of %d pipelines took the shortcut, zb: %d of %d; %llu ops extrapolated\n",
+            skipped[0], checked[0], skipped[1], checked[1],
+            (unsigned long long)sim->sched_ops_skipped);
+    ASSERT_TRUE(skipped[0] > checked[0] / 2 && skipped[1] > checked[1] / 2);
     lp_sim_destroy(&sim);
 }
 

@@ -18,7 +18,9 @@
  * cost and schedule solve). The results of all three must be bit-identical
  * (checked here too). Rates are per CPU-second; the solvers are measured
  * alternately ROUNDS times and each keeps its best rates, so that load on a
- * shared machine affects them alike.
+ * shared machine affects them alike. Then one 1F1B and one zb schedule
+ * alone, every op against the shortcut, for a few pipeline depths and
+ * micro-batch counts (the shortcut's asymptotics).
  *   bench_sim [PROFILE.h5] [SECONDS] [ROUNDS]                            */
 #include <stdbool.h>
 #include <stdint.h>
@@ -80,7 +82,8 @@ static void clear_memo(struct lp_sim *s)
 struct rates {
     double first, warm, cold;
     long feasible;
-    double sum; /* of the iteration times of the first pass, for the identity check */
+    double sum;     /* of the iteration times of the first pass, for the identity check */
+    double skipped; /* share of the first pass's schedule ops the shortcuts extrapolated */
     uint64_t hash;
 };
 
@@ -107,6 +110,8 @@ static int measure(const struct lp_cost_model *cm, enum solver solver, const str
         out->hash = lp_hash_bytes(&res.iteration_time_s, sizeof(double), out->hash);
     }
     out->first = (double)n / (now() - t1);
+    out->skipped =
+        sim->sched_ops_total ? (double)sim->sched_ops_skipped / (double)sim->sched_ops_total : 0.0;
     long done = 0;
     double t0 = now(), t;
     do {
@@ -144,6 +149,7 @@ static void best_of(struct rates *best, const struct rates *r)
     best->first = best->first > r->first ? best->first : r->first;
     best->warm = best->warm > r->warm ? best->warm : r->warm;
     best->cold = best->cold > r->cold ? best->cold : r->cold;
+    best->skipped = r->skipped;
 }
 
 /* The three solvers on one list: their rates and ratios; 0 if their
@@ -182,7 +188,56 @@ static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base,
     for (int v = 0; v < SOLVERS; v++)
         same =
             same && best[v].hash && best[v].hash == ref->hash && best[v].feasible == ref->feasible;
+    printf("  schedule ops extrapolated by the steady-state shortcuts (sweep order): %.1f%%\n",
+           100.0 * st->skipped);
     printf("  results bit-identical: %s\n", same ? "yes" : "NO");
+    return same ? 0 : 1;
+}
+
+/* One schedule alone, solved again and again: microseconds per solve with
+ * every operation and with the steady-state shortcut, on uniform stages with
+ * GPT-3-like costs (f 1, b 2, w 1 ms; p2p 0.1 ms), both results compared. */
+static int bench_solve(const struct lp_cost_model *cm, enum lp_schedule kind, int p, int m,
+                       double secs)
+{
+    struct lp_sim *sim = NULL;
+    if (lp_sim_create(cm, &sim, NULL) < 0) return -1;
+    static double f[1024], b[1024], w[1024];
+    for (int i = 0; i < p; i++) {
+        f[i] = 1e-3;
+        b[i] = 2e-3;
+        w[i] = 1e-3;
+    }
+    struct lp_sched_in in = {.p = p,
+                             .m = m,
+                             .v = 1,
+                             .kind = kind,
+                             .f = f,
+                             .b = b,
+                             .w = w,
+                             .p2p_s = 1e-4,
+                             .ends_only = true};
+    struct lp_sched_out o[2];
+    double us[2];
+    for (int mode = 0; mode < 2; mode++) {
+        sim->sched_every_op = mode == 0;
+        long n = 0;
+        const double t0 = now();
+        double t;
+        do {
+            if (lp_sched_exact(sim, &in, &o[mode], NULL, 0, NULL) != 0) {
+                lp_sim_destroy(&sim);
+                return -1;
+            }
+            n++;
+        } while ((t = now() - t0) < secs);
+        us[mode] = 1e6 * t / (double)n;
+    }
+    const bool same = memcmp(&o[0].makespan_s, &o[1].makespan_s, sizeof(double)) == 0;
+    printf("  %-4s pp %3d, %5d micro-batches: %9.1f us every op, %7.1f us steady (x%.1f)%s\n",
+           kind == LP_SCHED_ZB ? "zb" : "1f1b", p, m, us[0], us[1], us[0] / us[1],
+           same ? "" : "  RESULTS DIFFER");
+    lp_sim_destroy(&sim);
     return same ? 0 : 1;
 }
 
@@ -214,6 +269,12 @@ int main(int argc, char **argv)
     double sink = 0;
     int rc = bench_list(&cm, &base, 1024, secs, rounds, path, &sink);
     if (rc == 0) rc = bench_list(&cm, &base, 128, secs, rounds, path, &sink);
+    printf("one schedule solve (CPU time per solve):\n");
+    const int shapes[][2] = {{8, 64}, {8, 1024}, {32, 384}, {32, 4096}};
+    for (int k = 0; k < 2 && rc == 0; k++)
+        for (int i = 0; i < 4 && rc == 0; i++)
+            rc = bench_solve(&cm, k ? LP_SCHED_ZB : LP_SCHED_1F1B, shapes[i][0], shapes[i][1],
+                             secs / 4);
     printf("  (checksum %.6g)\n", sink);
     lp_profile_destroy(&prof);
     return rc == 0 ? 0 : 1;

@@ -193,7 +193,7 @@ struct lp_sim {
     bool sched_reference;     /* bench_sim: solve with the reference solvers */
     bool sched_every_op;      /* bench_sim: no steady-state shortcut */
     uint64_t sched_hits, sched_misses;
-    uint64_t sched_ops_skipped; /* ops the steady-state shortcuts extrapolated */
+    uint64_t sched_ops_total, sched_ops_skipped; /* ops to solve, of them extrapolated */
     /* the layer kinds of the last model seen, and their prefix counts over
      * its layers (LP_KIND_PREFIX_LAYERS at most): a chunk's kinds in O(kinds) */
     uint64_t kinds_model;

@@ -526,6 +526,7 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
         out->stage_busy_s[s] = 0.0;
     }
     const long total = (long)p * 2 * mv;
+    sim->sched_ops_total += (uint64_t)total;
     if (!(in->ends_only && !ev && !sim->sched_every_op && steady_1f1b(x))) advance(x, NULL);
     if (x->done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
     finish(out, x->cursor, p, x->ne, nev);
@@ -564,6 +565,28 @@ static void seq_at(struct seq *q, int k, int p)
     *q = (struct seq){.r = k % p, .c = 0, .g = k / p};
 }
 
+/* Whether S_q = S_{q-c} + d in every component (its F and B finish; the
+ * cursor is the B finish plus a blocking send: the same function of it),
+ * d > 0 the same for all; lo, hi: the least of S_{q-c}, the greatest of
+ * S_q (cursors included). */
+static bool period_1f1b(const struct fast *x, int q, int c, double *d, double *lo, double *hi)
+{
+    const int p = x->in->p, m = x->in->m;
+    const double *F = x->F, *B = x->B;
+    *d = F[at(0, m, x->wk[0].w + q - 1)] - F[at(0, m, x->wk[0].w + q - 1 - c)];
+    if (!(*d > 0)) return false;
+    *lo = INFINITY;
+    *hi = 0;
+    for (int s = 0; s < p; s++) {
+        const int fi = x->wk[s].w + q - 1;
+        const double f1 = F[at(s, m, fi)], f0 = F[at(s, m, fi - c)];
+        if (f1 - f0 != *d || B[at(s, m, q - 1)] - B[at(s, m, q - 1 - c)] != *d) return false;
+        *lo = fmin(*lo, f0);
+        *hi = fmax(*hi, x->cursor[s]);
+    }
+    return true;
+}
+
 static bool steady_1f1b(struct fast *x)
 {
     const struct lp_sched_in *in = x->in;
@@ -571,8 +594,11 @@ static bool steady_1f1b(struct fast *x)
     if (in->kind != LP_SCHED_1F1B || in->v != 1 || m < p + 2) return false;
     double *F = x->F, *B = x->B;
     const int last = m - p + 1; /* the level after stage 0's last steady pair */
+    /* periods of up to 2p + 2 levels are looked for (uniform stages with a
+     * p2p time repeat every p levels) */
+    const int cmax = 2 * p + 2;
+    const int stride = 1 + p / 8;
     int lim[1024];
-    double prev[1024];
     double df[1024], db[1024]; /* each stage's durations, as run_op adds them */
     for (int s = 0; s < p; s++) {
         df[s] = op_dur(in, false, s);
@@ -580,65 +606,63 @@ static bool steady_1f1b(struct fast *x)
         lim[s] = x->wk[s].w; /* level 0: the warm-ups */
     }
     advance(x, lim);
-    int q = 0;
+    int q = 0, known = 1; /* levels >= known have their S in F and B */
     while (q < last) {
         bool cut = true;
         for (int s = 0; s < p; s++) {
             cut = cut && x->wk[s].j == lim[s];
-            prev[s] = x->cursor[s];
             lim[s] = x->wk[s].w + 2 * (q + 1);
         }
         if (!cut) break; /* cannot happen (every level is a cut); the worklist finishes */
         advance(x, lim);
         q++;
-        if (q < 2 || q >= last) continue;
-        /* S_q against S_{q-1} */
-        const double d = F[at(0, m, x->wk[0].w + q - 1)] - F[at(0, m, x->wk[0].w + q - 2)];
-        if (!(d > 0)) continue;
-        double lo = INFINITY, hi = 0;
-        bool periodic = true;
-        for (int s = 0; s < p && periodic; s++) {
-            if (x->wk[s].j != lim[s]) {
-                periodic = false;
-                break;
-            }
-            const int fi = x->wk[s].w + q - 1;
-            const double f1 = F[at(s, m, fi)], f0 = F[at(s, m, fi - 1)];
-            const double b1 = B[at(s, m, q - 1)], b0 = B[at(s, m, q - 2)];
-            periodic = f1 - f0 == d && b1 - b0 == d && x->cursor[s] - prev[s] == d;
-            lo = fmin(lo, f0);
-            hi = fmax(hi, x->cursor[s]);
-        }
-        if (!periodic || !(lo > 0)) continue;
+        if (q >= last) break;
+        bool cut_q = true;
+        for (int s = 0; s < p; s++)
+            cut_q = cut_q && x->wk[s].j == lim[s];
+        if (!cut_q) break;
+        /* S_q against S_{q-c}, the smallest period c that fits: every
+         * stride-th level (a regime, once periodic, stays so; the search
+         * costs up to cmax checks), and not near the end */
+        if (q % stride != 0 || last - q < 2 * cmax) continue;
+        int c = 1;
+        double d = 0, lo = 0, hi = 0;
+        for (; c <= cmax && q - c >= known; c++)
+            if (period_1f1b(x, q, c, &d, &lo, &hi)) break;
+        if (c > cmax || q - c < known || !(lo > 0)) continue;
         int e;
         (void)frexp(lo, &e); /* lo in [2^(e-1), 2^e) */
         const double top = ldexp(1.0, e), u = ldexp(1.0, e - 53);
-        if (!(hi < top)) continue; /* S_{q-1} and S_q straddle two binades */
+        if (!(hi < top)) continue; /* S_{q-c} .. S_q straddle two binades */
         bool tie = p > 1 && tie_at(in->p2p_s, u);
         for (int s = 0; s < p && !tie; s++)
             tie = tie_at(df[s], u) || tie_at(db[s], u);
         if (tie) continue;
-        int k = last - q;
+        int j = (last - q) / c; /* periods */
         const double room = floor((top - hi) / d);
-        if (room < k) k = (int)room;
-        while (k > 0 && !(hi + k * d < top))
-            k--;
-        if (k < 1) continue;
-        const double shift = k * d; /* exact: a multiple of u below 2^E */
+        if (room < j) j = (int)room;
+        while (j > 0 && !(hi + j * d < top))
+            j--;
+        if (j < 1) continue;
+        const int k = j * c;        /* levels */
+        const double shift = j * d; /* exact: a multiple of u below 2^E */
         for (int s = 0; s < p; s++) {
             struct walker *w = &x->wk[s];
-            const int fi = w->w + q - 1;
-            F[at(s, m, fi + k)] = F[at(s, m, fi)] + shift;
-            B[at(s, m, q - 1 + k)] = B[at(s, m, q - 1)] + shift;
+            /* levels q+k-c+1 .. q+k: those of q-c+1 .. q, moved */
+            for (int i = 0; i < c; i++) {
+                F[at(s, m, w->w + q - 1 - i + k)] = F[at(s, m, w->w + q - 1 - i)] + shift;
+                B[at(s, m, q - 1 - i + k)] = B[at(s, m, q - 1 - i)] + shift;
+            }
             x->cursor[s] += shift;
             w->j += 2 * k;
-            seq_at(&w->f, fi + k + 1, p);
+            seq_at(&w->f, w->w + q + k, p);
             seq_at(&w->b, q + k, p);
             lim[s] = w->j;
         }
         x->done += 2L * k * p;
         x->sim->sched_ops_skipped += 2 * (uint64_t)k * (uint64_t)p;
         q += k;
+        known = q - c + 1;
     }
     advance(x, NULL);
     return true;
@@ -858,6 +882,7 @@ static int zb_fast(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     for (int s = 0; s < p; s++)
         zb_update(tree, leaves, z, s);
     long remaining = (long)p * 3 * m;
+    sim->sched_ops_total += (uint64_t)remaining;
     int ne = 0;
     const bool steady = in->ends_only && !ev && !sim->sched_every_op && m >= p + 2;
     struct zb_snap snap;

@@ -608,23 +608,25 @@ static bool steady_1f1b(struct fast *x)
     advance(x, lim);
     int q = 0, known = 1; /* levels >= known have their S in F and B */
     while (q < last) {
+        /* stride levels at a time: a check every stride-th level (a regime,
+         * once periodic, stays so; the search costs up to cmax checks) */
+        const int to = q + stride < last ? q + stride : last;
         bool cut = true;
         for (int s = 0; s < p; s++) {
             cut = cut && x->wk[s].j == lim[s];
-            lim[s] = x->wk[s].w + 2 * (q + 1);
+            lim[s] = x->wk[s].w + 2 * to;
         }
         if (!cut) break; /* cannot happen (every level is a cut); the worklist finishes */
         advance(x, lim);
-        q++;
+        q = to;
         if (q >= last) break;
         bool cut_q = true;
         for (int s = 0; s < p; s++)
             cut_q = cut_q && x->wk[s].j == lim[s];
         if (!cut_q) break;
-        /* S_q against S_{q-c}, the smallest period c that fits: every
-         * stride-th level (a regime, once periodic, stays so; the search
-         * costs up to cmax checks), and not near the end */
-        if (q % stride != 0 || last - q < 2 * cmax) continue;
+        /* S_q against S_{q-c}, the smallest period c that fits, not near
+         * the end */
+        if (last - q < 2 * cmax) continue;
         int c = 1;
         double d = 0, lo = 0, hi = 0;
         for (; c <= cmax && q - c >= known; c++)

@@ -543,16 +543,18 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
  * the last stage's B reads its own F. For 1 <= q <= m - p the ops of pair q
  * are the same function Phi of S_q (same durations, same reads), built from
  * max and + constant. In exact arithmetic Phi(S + d) = Phi(S) + d, so
- * S_q = S_{q-1} + d gives S_{q+k} = S_q + k d. In floating point, while
+ * S_q = S_{q-c} + d (a period of c levels) gives S_{q+jc} = S_q + j d. In
+ * floating point, while
  * every value lies in one binade [2^E, 2^(E+1)) (spacing u), a + c rounds to
  * a + RN_u(c) for every state value a (a multiple of u), unless c is an odd
  * multiple of u/2 (a tie: to even depends on a): Phi is then exactly an
  * integer max-plus map, so the same holds bit for bit. The shortcut checks
- * S_q - S_{q-1} equal to one d in every component (exact: both in one
- * binade), no addend a tie, and S_q + k d still inside the binade; then sets
- * S_{q+k} and each stage's counters and resumes the worklist. Values of the
- * skipped ops are never read (the reads above level q+k are S_{q+k} or
- * later ops), and each stage's busy sum is not kept (ends_only). */
+ * S_q - S_{q-c} equal to one d in every component (exact: both in one
+ * binade), no addend a tie, and S_q + j d still inside the binade; then sets
+ * the last c levels' S moved by j d and each stage's counters and resumes
+ * the worklist. Values of the skipped ops are never read (the reads above
+ * level q+jc are S_{q+jc} or later ops), and each stage's busy sum is not
+ * kept (ends_only). */
 static bool tie_at(double c, double u)
 {
     const double r = c / u; /* exact: u is a power of two */

@@ -1,20 +1,26 @@
-/* Simulator throughput: configurations per second per core for a fixed list
- * of GPT-3 175B configurations on DGX A100 (every tp, pp, micro-batch,
- * recompute, ZeRO, schedule/vp combination that is structurally valid for
- * 1024 GPUs; the zb schedule beside 1F1B for vp = 1), with the shipped HDF5
- * profile.
+/* Simulator throughput: configurations per second per core for fixed lists
+ * of GPT-3 175B configurations on DGX A100s (every tp, pp, micro-batch,
+ * recompute, ZeRO, schedule/vp combination that is structurally valid; the
+ * zb schedule beside 1F1B for vp = 1), global batch 1536, with the shipped
+ * HDF5 profile: on 1024 GPUs (Narayanan et al.'s setting: 6 to 384
+ * micro-batches per pipeline) and on 128 GPUs (48 to 1536 micro-batches:
+ * long pipelines of micro-batches, where the schedule solve is longest).
  *
- * Reported in one run, each for the reference schedule solvers (the clear
- * ones: lp_sched_exact_ref, which the tree before #20 used) and the fast ones
- * (lp_sched_exact), on the same list, with their ratio: sweep order (each
- * configuration once, on a fresh simulator, as a sweep sees them: the memos
- * fill as it goes), warm (the list again and again: memo hits where the
- * direct-mapped memos hold them), cold (both memos cleared before every
- * configuration: the full operator-by-operator cost and schedule solve).
- * The results of both must be bit-identical (checked here too). Rates are
- * per CPU-second; the two solvers are measured alternately ROUNDS times and
- * each keeps its best rates, so that load on a shared machine affects both
- * alike.
+ * Reported in one run, each for three schedule solvers on the same list:
+ * the reference solvers (the clear ones: lp_sched_exact_ref, which the tree
+ * before #20 used), the fast ones solving every operation (lp_sched_exact
+ * with sched_every_op: #20's first step) and the fast ones with 1F1B's
+ * steady-state shortcut (lp_sched_exact as the simulator runs it), with the
+ * ratios: sweep order (each configuration once, on a fresh simulator, as a
+ * sweep sees them: the memos fill as it goes), warm (the list again and
+ * again: memo hits where the direct-mapped memos hold them), cold (both
+ * memos cleared before every configuration: the full operator-by-operator
+ * cost and schedule solve). The results of all three must be bit-identical
+ * (checked here too). Rates are per CPU-second; the solvers are measured
+ * alternately ROUNDS times and each keeps its best rates, so that load on a
+ * shared machine affects them alike. Then one 1F1B and one zb schedule
+ * alone, every op against the shortcut, for a few pipeline depths and
+ * micro-batch counts (the shortcut's asymptotics).
  *   bench_sim [PROFILE.h5] [SECONDS] [ROUNDS]                            */
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,9 +42,9 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int build_list(const struct lp_run *base, struct lp_run *list, int cap)
+static int build_list(const struct lp_run *base, int gpus, struct lp_run *list, int cap)
 {
-    int n = 0, gpus = 1024;
+    int n = 0;
     int tps[] = {1, 2, 4, 8}, pps[] = {1, 2, 4, 8, 16, 32}, mbs[] = {1, 2, 4, 8};
     for (int a = 0; a < 4; a++)
         for (int b = 0; b < 6; b++)
@@ -76,18 +82,22 @@ static void clear_memo(struct lp_sim *s)
 struct rates {
     double first, warm, cold;
     long feasible;
-    double sum; /* of the iteration times of the first pass, for the identity check */
+    double sum;     /* of the iteration times of the first pass, for the identity check */
+    double skipped; /* share of the first pass's schedule ops the shortcuts extrapolated */
     uint64_t hash;
 };
 
+enum solver { REFERENCE, EVERY_OP, STEADY, SOLVERS };
+
 /* One solver's three rates on the list. */
-static int measure(const struct lp_cost_model *cm, bool reference, const struct lp_run *list, int n,
-                   double secs, struct rates *out, double *sink)
+static int measure(const struct lp_cost_model *cm, enum solver solver, const struct lp_run *list,
+                   int n, double secs, struct rates *out, double *sink)
 {
     struct lp_err err;
     struct lp_sim *sim = NULL;
     if (lp_sim_create(cm, &sim, &err) < 0) return -1;
-    sim->sched_reference = reference;
+    sim->sched_reference = solver == REFERENCE;
+    sim->sched_every_op = solver == EVERY_OP;
     struct lp_result res;
     out->feasible = 0;
     out->sum = 0;
@@ -100,6 +110,8 @@ static int measure(const struct lp_cost_model *cm, bool reference, const struct 
         out->hash = lp_hash_bytes(&res.iteration_time_s, sizeof(double), out->hash);
     }
     out->first = (double)n / (now() - t1);
+    out->skipped =
+        sim->sched_ops_total ? (double)sim->sched_ops_skipped / (double)sim->sched_ops_total : 0.0;
     long done = 0;
     double t0 = now(), t;
     do {
@@ -137,6 +149,96 @@ static void best_of(struct rates *best, const struct rates *r)
     best->first = best->first > r->first ? best->first : r->first;
     best->warm = best->warm > r->warm ? best->warm : r->warm;
     best->cold = best->cold > r->cold ? best->cold : r->cold;
+    best->skipped = r->skipped;
+}
+
+/* The three solvers on one list: their rates and ratios; 0 if their
+ * results are bit-identical. */
+static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base, int gpus,
+                      double secs, int rounds, const char *path, double *sink)
+{
+    static struct lp_run list[20000];
+    const int n = build_list(base, gpus, list, 20000);
+    struct rates best[SOLVERS] = {{0}};
+    for (int k = 0; k < rounds; k++)
+        for (int v = 0; v < SOLVERS; v++) {
+            struct rates r;
+            if (measure(cm, (enum solver)v, list, n, secs, &r, sink) < 0) {
+                fprintf(stderr, "bench_sim: out of memory\n");
+                return -1;
+            }
+            best_of(&best[v], &r);
+        }
+    const struct rates *ref = &best[REFERENCE], *every = &best[EVERY_OP], *st = &best[STEADY];
+    printf("bench_sim: %d GPT-3 175B configurations on %d A100s (%ld feasible), profile %s\n", n,
+           gpus, st->feasible, path);
+    printf("  configs per CPU-second   reference     every op       steady"
+           "   steady/every op   steady/reference   (best of %d rounds)\n",
+           rounds);
+    const char *names[] = {"sweep order (once each)", "warm (memos hit)       ",
+                           "cold (memos cleared)   "};
+    for (int i = 0; i < 3; i++) {
+        const double a = i == 0 ? ref->first : i == 1 ? ref->warm : ref->cold;
+        const double b = i == 0 ? every->first : i == 1 ? every->warm : every->cold;
+        const double c = i == 0 ? st->first : i == 1 ? st->warm : st->cold;
+        printf("  %s %10.0f   %10.0f   %10.0f   %15.2f   %16.2f\n", names[i], a, b, c, c / b,
+               c / a);
+    }
+    bool same = true;
+    for (int v = 0; v < SOLVERS; v++)
+        same =
+            same && best[v].hash && best[v].hash == ref->hash && best[v].feasible == ref->feasible;
+    printf("  schedule ops extrapolated by the steady-state shortcuts (sweep order): %.1f%%\n",
+           100.0 * st->skipped);
+    printf("  results bit-identical: %s\n", same ? "yes" : "NO");
+    return same ? 0 : 1;
+}
+
+/* One schedule alone, solved again and again: microseconds per solve with
+ * every operation and with the steady-state shortcut, on uniform stages with
+ * GPT-3-like costs (f 1, b 2, w 1 ms; p2p 0.1 ms), both results compared. */
+static int bench_solve(const struct lp_cost_model *cm, enum lp_schedule kind, int p, int m,
+                       double secs)
+{
+    struct lp_sim *sim = NULL;
+    if (lp_sim_create(cm, &sim, NULL) < 0) return -1;
+    static double f[1024], b[1024], w[1024];
+    for (int i = 0; i < p; i++) {
+        f[i] = 1e-3;
+        b[i] = 2e-3;
+        w[i] = 1e-3;
+    }
+    struct lp_sched_in in = {.p = p,
+                             .m = m,
+                             .v = 1,
+                             .kind = kind,
+                             .f = f,
+                             .b = b,
+                             .w = w,
+                             .p2p_s = 1e-4,
+                             .ends_only = true};
+    struct lp_sched_out o[2];
+    double us[2];
+    for (int mode = 0; mode < 2; mode++) {
+        sim->sched_every_op = mode == 0;
+        long n = 0;
+        const double t0 = now();
+        double t;
+        do {
+            if (lp_sched_exact(sim, &in, &o[mode], NULL, 0, NULL) != 0) {
+                lp_sim_destroy(&sim);
+                return -1;
+            }
+            n++;
+        } while ((t = now() - t0) < secs);
+        us[mode] = 1e6 * t / (double)n;
+    }
+    const bool same = memcmp(&o[0].makespan_s, &o[1].makespan_s, sizeof(double)) == 0;
+    printf("  %-4s pp %3d, %5d micro-batches: %9.1f us every op, %7.1f us steady (x%.1f)%s\n",
+           kind == LP_SCHED_ZB ? "zb" : "1f1b", p, m, us[0], us[1], us[0] / us[1],
+           same ? "" : "  RESULTS DIFFER");
+    lp_sim_destroy(&sim);
+    return same ? 0 : 1;
 }
 
 int main(int argc, char **argv)
@@ -163,34 +265,17 @@ int main(int argc, char **argv)
     }
     struct lp_cost_model cm;
     lp_cost_model_table(&cm, prof, &base.system.gpu);
-    static struct lp_run list[20000];
-    int n = build_list(&base, list, 20000);
-    const int rounds = argc > 3 ? atoi(argv[3]) : 3;
-    struct rates ref = {0}, fast = {0};
+    const int rounds = argc > 3 && atoi(argv[3]) > 0 ? atoi(argv[3]) : 3;
     double sink = 0;
-    for (int k = 0; k < (rounds > 0 ? rounds : 1); k++) {
-        struct rates r1, r2;
-        if (measure(&cm, true, list, n, secs, &r1, &sink) < 0 ||
-            measure(&cm, false, list, n, secs, &r2, &sink) < 0) {
-            fprintf(stderr, "bench_sim: out of memory\n");
-            lp_profile_destroy(&prof);
-            return 1;
-        }
-        best_of(&ref, &r1);
-        best_of(&fast, &r2);
-    }
-    printf("bench_sim: %d GPT-3 175B configurations on 1024 A100s (%ld feasible), profile %s\n", n,
-           fast.feasible, path);
-    printf("  configs per CPU-second   reference         fast    ratio   (best of %d rounds)\n",
-           rounds > 0 ? rounds : 1);
-    printf("  sweep order (once each) %10.0f   %10.0f   %6.2f\n", ref.first, fast.first,
-           fast.first / ref.first);
-    printf("  warm (memos hit)        %10.0f   %10.0f   %6.2f\n", ref.warm, fast.warm,
-           fast.warm / ref.warm);
-    printf("  cold (memos cleared)    %10.0f   %10.0f   %6.2f\n", ref.cold, fast.cold,
-           fast.cold / ref.cold);
-    const bool same = ref.hash && ref.hash == fast.hash && ref.feasible == fast.feasible;
-    printf("  results bit-identical: %s (checksum %.6g)\n", same ? "yes" : "NO", sink);
+    int rc = bench_list(&cm, &base, 1024, secs, rounds, path, &sink);
+    if (rc == 0) rc = bench_list(&cm, &base, 128, secs, rounds, path, &sink);
+    printf("one schedule solve (CPU time per solve):\n");
+    const int shapes[][2] = {{8, 64}, {8, 1024}, {32, 384}, {32, 4096}};
+    for (int k = 0; k < 2 && rc == 0; k++)
+        for (int i = 0; i < 4 && rc == 0; i++)
+            rc = bench_solve(&cm, k ? LP_SCHED_ZB : LP_SCHED_1F1B, shapes[i][0], shapes[i][1],
+                             secs / 4);
+    printf("  (checksum %.6g)\n", sink);
     lp_profile_destroy(&prof);
-    return same ? 0 : 1;
+    return rc == 0 ? 0 : 1;
 }

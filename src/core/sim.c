@@ -660,6 +660,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         .p2p_s =
             p->pp > 1 ? lp_p2p_time(&s->cm, &r->system, sc->p2p_bytes, p->tp * p->cp * p->dp) : 0.0,
         .p2p_blocking = !r->fw.pp_overlap,
+        .ends_only = ev == NULL, /* a trace wants every op */
     };
     double end_first, end_last;
     schedule(s, &in, ev, cap, nev, &end_first, &end_last);

@@ -133,6 +133,10 @@ struct lp_sched_in {
     double f_last_extra, b_last_extra;   /* logits+loss on stage p-1, last chunk */
     double p2p_s;
     bool p2p_blocking; /* the sender is busy during a send (no p2p overlap) */
+    /* only stage_end_s and makespan_s are wanted (no trace, stage_busy_s
+     * left unset): lp_sched_exact may then extrapolate 1F1B's periodic
+     * regime (exactly: the ends are bit-identical) */
+    bool ends_only;
 };
 struct lp_sched_out {
     double makespan_s;         /* time until the last backward finishes */
@@ -187,7 +191,9 @@ struct lp_sim {
     bool sused[LP_SCHED_MEMO];
     struct lp_sched_out sout; /* solver output scratch (16 KiB) */
     bool sched_reference;     /* bench_sim: solve with the reference solvers */
+    bool sched_every_op;      /* bench_sim: no steady-state shortcut */
     uint64_t sched_hits, sched_misses;
+    uint64_t sched_ops_total, sched_ops_skipped; /* ops to solve, of them extrapolated */
     /* the layer kinds of the last model seen, and their prefix counts over
      * its layers (LP_KIND_PREFIX_LAYERS at most): a chunk's kinds in O(kinds) */
     uint64_t kinds_model;

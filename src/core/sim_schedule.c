@@ -131,6 +131,17 @@ static void finish(struct lp_sched_out *out, const double *end, int p, int ne, i
 #else
 #define LP_INLINE inline
 #endif
+/* An operation's duration on virtual stage vs: its pass, and the embedding
+ * on the first / the logits and loss on the last virtual stage. */
+static LP_INLINE double op_dur(const struct lp_sched_in *in, bool bwd, int vs)
+{
+    const int last = in->p * in->v - 1;
+    if (!bwd)
+        return in->f[vs] + (vs == 0 ? in->f_first_extra : 0.0) +
+               (vs == last ? in->f_last_extra : 0.0);
+    return in->b[vs] + (vs == 0 ? in->b_first_extra : 0.0) + (vs == last ? in->b_last_extra : 0.0);
+}
+
 static LP_INLINE bool run_op(const struct lp_sched_in *in, double *F, double *B, bool bwd, int vs,
                              int mb, double *cursor, double *start, double *dur)
 {
@@ -145,8 +156,7 @@ static LP_INLINE bool run_op(const struct lp_sched_in *in, double *F, double *B,
             ready = F[at(vs - 1, m, mb)];
             cross = p > 1;
         }
-        *dur = in->f[vs] + (vs == 0 ? in->f_first_extra : 0.0) +
-               (vs == pv - 1 ? in->f_last_extra : 0.0);
+        *dur = op_dur(in, false, vs);
     } else {
         if (vs == pv - 1) {
             ready = F[at(vs, m, mb)];
@@ -155,8 +165,7 @@ static LP_INLINE bool run_op(const struct lp_sched_in *in, double *F, double *B,
             ready = B[at(vs + 1, m, mb)];
             cross = p > 1;
         }
-        *dur = in->b[vs] + (vs == 0 ? in->b_first_extra : 0.0) +
-               (vs == pv - 1 ? in->b_last_extra : 0.0);
+        *dur = op_dur(in, true, vs);
     }
     if (ready < 0.0) return false;
     if (cross) ready += in->p2p_s;
@@ -277,21 +286,27 @@ static double zb_ready(const struct lp_sched_in *in, const double *F, const doub
     return r < 0.0 ? r : r + in->p2p_s;
 }
 
-/* zb: stage s's F or B pass o starting at start: its duration (B without
- * its W part), its finish stored in F or B. */
+/* zb: the duration of stage s's F or B pass (B without its W part). */
+static double zb_dur(const struct lp_sched_in *in, int s, bool bwd)
+{
+    const int p = in->p;
+    if (!bwd)
+        return in->f[s] + (s == 0 ? in->f_first_extra : 0.0) +
+               (s == p - 1 ? in->f_last_extra : 0.0);
+    return in->b[s] - in->w[s] + (s == 0 ? in->b_first_extra : 0.0) +
+           (s == p - 1 ? in->b_last_extra : 0.0);
+}
+
+/* zb: stage s's F or B pass o starting at start: its duration, its finish
+ * stored in F or B. */
 static double zb_pass(const struct lp_sched_in *in, double *F, double *B, int s, const struct op *o,
                       double start)
 {
-    const int p = in->p;
-    double dur;
-    if (!o->bwd) {
-        dur = in->f[s] + (s == 0 ? in->f_first_extra : 0.0) + (s == p - 1 ? in->f_last_extra : 0.0);
+    const double dur = zb_dur(in, s, o->bwd);
+    if (!o->bwd)
         F[at(s, in->m, o->mb)] = start + dur;
-    } else {
-        dur = in->b[s] - in->w[s] + (s == 0 ? in->b_first_extra : 0.0) +
-              (s == p - 1 ? in->b_last_extra : 0.0);
+    else
         B[at(s, in->m, o->mb)] = start + dur;
-    }
     return dur;
 }
 
@@ -419,8 +434,70 @@ struct walker {
     struct seq f, b;
 };
 
-static int zb_fast(const struct lp_sched_in *in, struct lp_sched_out *out, double *F, double *B,
-                   struct lp_event *ev, int cap, int *nev);
+static int zb_fast(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
+                   double *F, double *B, struct lp_event *ev, int cap, int *nev);
+
+/* The worklist of lp_sched_exact_ref with the fast bookkeeping: every stage
+ * runs until its op count reaches lim[s] (NULL: all 2 m v of them) or its
+ * next operation's input is missing; the stage an output feeds is woken.
+ * Stages are visited in any order: an operation's times depend only on its
+ * stage's previous operation and its input. */
+struct fast {
+    const struct lp_sched_in *in;
+    struct lp_sim *sim;
+    struct lp_sched_out *out;
+    double *F, *B;
+    struct walker wk[1024];
+    double cursor[1024];
+    long done;
+    bool busy; /* sum the busy times (not wanted by the steady-state shortcut) */
+    struct lp_event *ev;
+    int cap, ne;
+};
+
+static void advance(struct fast *x, const int *lim)
+{
+    const struct lp_sched_in *in = x->in;
+    const int p = in->p, v = in->v, mv = in->m * in->v, pv = p * v;
+    const bool multi = p > 1;
+    int stack[1024], top = 0;
+    bool queued[1024];
+    for (int s = p - 1; s >= 0; s--) {
+        stack[top++] = s;
+        queued[s] = true;
+    }
+    while (top > 0) {
+        const int s = stack[--top];
+        queued[s] = false;
+        struct walker *q = &x->wk[s];
+        const int end = lim ? lim[s] : 2 * mv;
+        while (q->j < end) {
+            const bool bwd = is_bwd(q->j, q->w, mv);
+            const struct seq *it = bwd ? &q->b : &q->f;
+            const int mb = it->g * p + it->r;
+            const int chunk = bwd ? v - 1 - it->c : it->c;
+            const int vs = chunk * p + s;
+            double start, dur;
+            if (!run_op(in, x->F, x->B, bwd, vs, mb, &x->cursor[s], &start, &dur)) break;
+            const bool sends = bwd ? vs > 0 : vs < pv - 1;
+            if (bwd)
+                seq_next(&q->b, p, v);
+            else
+                seq_next(&q->f, p, v);
+            if (x->busy) x->out->stage_busy_s[s] += dur;
+            if (x->ev)
+                record(x->ev, x->cap, &x->ne, s, mb, chunk, bwd ? LP_EV_BWD : LP_EV_FWD, start, dur,
+                       sends && multi ? in->p2p_s : 0.0);
+            q->j++;
+            x->done++;
+            if (sends && multi) /* wake the stage this output feeds */
+                wake(stack, &top, queued,
+                     bwd ? (s == 0 ? p - 1 : s - 1) : (s == p - 1 ? 0 : s + 1));
+        }
+    }
+}
+
+static bool steady_1f1b(struct fast *x);
 
 int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
                    struct lp_event *ev, int cap, int *nev)
@@ -429,55 +506,170 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     const size_t n = (size_t)pv * (size_t)m;
     if (p > 1024 || n > sim->sched_cap) return -1;
     double *F = sim->sched_f, *B = sim->sched_b;
-    if (in->kind == LP_SCHED_ZB) return zb_fast(in, out, F, B, ev, cap, nev);
+    if (in->kind == LP_SCHED_ZB) return zb_fast(sim, in, out, F, B, ev, cap, nev);
     for (size_t i = 0; i < n; i++)
         F[i] = B[i] = -1.0;
-    struct walker wk[1024];
-    double cursor[1024];
-    int stack[1024], top = 0;
-    bool queued[1024];
-    for (int s = p - 1; s >= 0; s--) {
-        wk[s] = (struct walker){.j = 0, .w = warmup(in, s)};
-        cursor[s] = 0.0;
+    struct fast fx, *x = &fx;
+    x->sim = sim;
+    x->in = in;
+    x->out = out;
+    x->F = F;
+    x->B = B;
+    x->done = 0;
+    x->busy = !in->ends_only;
+    x->ev = ev;
+    x->cap = cap;
+    x->ne = 0;
+    for (int s = 0; s < p; s++) {
+        x->wk[s] = (struct walker){.j = 0, .w = warmup(in, s)};
+        x->cursor[s] = 0.0;
         out->stage_busy_s[s] = 0.0;
-        stack[top++] = s;
-        queued[s] = true;
     }
-    long done = 0;
     const long total = (long)p * 2 * mv;
-    int ne = 0;
-    const bool multi = p > 1;
-    while (top > 0) {
-        const int s = stack[--top];
-        queued[s] = false;
-        struct walker *q = &wk[s];
-        while (q->j < 2 * mv) {
-            const bool bwd = is_bwd(q->j, q->w, mv);
-            const struct seq *it = bwd ? &q->b : &q->f;
-            const int mb = it->g * p + it->r;
-            const int chunk = bwd ? v - 1 - it->c : it->c;
-            const int vs = chunk * p + s;
-            double start, dur;
-            if (!run_op(in, F, B, bwd, vs, mb, &cursor[s], &start, &dur)) break;
-            const bool sends = bwd ? vs > 0 : vs < pv - 1;
-            if (bwd)
-                seq_next(&q->b, p, v);
-            else
-                seq_next(&q->f, p, v);
-            out->stage_busy_s[s] += dur;
-            if (ev)
-                record(ev, cap, &ne, s, mb, chunk, bwd ? LP_EV_BWD : LP_EV_FWD, start, dur,
-                       sends && multi ? in->p2p_s : 0.0);
-            q->j++;
-            done++;
-            if (sends && multi) /* wake the stage this output feeds */
-                wake(stack, &top, queued,
-                     bwd ? (s == 0 ? p - 1 : s - 1) : (s == p - 1 ? 0 : s + 1));
-        }
-    }
-    if (done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
-    finish(out, cursor, p, ne, nev);
+    sim->sched_ops_total += (uint64_t)total;
+    if (!(in->ends_only && !ev && !sim->sched_every_op && steady_1f1b(x))) advance(x, NULL);
+    if (x->done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
+    finish(out, x->cursor, p, x->ne, nev);
     return 0;
+}
+
+/* ---- 1F1B's periodic regime, extrapolated exactly ----
+ * (docs/simulator.md section 4 has the proof.) With m >= p micro-batches,
+ * stage s runs w_s = p - s - 1 warm-up forwards, then pairs i = 0, 1, ...:
+ * F(w_s + i), B(i). Level q is the cut after every stage's pairs < q (op
+ * count w_s + 2q); S_q, the values the ops above the cut read from below it,
+ * is each stage's last pair's F and B finish and its cursor: F(s, w_s + q)
+ * reads F(s - 1, w_{s-1} + q - 1), B(s, q) reads B(s + 1, q) above the cut,
+ * the last stage's B reads its own F. For 1 <= q <= m - p the ops of pair q
+ * are the same function Phi of S_q (same durations, same reads), built from
+ * max and + constant. In exact arithmetic Phi(S + d) = Phi(S) + d, so
+ * S_q = S_{q-c} + d (a period of c levels) gives S_{q+jc} = S_q + j d. In
+ * floating point, while
+ * every value lies in one binade [2^E, 2^(E+1)) (spacing u), a + c rounds to
+ * a + RN_u(c) for every state value a (a multiple of u), unless c is an odd
+ * multiple of u/2 (a tie: to even depends on a): Phi is then exactly an
+ * integer max-plus map, so the same holds bit for bit. The shortcut checks
+ * S_q - S_{q-c} equal to one d in every component (exact: both in one
+ * binade), no addend a tie, and S_q + j d still inside the binade; then sets
+ * the last c levels' S moved by j d and each stage's counters and resumes
+ * the worklist. Values of the skipped ops are never read (the reads above
+ * level q+jc are S_{q+jc} or later ops), and each stage's busy sum is not
+ * kept (ends_only). */
+static bool tie_at(double c, double u)
+{
+    const double r = c / u; /* exact: u is a power of two */
+    return r - floor(r) == 0.5;
+}
+
+static void seq_at(struct seq *q, int k, int p)
+{
+    /* v = 1: item k is micro-batch k */
+    *q = (struct seq){.r = k % p, .c = 0, .g = k / p};
+}
+
+/* Whether S_q = S_{q-c} + d in every component (its F and B finish; the
+ * cursor is the B finish plus a blocking send: the same function of it),
+ * d > 0 the same for all; lo, hi: the least of S_{q-c}, the greatest of
+ * S_q (cursors included). */
+static bool period_1f1b(const struct fast *x, int q, int c, double *d, double *lo, double *hi)
+{
+    const int p = x->in->p, m = x->in->m;
+    const double *F = x->F, *B = x->B;
+    *d = F[at(0, m, x->wk[0].w + q - 1)] - F[at(0, m, x->wk[0].w + q - 1 - c)];
+    if (!(*d > 0)) return false;
+    *lo = INFINITY;
+    *hi = 0;
+    for (int s = 0; s < p; s++) {
+        const int fi = x->wk[s].w + q - 1;
+        const double f1 = F[at(s, m, fi)], f0 = F[at(s, m, fi - c)];
+        if (f1 - f0 != *d || B[at(s, m, q - 1)] - B[at(s, m, q - 1 - c)] != *d) return false;
+        *lo = fmin(*lo, f0);
+        *hi = fmax(*hi, x->cursor[s]);
+    }
+    return true;
+}
+
+static bool steady_1f1b(struct fast *x)
+{
+    const struct lp_sched_in *in = x->in;
+    const int p = in->p, m = in->m;
+    if (in->kind != LP_SCHED_1F1B || in->v != 1 || m < p + 2) return false;
+    double *F = x->F, *B = x->B;
+    const int last = m - p + 1; /* the level after stage 0's last steady pair */
+    /* periods of up to 2p + 2 levels are looked for (uniform stages with a
+     * p2p time repeat every p levels) */
+    const int cmax = 2 * p + 2;
+    const int stride = 1 + p / 8;
+    int lim[1024];
+    double df[1024], db[1024]; /* each stage's durations, as run_op adds them */
+    for (int s = 0; s < p; s++) {
+        df[s] = op_dur(in, false, s);
+        db[s] = op_dur(in, true, s);
+        lim[s] = x->wk[s].w; /* level 0: the warm-ups */
+    }
+    advance(x, lim);
+    int q = 0, known = 1; /* levels >= known have their S in F and B */
+    while (q < last) {
+        /* stride levels at a time: a check every stride-th level (a regime,
+         * once periodic, stays so; the search costs up to cmax checks) */
+        const int to = q + stride < last ? q + stride : last;
+        bool cut = true;
+        for (int s = 0; s < p; s++) {
+            cut = cut && x->wk[s].j == lim[s];
+            lim[s] = x->wk[s].w + 2 * to;
+        }
+        if (!cut) break; /* cannot happen (every level is a cut); the worklist finishes */
+        advance(x, lim);
+        q = to;
+        if (q >= last) break;
+        bool cut_q = true;
+        for (int s = 0; s < p; s++)
+            cut_q = cut_q && x->wk[s].j == lim[s];
+        if (!cut_q) break;
+        /* S_q against S_{q-c}, the smallest period c that fits, not near
+         * the end */
+        if (last - q < 2 * cmax) continue;
+        int c = 1;
+        double d = 0, lo = 0, hi = 0;
+        for (; c <= cmax && q - c >= known; c++)
+            if (period_1f1b(x, q, c, &d, &lo, &hi)) break;
+        if (c > cmax || q - c < known || !(lo > 0)) continue;
+        int e;
+        (void)frexp(lo, &e); /* lo in [2^(e-1), 2^e) */
+        const double top = ldexp(1.0, e), u = ldexp(1.0, e - 53);
+        if (!(hi < top)) continue; /* S_{q-c} .. S_q straddle two binades */
+        bool tie = p > 1 && tie_at(in->p2p_s, u);
+        for (int s = 0; s < p && !tie; s++)
+            tie = tie_at(df[s], u) || tie_at(db[s], u);
+        if (tie) continue;
+        int j = (last - q) / c; /* periods */
+        const double room = floor((top - hi) / d);
+        if (room < j) j = (int)room;
+        while (j > 0 && !(hi + j * d < top))
+            j--;
+        if (j < 1) continue;
+        const int k = j * c;        /* levels */
+        const double shift = j * d; /* exact: a multiple of u below 2^E */
+        for (int s = 0; s < p; s++) {
+            struct walker *w = &x->wk[s];
+            /* levels q+k-c+1 .. q+k: those of q-c+1 .. q, moved */
+            for (int i = 0; i < c; i++) {
+                F[at(s, m, w->w + q - 1 - i + k)] = F[at(s, m, w->w + q - 1 - i)] + shift;
+                B[at(s, m, q - 1 - i + k)] = B[at(s, m, q - 1 - i)] + shift;
+            }
+            x->cursor[s] += shift;
+            w->j += 2 * k;
+            seq_at(&w->f, w->w + q + k, p);
+            seq_at(&w->b, q + k, p);
+            lim[s] = w->j;
+        }
+        x->done += 2L * k * p;
+        x->sim->sched_ops_skipped += 2 * (uint64_t)k * (uint64_t)p;
+        q += k;
+        known = q - c + 1;
+    }
+    advance(x, NULL);
+    return true;
 }
 
 /* zb: one stage's next action, as the reference's scan decides it. */
@@ -532,8 +724,148 @@ static void zb_update(struct zb_node *tree, int leaves, const struct zb_stage *z
     }
 }
 
-static int zb_fast(const struct lp_sched_in *in, struct lp_sched_out *out, double *F, double *B,
-                   struct lp_event *ev, int cap, int *nev)
+/* zb's periodic regime, extrapolated exactly: the argument of steady_1f1b
+ * (docs/simulator.md section 4) on zb's event loop. The state after an event
+ * is every stage's counters and free time and the F/B finish times still to
+ * be read ("live": stage s's F of micro-batches stage s+1 has not started,
+ * or the last stage's own B has not; its B of those stage s-1 has not); the
+ * loop's choices compare times only, so a state shifted by d in every time
+ * evolves shifted by d (exactly in one binade without ties). Snapshots are
+ * taken after every B of stage 0; when every stage did one more F, B and W
+ * than at the last one (all steady passes), with the same pending Ws, and
+ * every time moved by the same d, the state is moved k periods on. */
+struct zb_snap {
+    bool valid;
+    double tau; /* the start of the event after which it was taken */
+    int next[1024], wdone[1024], wpend[1024];
+    int minw[1024]; /* the fewest pending Ws each stage had since */
+    double t[1024];
+};
+
+/* F and B passes among a stage's first `next` operations (v = 1) */
+static int zb_fcount(int next, int wu, int m)
+{
+    if (next <= wu) return next;
+    if (next <= 2 * m - wu) return wu + (next - wu + 1) / 2;
+    return m;
+}
+
+static int zb_bcount(int next, int wu, int m)
+{
+    return next - zb_fcount(next, wu, m);
+}
+
+/* The live range [lo, hi) of stage s's F (bwd false) or B finish times. */
+static void zb_live(const struct zb_stage *z, int p, int m, int s, bool bwd, int *lo, int *hi)
+{
+    if (!bwd) {
+        *hi = zb_fcount(z[s].next, z[s].wu, m);
+        *lo =
+            s < p - 1 ? zb_fcount(z[s + 1].next, z[s + 1].wu, m) : zb_bcount(z[s].next, z[s].wu, m);
+    } else {
+        *hi = zb_bcount(z[s].next, z[s].wu, m);
+        *lo = s > 0 ? zb_bcount(z[s - 1].next, z[s - 1].wu, m) : *hi;
+    }
+    if (*lo > *hi) *lo = *hi;
+}
+
+/* Periods to jump (0: not periodic yet), with the shift d. */
+static int zb_period(const struct lp_sched_in *in, const double *F, const double *B,
+                     const struct zb_stage *z, const struct zb_snap *sn, double *d)
+{
+    const int p = in->p, m = in->m;
+    if (!sn->valid) return 0;
+    *d = z[0].t - sn->t[0];
+    if (!(*d > 0)) return 0;
+    double lo = sn->tau, hi = 0;
+    int k = m;
+    for (int s = 0; s < p; s++) {
+        /* one more F and B; Ws: one more (the same pending count), or none
+         * while some were pending all along (the W-or-wait choice tests
+         * only whether one is pending, so it stays the same) */
+        const int dw = z[s].wdone - sn->wdone[s];
+        if (z[s].next != sn->next[s] + 2 || sn->next[s] < z[s].wu || z[s].t - sn->t[s] != *d ||
+            !(dw == 1 || (dw == 0 && sn->minw[s] >= 1)))
+            return 0;
+        lo = fmin(lo, sn->t[s]);
+        hi = fmax(hi, z[s].t);
+        const int room = (2 * m - z[s].wu - z[s].next) / 2; /* steady pairs left */
+        if (room < k) k = room;
+    }
+    if (k < 1) return 0;
+    for (int s = 0; s < p; s++)
+        for (int bwd = 0; bwd < 2; bwd++) {
+            const double *X = bwd ? B : F;
+            int a, b;
+            zb_live(z, p, m, s, bwd, &a, &b);
+            for (int mb = a; mb < b; mb++) {
+                if (mb < 1) return 0;
+                const double x1 = X[at(s, m, mb)], x0 = X[at(s, m, mb - 1)];
+                if (x1 - x0 != *d) return 0;
+                lo = fmin(lo, x0);
+                hi = fmax(hi, x1);
+            }
+        }
+    if (!(lo > 0)) return 0;
+    int e;
+    (void)frexp(lo, &e);
+    const double top = ldexp(1.0, e), u = ldexp(1.0, e - 53);
+    if (!(hi < top)) return 0;
+    if (p > 1 && tie_at(in->p2p_s, u)) return 0;
+    for (int s = 0; s < p; s++)
+        if (tie_at(zb_dur(in, s, false), u) || tie_at(zb_dur(in, s, true), u) ||
+            tie_at(in->w[s], u))
+            return 0;
+    const double room = floor((top - hi) / *d);
+    if (room < k) k = (int)room;
+    while (k > 0 && !(hi + k * *d < top))
+        k--;
+    return k;
+}
+
+static void zb_snapshot(struct zb_snap *sn, const struct zb_stage *z, int p, double tau)
+{
+    sn->valid = true;
+    sn->tau = tau;
+    for (int s = 0; s < p; s++) {
+        sn->next[s] = z[s].next;
+        sn->wdone[s] = z[s].wdone;
+        sn->wpend[s] = z[s].wpend;
+        sn->minw[s] = z[s].wpend;
+        sn->t[s] = z[s].t;
+    }
+}
+
+/* Move the state k periods on: the live values (highest first: a target
+ * may be a source of a lower one), the counters and the times; returns the
+ * events skipped. */
+static long zb_jump(const struct lp_sched_in *in, double *F, double *B, struct zb_stage *z,
+                    const struct zb_snap *sn, int k, double d)
+{
+    const int p = in->p, m = in->m;
+    const double shift = k * d;
+    for (int s = 0; s < p; s++)
+        for (int bwd = 0; bwd < 2; bwd++) {
+            double *X = bwd ? B : F;
+            int a, b;
+            zb_live(z, p, m, s, bwd, &a, &b);
+            for (int mb = b - 1; mb >= a; mb--)
+                X[at(s, m, mb + k)] = X[at(s, m, mb)] + shift;
+        }
+    long events = 0;
+    for (int s = 0; s < p; s++) {
+        const int dw = z[s].wdone - sn->wdone[s];
+        z[s].next += 2 * k;
+        z[s].wdone += k * dw;
+        z[s].wpend += k * (1 - dw);
+        z[s].t += shift;
+        events += (long)k * (2 + dw);
+    }
+    return events;
+}
+
+static int zb_fast(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
+                   double *F, double *B, struct lp_event *ev, int cap, int *nev)
 {
     const int p = in->p, m = in->m;
     if (p > 1024 || in->v != 1) return -1;
@@ -554,7 +886,14 @@ static int zb_fast(const struct lp_sched_in *in, struct lp_sched_out *out, doubl
     for (int s = 0; s < p; s++)
         zb_update(tree, leaves, z, s);
     long remaining = (long)p * 3 * m;
+    sim->sched_ops_total += (uint64_t)remaining;
     int ne = 0;
+    const bool steady = in->ends_only && !ev && !sim->sched_every_op && m >= p + 2;
+    struct zb_snap snap;
+    struct zb_snap *sn = steady ? &snap : NULL;
+    snap.valid = false;
+    for (int r = 0; sn && r < p; r++)
+        snap.minw[r] = 0;
     while (remaining > 0) {
         if (!(tree[1].when < INFINITY)) return -2; /* a dependency cycle: cannot happen */
         const int s = tree[1].tie & 2047;
@@ -585,7 +924,7 @@ static int zb_fast(const struct lp_sched_in *in, struct lp_sched_out *out, doubl
         q->t = start + dur;
         const bool sends = !q->w && (kind == LP_EV_BWD ? s > 0 : s < p - 1);
         if (in->p2p_blocking && sends && p > 1) q->t += in->p2p_s;
-        out->stage_busy_s[s] += dur;
+        if (!in->ends_only) out->stage_busy_s[s] += dur;
         if (ev) record(ev, cap, &ne, s, mb, 0, kind, start, dur, sends && p > 1 ? in->p2p_s : 0.0);
         remaining--;
         zb_when(in, F, B, s, q);
@@ -594,6 +933,21 @@ static int zb_fast(const struct lp_sched_in *in, struct lp_sched_out *out, doubl
             const struct zb_stage was = z[fed];
             zb_when(in, F, B, fed, &z[fed]);
             if (z[fed].when != was.when || z[fed].w != was.w) zb_update(tree, leaves, z, fed);
+        }
+        if (sn && q->wpend < sn->minw[s]) sn->minw[s] = q->wpend;
+        if (sn && s == 0 && kind == LP_EV_BWD) {
+            double d = 0;
+            const int k = zb_period(in, F, B, z, sn, &d);
+            if (k > 0) {
+                const long skip = zb_jump(in, F, B, z, sn, k, d);
+                remaining -= skip;
+                sim->sched_ops_skipped += (uint64_t)skip;
+                for (int r = 0; r < p; r++) {
+                    zb_when(in, F, B, r, &z[r]);
+                    zb_update(tree, leaves, z, r);
+                }
+            }
+            zb_snapshot(sn, z, p, k > 0 ? start + k * d : start);
         }
     }
     double t[1024];

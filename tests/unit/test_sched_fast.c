@@ -8,6 +8,7 @@
  * mix equal and unequal stage costs (ties are where the order of events
  * matters: zb's choice between a W and a late input), zero and non-zero p2p,
  * blocking and overlapped sends, first/last-stage extras, and every schedule. */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -37,6 +38,21 @@ static double cost(void)
     static const double round[] = {0.25, 0.5, 1.0, 1.5};
     if (pick(2)) return round[pick(4)];
     return (double)(rng() >> 11) * 0x1.0p-52 + 1e-3;
+}
+
+/* a pipeline with these stage costs and random first/last extras, p2p
+ * (sometimes zero) and blocking or overlapped sends */
+static struct lp_sched_in random_in(enum lp_schedule kind, int p, int m, int v, const double *f,
+                                    const double *b, const double *w)
+{
+    struct lp_sched_in in = {.p = p, .m = m, .v = v, .kind = kind, .f = f, .b = b, .w = w};
+    in.f_first_extra = pick(2) ? 0.0 : cost();
+    in.b_first_extra = pick(2) ? 0.0 : cost();
+    in.f_last_extra = pick(2) ? 0.0 : cost();
+    in.b_last_extra = pick(2) ? 0.0 : cost();
+    in.p2p_s = pick(3) == 0 ? 0.0 : 0.1 * cost();
+    in.p2p_blocking = pick(2);
+    return in;
 }
 
 #define MAXV 256
@@ -81,21 +97,7 @@ TEST(fast_equals_reference)
             b[i] = uniform ? bu : cost();
             w[i] = pick(4) == 0 ? 0.0 : b[i] * (pick(2) ? 0.5 : (double)(rng() >> 11) * 0x1.0p-53);
         }
-        struct lp_sched_in in = {
-            .p = p,
-            .m = m,
-            .v = v,
-            .kind = kind,
-            .f = f,
-            .b = b,
-            .w = w,
-            .f_first_extra = pick(2) ? 0.0 : cost(),
-            .b_first_extra = pick(2) ? 0.0 : cost(),
-            .f_last_extra = pick(2) ? 0.0 : cost(),
-            .b_last_extra = pick(2) ? 0.0 : cost(),
-            .p2p_s = pick(3) == 0 ? 0.0 : 0.1 * cost(),
-            .p2p_blocking = pick(2),
-        };
+        struct lp_sched_in in = random_in(kind, p, m, v, f, b, w);
         const bool trace = pick(4) == 0;
         int n1 = 0, n2 = 0;
         ASSERT_OK(lp_sched_exact_ref(sim, &in, &o1, trace ? ev1 : NULL, EVCAP, &n1));
@@ -112,6 +114,74 @@ TEST(fast_equals_reference)
         checked++;
     }
     ASSERT_TRUE(checked > 2500);
+    lp_sim_destroy(&sim);
+}
+
+/* The steady-state shortcuts (ends_only: src/core/sim_schedule.c
+ * steady_1f1b, zb_period) against the reference solvers on random 1F1B and
+ * zb pipelines with long micro-batch counts (up to 4096; zb 1024) and deep
+ * pipelines (up to 256 stages; zb 64):
+ * every stage's end bit-equal. Costs are random doubles (rounding at every
+ * addition), round values (no rounding: long exact periods), and round
+ * values plus half the spacing of a binade the times pass through (ties:
+ * round-to-even then depends on the time, the shortcut must refuse that
+ * binade); uniform and uneven stages, p2p zero or
+ * not, blocking or overlapped sends. The shortcut must have skipped ops in
+ * most cases (else this would test nothing). */
+TEST(steady_state_equals_reference)
+{
+    struct lp_sim *sim = lp_fixture_schedule_sim();
+    ASSERT_TRUE(sim != NULL);
+    static struct lp_sched_out o1, o2;
+    static double f[1024], b[1024], w[1024];
+    int checked[2] = {0, 0}, skipped[2] = {0, 0};
+    for (int t = 0; t < 600; t++) {
+        /* zb's reference is O(p^2 m): shallower, shorter pipelines */
+        const bool zb = pick(3) == 0;
+        const int p = pick(6) == 0 ? 1 + pick(zb ? 64 : 256) : 1 + pick(16);
+        int m = p + 2 + pick(t % 4 == 0 ? (zb ? 1024 : 4096) : 300);
+        if ((size_t)p * (size_t)m > sim->sched_cap) m = (int)(sim->sched_cap / (size_t)p);
+        const int style = pick(3); /* 0: any doubles, 1: round values, 2: ties */
+        const bool uniform = pick(2) == 0;
+        double fu = cost(), bu = cost();
+        for (int i = 0; i < p; i++) {
+            double fi = uniform ? fu : cost(), bi = uniform ? bu : cost();
+            if (style == 1) {
+                fi = 0.25 * (1 + pick(8));
+                bi = 0.25 * (1 + pick(8));
+            } else if (style == 2) {
+                /* a tie in binade [2^e, 2^(e+1)) (spacing 2^(e-52)):
+                 * round value + 2^(e-53), e where the times pass */
+                const int e = 3 + pick(8);
+                fi = 0.25 * (1 + pick(8)) + ldexp(1.0, e - 53);
+                bi = 0.25 * (1 + pick(8)) + (pick(2) ? ldexp(1.0, e - 53) : 0.0);
+            }
+            f[i] = fi;
+            b[i] = bi;
+            /* W: none, half of B (round), or any part of it */
+            const int wk = pick(3);
+            w[i] = wk == 0 ? 0.0 : wk == 1 ? 0.5 * bi : bi * (double)(rng() >> 11) * 0x1.0p-53;
+        }
+        struct lp_sched_in in =
+            random_in(zb ? LP_SCHED_ZB : LP_SCHED_1F1B, p, m, 1, f, b, zb ? w : NULL);
+        ASSERT_OK(lp_sched_exact_ref(sim, &in, &o1, NULL, 0, NULL));
+        in.ends_only = true;
+        const uint64_t before = sim->sched_ops_skipped;
+        ASSERT_OK(lp_sched_exact(sim, &in, &o2, NULL, 0, NULL));
+        if (memcmp(&o1.makespan_s, &o2.makespan_s, sizeof(double)) != 0 ||
+            memcmp(o1.stage_end_s, o2.stage_end_s, (size_t)p * sizeof(double)) != 0) {
+            fprintf(stderr, "  case %d: %s p %d m %d style %d: %.17g vs %.17g\n", t,
+                    zb ? "zb" : "1f1b", p, m, style, o1.makespan_s, o2.makespan_s);
+            ASSERT_TRUE(0);
+        }
+        skipped[zb] += sim->sched_ops_skipped > before;
+        checked[zb]++;
+    }
+    fprintf(stderr,
+            "  1f1b: %d of %d pipelines took the shortcut, zb: %d of %d; %llu ops extrapolated\n",
+            skipped[0], checked[0], skipped[1], checked[1],
+            (unsigned long long)sim->sched_ops_skipped);
+    ASSERT_TRUE(skipped[0] > checked[0] / 2 && skipped[1] > checked[1] / 2);
     lp_sim_destroy(&sim);
 }
 
@@ -167,4 +237,5 @@ TEST(memo_returns_the_solution)
     lp_sim_destroy(&warm);
 }
 
-TH_MAIN(TH_CASE(fast_equals_reference), TH_CASE(memo_returns_the_solution))
+TH_MAIN(TH_CASE(fast_equals_reference), TH_CASE(steady_state_equals_reference),
+        TH_CASE(memo_returns_the_solution))

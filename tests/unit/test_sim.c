@@ -368,7 +368,15 @@ TEST(sustained_clock)
         (idle.mix[LP_MIX_ATTN].op_fwd[LP_OPC_GEMM] + idle.ffn[LP_FFN_DENSE].op_fwd[LP_OPC_GEMM]) /
         (burst.mix[LP_MIX_ATTN].op_fwd[LP_OPC_GEMM] + burst.ffn[LP_FFN_DENSE].op_fwd[LP_OPC_GEMM]);
     ASSERT_TRUE(g > 1.0 && g < 1.05);
-    ASSERT_NEAR(lp_gpu_sustained(&(struct lp_gpu){0}), LP_SUSTAINED_FRAC, 1e-15);
+    /* a GPU without its own fraction takes the run's calibration's */
+    r.system.gpu.sustained_frac = 0.0;
+    ASSERT_NEAR(lp_run_sustained(&r), 0.87, 1e-15); /* built in: data/calibration.json */
+    r.fw.cal.sustained_frac = 0.8;
+    ASSERT_NEAR(lp_run_sustained(&r), 0.8, 1e-15);
+    r.fw.host_op_s = 0.0;
+    lp_shape_cost_compute(&cm, &r, &idle);
+    ASSERT_NEAR(idle.mix[LP_MIX_ATTN].op_fwd[LP_OPC_GEMM],
+                busy.mix[LP_MIX_ATTN].op_fwd[LP_OPC_GEMM], 1e-15);
 }
 
 /* More data parallelism of the same model: iteration time falls, and a

@@ -527,8 +527,8 @@ TEST(memo_keys)
 {
     struct lp_run base;
     gpt3_run(&base);
-    struct lp_run v[7];
-    for (int i = 0; i < 7; i++)
+    struct lp_run v[8];
+    for (int i = 0; i < 8; i++)
         v[i] = base;
     v[0].fw.host_op_s = 66e-6;
     v[1].model.dropout = false;
@@ -539,11 +539,13 @@ TEST(memo_keys)
     v[4].fw.tp_overlap = true;
     v[5].train.flash_attention = false;
     v[6].train.attention = LP_ATTENTION_TRITON;
+    v[7].fw.cal.sustained_frac = 0.8; /* another calibration file's (#19) */
+    v[7].system.gpu.sustained_frac = 0.0;
     struct lp_sim *shared = roofline_sim(&base);
     ASSERT_TRUE(shared != NULL);
     struct lp_result r0, a, b;
     lp_sim_run(shared, &base, &r0);
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         lp_sim_run(shared, &v[i], &a);
         struct lp_sim *fresh = roofline_sim(&v[i]);
         ASSERT_TRUE(fresh != NULL);

@@ -25,6 +25,23 @@ echo "== tests (sanitizer build)"
 # MPI tests run the real binary many times; under ASan they only repeat the
 # normal build's checks slowly, so the sanitizer pass runs unit and golden.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest -L "unit|golden" --output-on-failure -j2) || status=1
+echo "== the core and the serial io without the MPI driver (-DLLMPLAN_MPI=OFF): build, unit tests"
+# issue #19: no llmplan code needs MPI below search/ and cli/; neither
+# library references an MPI function (the io takes only mpi.h's types from a
+# parallel HDF5's hdf5.h)
+if scripts/setup.sh "$root/build-nompi" -DLLMPLAN_WERROR=ON -DLLMPLAN_MPI=OFF -DLLMPLAN_PROFILER=OFF; then
+  (cd build-nompi && ctest -L unit --output-on-failure -j2) || status=1
+  if [ -e build-nompi/search ] || [ -e build-nompi/cli ]; then
+    echo "FAIL: -DLLMPLAN_MPI=OFF configured the MPI driver or the executable"; status=1
+  fi
+  if nm -u build-nompi/src/libllmplan_core.a build-nompi/src/libllmplan_io.a | grep -q ' MPI_'; then
+    echo "FAIL: the core or the io references MPI:"
+    nm -u build-nompi/src/libllmplan_core.a build-nompi/src/libllmplan_io.a | grep ' MPI_'
+    status=1
+  fi
+else
+  status=1
+fi
 echo "== clang sanitizer build (UBSan with float-cast-overflow) and fuzzers (tests/fuzz)"
 # clang's -fsanitize=undefined checks float-to-int casts, GCC's does not; the
 # same build carries the libFuzzer harnesses, run for a bounded time each

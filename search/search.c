@@ -1,12 +1,6 @@
-/* llmplan search SWEEP.json: sweep a configuration space under MPI.
- *
- *   mpirun -np N llmplan search SWEEP.json [-o DIR] [--resume] [--no-dataset]
- *       [--chunk N] [--segment N] [--checkpoint S] [--progress S] [--quiet]
- *       [--profile P]
- *
- * Exit codes: 0 done (plans.json written, also when nothing is feasible or
- * the space is empty), 1 failure, 2 usage, 3 stopped by SIGTERM/SIGUSR1 with
- * a checkpoint written (rerun with --resume). docs/search.md has the rest. */
+/* The MPI search driver (llmplan/search_mpi.h): lp_search_run sweeps a
+ * configuration space over the caller's communicator; the command line
+ * around it is cli/cmd_search.c. docs/search.md has the rest. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -19,14 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "search_internal.h"
-
-#define EXIT_INTERRUPTED 3
-#define DEFAULT_CHUNK 256
-#define DEFAULT_SEGMENT (UINT64_C(1) << 20)
-#define DEFAULT_PROGRESS_S 5.0
-#define DEFAULT_CHECKPOINT_S 600.0
 
 /* The only mutable global of the driver: what an async-signal-safe handler
  * may set. Read at every step of a walk (lp_search_stop_requested). */
@@ -55,164 +42,6 @@ double lp_search_wall_s(const struct lp_search *s)
     return s->wall_before_s + (now_s() - s->t_start);
 }
 
-/* An MPI world of one rank under a launcher that started more tasks (an MPI
- * library not built for that launcher: `srun` without --mpi=pmix, or a
- * binary of another MPI): each task would sweep everything alone. Warn. */
-static void check_world(int size)
-{
-    static const char *const vars[] = {"SLURM_NTASKS", "PMI_SIZE", "PMIX_SIZE",
-                                       "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS"};
-    if (size != 1) return;
-    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-        const char *v = getenv(vars[i]);
-        const long n = v ? strtol(v, NULL, 10) : 0;
-        if (n > 1) {
-            fprintf(stderr,
-                    "search: WARNING: the MPI world has 1 rank but the launcher started %ld "
-                    "tasks (%s=%s): each task sweeps everything on its own; check that llmplan's "
-                    "MPI matches the launcher (srun --mpi=pmix, or mpirun of the same MPI)\n",
-                    n, vars[i], v);
-            return;
-        }
-    }
-}
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: mpirun -np N llmplan search SWEEP.json [options]\n"
-            "\n"
-            "Sweep every configuration of SWEEP.json (docs/search.md); write DIR/plans.json\n"
-            "(time- and cost-optimal plans, Pareto front, top-k, counters) and DIR/sweep.h5\n"
-            "(one row per evaluated configuration).\n"
-            "\n"
-            "options:\n"
-            "  -o, --output DIR   output directory (default: the sweep's \"output\", else .)\n"
-            "  --resume           continue from DIR/checkpoint.bin (start afresh if none)\n"
-            "  --no-dataset       do not write sweep.h5\n"
-            "  --profile P        override the sweep's \"profile\": FILE.h5, roofline or synth\n"
-            "  --allow-profile-mismatch\n"
-            "                     use profiles measured on another GPU than the system's\n"
-            "                     (refused otherwise; warns and flags plans.json)\n"
-            "  --sustained-frac F override every GPU's sustained fraction of its profile's\n"
-            "                     compute throughput (docs/calibration.md)\n"
-            "  --chunk N          smallest index range handed to a rank (default %d)\n"
-            "  --segment N        indices per scheduling segment (default %llu)\n"
-            "  --checkpoint S     write rows and a checkpoint at least every S seconds\n"
-            "                     (default %g; 0 = only at the end and on a signal)\n"
-            "  --progress S       progress line every S seconds on stderr (default %g; 0 = off)\n"
-            "  --quiet            no progress line and no summary\n"
-            "  --trace-top N      also write the timelines of the N fastest plans (plans.json\n"
-            "                     top_time) as DIR/trace-top<i>.json (Chrome trace JSON)\n"
-            "  --trace-detail D   their detail: stage, microbatch (default) or op\n"
-            "  --stop-after N     (testing) rank 0 sends itself SIGUSR1 once this run has\n"
-            "                     walked N indices\n"
-            "\n"
-            "SIGTERM or SIGUSR1 stops the sweep at the next step, writes a checkpoint and\n"
-            "exits with status 3. Under mpirun send SIGUSR1 (mpirun forwards it; SIGTERM\n"
-            "makes mpirun kill the ranks); under Slurm use --signal=B:USR1@120.\n",
-            DEFAULT_CHUNK, (unsigned long long)DEFAULT_SEGMENT, DEFAULT_CHECKPOINT_S,
-            DEFAULT_PROGRESS_S);
-}
-
-static int parse_u64(const char *s, uint64_t min, uint64_t *out)
-{
-    char *end = NULL;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || !end || *end || s[0] == '-' || v < min) return -1;
-    *out = v;
-    return 0;
-}
-
-/* Returns 0 ok, 2 usage error (message printed by rank 0), 1 for --help. */
-static int parse_args(int argc, char **argv, struct lp_search_opts *o, const char **out_arg,
-                      bool loud)
-{
-    memset(o, 0, sizeof(*o));
-    o->dataset = true;
-    o->min_chunk = DEFAULT_CHUNK;
-    o->segment = DEFAULT_SEGMENT;
-    o->progress_s = DEFAULT_PROGRESS_S;
-    o->checkpoint_s = DEFAULT_CHECKPOINT_S;
-    o->trace_detail = LP_TRACE_MICROBATCH;
-    *out_arg = NULL;
-    size_t off = 0;
-    for (int i = 0; i < argc && off < sizeof(o->cmdline); i++)
-        off += (size_t)snprintf(o->cmdline + off, sizeof(o->cmdline) - off, "%s%s",
-                                i ? " " : "llmplan ", argv[i]);
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool more = i + 1 < argc;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            if (loud) usage(stdout);
-            return 1;
-        } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && more) {
-            *out_arg = argv[++i];
-        } else if (!strcmp(a, "--resume")) {
-            o->resume = true;
-        } else if (!strcmp(a, "--no-dataset")) {
-            o->dataset = false;
-        } else if (!strcmp(a, "--allow-profile-mismatch")) {
-            o->allow_mismatch = true;
-        } else if (!strcmp(a, "--quiet")) {
-            o->quiet = true;
-        } else if (!strcmp(a, "--profile") && more) {
-            o->profile = argv[++i];
-        } else if (!strcmp(a, "--sustained-frac") && more) {
-            char *end = NULL;
-            o->sustained = strtod(argv[++i], &end);
-            if (!end || *end || !(o->sustained > 0 && o->sustained <= 1)) goto bad_value;
-        } else if (!strcmp(a, "--chunk") && more) {
-            if (parse_u64(argv[++i], 1, &o->min_chunk)) goto bad_value;
-        } else if (!strcmp(a, "--segment") && more) {
-            if (parse_u64(argv[++i], 1, &o->segment)) goto bad_value;
-        } else if (!strcmp(a, "--trace-top") && more) {
-            if (parse_u64(argv[++i], 1, &o->trace_top)) goto bad_value;
-        } else if (!strcmp(a, "--trace-detail") && more) {
-            if (lp_trace_detail_parse(argv[++i], &o->trace_detail) < 0) {
-                if (loud)
-                    fprintf(stderr,
-                            "llmplan search: --trace-detail: expected stage, microbatch or op, "
-                            "got '%s'\n",
-                            argv[i]);
-                return 2;
-            }
-        } else if (!strcmp(a, "--stop-after") && more) {
-            if (parse_u64(argv[++i], 1, &o->stop_after)) goto bad_value;
-        } else if (!strcmp(a, "--checkpoint") && more) {
-            char *end = NULL;
-            o->checkpoint_s = strtod(argv[++i], &end);
-            if (!end || *end || !(o->checkpoint_s >= 0)) goto bad_value;
-        } else if (!strcmp(a, "--progress") && more) {
-            char *end = NULL;
-            o->progress_s = strtod(argv[++i], &end);
-            if (!end || *end || !(o->progress_s >= 0)) goto bad_value;
-        } else if (a[0] == '-') {
-            if (loud) fprintf(stderr, "llmplan search: unknown option '%s' (see --help)\n", a);
-            return 2;
-        } else if (!o->sweep_path) {
-            o->sweep_path = a;
-        } else {
-            if (loud) fprintf(stderr, "llmplan search: more than one sweep file ('%s')\n", a);
-            return 2;
-        }
-        continue;
-    bad_value:
-        if (loud)
-            fprintf(stderr, "llmplan search: option '%s': expected a %s number, got '%s'\n", a,
-                    strcmp(a, "--progress") && strcmp(a, "--checkpoint") ? "positive integer"
-                                                                         : "non-negative",
-                    argv[i]);
-        return 2;
-    }
-    if (!o->sweep_path) {
-        if (loud) usage(stderr);
-        return 2;
-    }
-    return 0;
-}
-
 /* --trace-top N (rank 0): the timelines of the N fastest plans, simulated
  * again with their system's evaluator, as DIR/trace-top<i>.json (i = 1 is
  * plans.json's time_optimal). */
@@ -231,7 +60,7 @@ static int trace_top(struct lp_search *s, const struct lp_results *all, struct l
         char path[LP_SWEEP_PATH_LEN + 48];
         snprintf(path, sizeof(path), "%s/trace-top%zu.json", s->opt.out_dir, i + 1);
         struct lp_result res;
-        rc = lp_cli_trace(s->sim[k], &e->run, &res, path, s->opt.trace_detail, err);
+        rc = lp_trace_run(s->sim[k], &e->run, &res, path, s->opt.trace_detail, err);
     }
     free(list);
     return rc;
@@ -344,7 +173,7 @@ static int load_sweep(struct lp_search *s, struct lp_err *err)
     return LP_OK;
 }
 
-/* The cost model of each system (search/cost_model.c: --profile, else the
+/* The cost model of each system (src/io/cost_model.c: --profile, else the
  * system's own profile, else the sweep's "profile", else
  * data/profiles/<gpu>.h5). Local (every rank loads its own). */
 static int load_cost_models(struct lp_search *s, struct lp_err *err)
@@ -360,9 +189,9 @@ static int load_cost_models(struct lp_search *s, struct lp_err *err)
         const struct lp_system *sys = &s->sweep->systems[i];
         char desc[700], used[600];
         bool mismatch = false;
-        const char *choice = lp_cli_profile_choice(s->opt.profile, sys, s->sweep->profile);
-        int rc = lp_cli_cost_model(choice, sys, s->opt.allow_mismatch, &s->prof[i], &s->cm[i], used,
-                                   sizeof(used), &mismatch, err);
+        const char *choice = lp_profile_choice(s->opt.profile, sys, s->sweep->profile);
+        int rc = lp_cost_model_choose(choice, sys, s->opt.allow_mismatch, &s->prof[i], &s->cm[i],
+                                      used, sizeof(used), &mismatch, err);
         if (rc < 0) {
             char msg[LP_ERR_MSG];
             snprintf(msg, sizeof(msg), "%s", err->msg);
@@ -375,7 +204,11 @@ static int load_cost_models(struct lp_search *s, struct lp_err *err)
                      (unsigned long long)(s->prof[i]->path[0] ? s->prof[i]->checksum
                                                               : lp_profile_checksum(s->prof[i])));
         if (mismatch) {
-            if (s->rank == 0) lp_cli_warn_mismatch("search", s->prof[i], sys);
+            if (s->rank == 0) {
+                char msg[1024];
+                lp_profile_mismatch_msg(msg, sizeof(msg), "search", s->prof[i], sys);
+                fprintf(stderr, "%s\n", msg);
+            }
             const size_t d = strlen(desc);
             snprintf(desc + d, sizeof(desc) - d, ", MEASURED ON %s", s->prof[i]->gpu);
             const size_t m = strlen(s->mismatch_desc);
@@ -516,11 +349,13 @@ static void summary(const struct lp_search *s, const struct lp_counts *t,
             s->opt.dataset ? " and sweep.h5" : "");
 }
 
-/* Everything after MPI set-up. Collective. Returns 0, 1 or 3. */
-static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
+/* Everything after MPI set-up. Collective. Returns LP_OK, LP_EINTERRUPT or
+ * the agreed error (out->abort: this rank's alone). */
+static int run(struct lp_search *s, const char *out_arg, struct lp_search_outcome *out,
+               struct lp_err *err)
 {
     int rc = agree(s, load_sweep(s, err));
-    if (rc < 0) return 1;
+    if (rc < 0) return rc;
     snprintf(s->opt.out_dir, sizeof(s->opt.out_dir), "%s",
              out_arg               ? out_arg
              : s->sweep->output[0] ? s->sweep->output
@@ -530,18 +365,18 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
     snprintf(s->h5_path, sizeof(s->h5_path), "%s/sweep.h5.partial", s->opt.out_dir);
     if (s->rank == 0) rc = mkdir_p(s->opt.out_dir, err);
     if (s->rank == 0 && rc == LP_OK) rc = lock_output_dir(s, err);
-    if (agree(s, rc) < 0) return 1;
-    if (agree(s, load_cost_models(s, err)) < 0) return 1;
+    if ((rc = agree(s, rc)) < 0) return rc;
+    if ((rc = agree(s, load_cost_models(s, err))) < 0) return rc;
     /* how far to trust each plan (#17): the bands scripts/validate wrote;
      * a file that is absent gives plans without "trust", a bad one fails */
     if (s->rank == 0) rc = lp_trust_load_default(&s->trust, err);
-    if (agree(s, rc) < 0) return 1;
-    if (agree(s, lp_space_init(&s->space, s->sweep, err)) < 0) return 1;
-    if (agree(s, lp_results_init(&s->res, s->sweep->top_k, err)) < 0) return 1;
+    if ((rc = agree(s, rc)) < 0) return rc;
+    if ((rc = agree(s, lp_space_init(&s->space, s->sweep, err))) < 0) return rc;
+    if ((rc = agree(s, lp_results_init(&s->res, s->sweep->top_k, err))) < 0) return rc;
     lp_results_group_by(&s->res, &s->space);
     lp_results_objectives(&s->res, s->sweep);
     bool resumed = false;
-    if (restore(s, &resumed, err) < 0) return 1;
+    if ((rc = restore(s, &resumed, err)) < 0) return rc;
     if (s->rank == 0 && !s->opt.quiet)
         fprintf(stderr, "search: %s: %llu configurations on %d ranks%s\n", s->opt.sweep_path,
                 (unsigned long long)lp_space_size(&s->space), s->size, resumed ? " (resumed)" : "");
@@ -550,18 +385,16 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
     rc = lp_sched_run(s, err);
     if (rc < 0 && rc != LP_EINTERRUPT) {
         /* a failure inside the dynamic phase (allocation, MPI, HDF5): the
-         * other ranks may be waiting on this one, so end the job here */
-        lp_cli_error(err);
-        if (s->size > 1) MPI_Abort(s->comm, 1);
-        err->code = 0; /* printed */
-        return 1;
+         * other ranks may be waiting on this one, so the caller ends the job */
+        out->abort = s->size > 1;
+        return rc;
     }
     bool interrupted = rc == LP_EINTERRUPT;
 
     struct lp_results all;
     struct lp_counts total;
     memset(&total, 0, sizeof(total));
-    if (agree(s, lp_reduce(s, &all, &total, err)) < 0) return 1;
+    if ((rc = agree(s, lp_reduce(s, &all, &total, err))) < 0) return rc;
     double wall = lp_search_wall_s(s);
     MPI_Bcast(&wall, 1, MPI_DOUBLE, 0, s->comm);
     MPI_Bcast(total.v, LP_COUNT_N, MPI_UINT64_T, 0, s->comm);
@@ -592,22 +425,15 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_err *err)
         if (rc == LP_OK) rc = trace_top(s, &all, err);
         if (rc == LP_OK) lp_checkpoint_remove(s);
     }
-    if (agree(s, rc) < 0) {
+    if ((rc = agree(s, rc)) < 0) {
         lp_results_free(&all);
-        return 1;
+        return rc;
     }
     if (s->rank == 0 && !s->opt.quiet && !interrupted) summary(s, &total, &all, wall);
     lp_results_free(&all);
-    if (interrupted) {
-        if (s->rank == 0)
-            fprintf(stderr,
-                    "llmplan search: stopped by a signal after %llu of %llu "
-                    "configurations; checkpoint written; rerun with --resume\n",
-                    (unsigned long long)total.v[LP_COUNT_DONE],
-                    (unsigned long long)lp_space_size(&s->space));
-        return EXIT_INTERRUPTED;
-    }
-    return 0;
+    out->done = total.v[LP_COUNT_DONE];
+    out->size = lp_space_size(&s->space);
+    return interrupted ? LP_EINTERRUPT : LP_OK;
 }
 
 static void search_free(struct lp_search *s)
@@ -629,59 +455,50 @@ static void search_free(struct lp_search *s)
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the lock */
 }
 
-int lp_cmd_search(int argc, char **argv)
+void lp_search_catch_signals(void)
 {
-    int provided = 0;
-    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
-        fprintf(stderr, "llmplan search: MPI_Init_thread failed\n");
-        return 1;
-    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGUSR1, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+int lp_search_run(MPI_Comm comm, const struct lp_search_opts *opt, const char *out_arg,
+                  struct lp_search_outcome *out, struct lp_err *err)
+{
+    memset(out, 0, sizeof(*out));
     struct lp_search *s = calloc(1, sizeof(*s));
-    if (!s) {
-        fprintf(stderr, "llmplan search: out of memory\n");
-        MPI_Finalize();
-        return 1;
+    int failed = s == NULL, any = failed;
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm);
+    if (any) {
+        free(s);
+        if (failed) LP_FAIL(err, LP_ENOMEM, "out of memory");
+        lp_err_clear(err);
+        return LP_ENOMEM;
     }
     /* the library's own communicator: its messages never meet the caller's */
-    MPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
+    MPI_Comm_dup(comm, &s->comm);
     MPI_Comm_rank(s->comm, &s->rank);
     MPI_Comm_size(s->comm, &s->size);
     s->lock_fd = -1;
-    check_world(s->size);
-
-    const char *out_arg = NULL;
-    int code = parse_args(argc, argv, &s->opt, &out_arg, s->rank == 0);
-    if (code == 0) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGTERM, &sa, NULL);
-        sigaction(SIGUSR1, &sa, NULL);
-        sigaction(SIGINT, &sa, NULL);
-        struct lp_err err;
-        lp_err_clear(&err);
-        code = run(s, out_arg, &err);
-        if (code == 1) {
-            /* every rank returned after agreeing on a failure: the lowest
-             * rank that has the message prints it */
-            int me = err.code != 0 ? s->rank : s->size, first = me;
-            MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, s->comm);
-            if (first == s->rank) lp_cli_error(&err);
-        }
-    } else if (code == 1) {
-        code = 0; /* --help */
+    s->opt = *opt;
+    int rc = run(s, out_arg, out, err);
+    /* the caller ends the job: freeing would close the dataset, a
+     * collective call the other ranks never make */
+    if (out->abort) return rc;
+    if (rc < 0 && rc != LP_EINTERRUPT) {
+        /* every rank returned after agreeing on a failure: the lowest rank
+         * that has the message keeps it */
+        int me = err->code != 0 ? s->rank : s->size, first = me;
+        MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, s->comm);
+        if (first != s->rank) lp_err_clear(err);
     }
     search_free(s);
-    if (s->h5_unclosable) {
-        /* a dataset HDF5 could not close (a full disk): MPI_Finalize would
-         * end the HDF5 library, which closes that file again and crashes
-         * (HDF5 1.10); the error is printed, the status is the answer */
-        fflush(NULL);
-        _exit(code ? code : 1);
-    }
-    MPI_Comm_free(&s->comm);
+    out->unclosable = s->h5_unclosable;
+    if (!out->unclosable) MPI_Comm_free(&s->comm);
     free(s);
-    MPI_Finalize();
-    return code;
+    return rc;
 }

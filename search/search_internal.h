@@ -1,6 +1,6 @@
 /* Private parts of `llmplan search`, the MPI driver (docs/search.md).
  *
- *   search.c      CLI, MPI set-up, cost models, outputs, exit codes
+ *   search.c      lp_search_run: cost models, outputs, errors agreed by all ranks
  *   sched.c       dynamic self-scheduling of index ranges, segments, stop
  *   eval.c        the per-rank walk of a range: decode, simulate, reduce
  *   reduce.c      tree reduction of fronts / top-k / counters to rank 0
@@ -8,7 +8,9 @@
  *   sweep_h5.c    the parallel HDF5 dataset sweep.h5
  *
  * Every function that takes the context's communicator says whether it is
- * collective. Only lp_cmd_search touches MPI_COMM_WORLD. */
+ * collective. The driver works on its own duplicate of the caller's
+ * communicator (lp_search_run, llmplan/search_mpi.h); the command line and
+ * MPI_Init are cli/cmd_search.c's. */
 #ifndef LLMPLAN_SEARCH_INTERNAL_H
 #define LLMPLAN_SEARCH_INTERNAL_H
 
@@ -20,6 +22,7 @@
 
 #include "llmplan/io.h"
 #include "llmplan/search.h"
+#include "llmplan/search_mpi.h"
 
 /* One dataset row (a configuration evaluated: feasible or not). */
 struct lp_row {
@@ -53,23 +56,6 @@ struct lp_ranges {
 struct lp_rows {
     struct lp_row *r;
     size_t n, cap;
-};
-
-struct lp_search_opts {
-    const char *sweep_path;
-    char out_dir[LP_SWEEP_PATH_LEN];
-    const char *profile; /* --profile override, or NULL */
-    bool resume, dataset, quiet;
-    bool allow_mismatch; /* --allow-profile-mismatch */
-    uint64_t min_chunk;  /* --chunk */
-    uint64_t segment;    /* --segment: indices per scheduling segment */
-    double checkpoint_s; /* --checkpoint: rows + checkpoint at least this often */
-    double progress_s;   /* --progress; 0 = off */
-    uint64_t stop_after; /* --stop-after (testing): rank 0 raises SIGUSR1 after N indices */
-    double sustained;    /* --sustained-frac: every GPU's sustained fraction; 0 = presets' */
-    uint64_t trace_top;  /* --trace-top: timelines of the N fastest plans */
-    enum lp_trace_detail trace_detail; /* --trace-detail */
-    char cmdline[4096];
 };
 
 struct lp_h5;          /* sweep_h5.c */

@@ -222,25 +222,12 @@ struct lp_gpu {
     double l2_bytes;
     double tdp_w;
     /* Fraction of its kernel profile's compute throughput (GEMM, attention)
-     * the GPU sustains over a training run; 0 = LP_SUSTAINED_FRAC
-     * (docs/calibration.md). The profiles hold short-burst kernel times. */
+     * the GPU sustains over a training run; 0 = the calibration's
+     * (struct lp_calib, docs/calibration.md). The profiles hold short-burst
+     * kernel times. */
     double sustained_frac;
     char source[LP_SOURCE_LEN];
 };
-
-/* Fitted on the calibration half of the validation rows (scripts/calibrate,
- * docs/calibration.md): real A100 training runs sustain this fraction of
- * the burst kernel throughput the profiles hold. */
-#define LP_SUSTAINED_FRAC 0.87
-/* Overlap of host and GPU time (framework option host_overlap), fitted
- * with LP_SUSTAINED_FRAC and host_op_us (docs/calibration.md). */
-#define LP_HOST_OVERLAP 1.25
-/* Host time per kernel of eager PyTorch under the Transformers Trainer
- * (framework "hf"): fitted on the calibration half of the Xia et al. 2024
- * rows (docs/calibration.md); applies to the hf framework only. */
-#define LP_HF_HOST_OP_S 91e-6
-/* g->sustained_frac, or LP_SUSTAINED_FRAC when unset */
-double lp_gpu_sustained(const struct lp_gpu *g);
 
 #define LP_MAX_PRICES 8
 
@@ -270,7 +257,7 @@ struct lp_system {
     } prices[LP_MAX_PRICES];
     int price_pick; /* 1 + the index of the picked price; 0: price_per_gpu_hour_usd as loaded */
     /* the kernel profile of this system ("profile": a file, "synth" or
-     * "roofline"); "" = data/profiles/<gpu>.h5 (search/cost_model.c) */
+     * "roofline"); "" = data/profiles/<gpu>.h5 (src/io/cost_model.c) */
     char profile[LP_PROFILE_PATH_LEN];
     /* the bill (src/core/bill.c; all opt-in, 0 = not modelled) */
     bool billing_per_node; /* "billing": "node" (whole instances) or "gpu" */
@@ -299,6 +286,32 @@ struct lp_parallel {
     int zero;                           /* 0..3; 1 = distributed optimizer */
     enum lp_schedule schedule;
 };
+
+/* The fitted constants (docs/calibration.md): the training-run constants
+ * scripts/calibrate fits on the calibration half of the validation rows, and
+ * the kernel-level speed of older attention kernels. They live in
+ * data/calibration.json, which scripts/calibrate writes with its provenance
+ * and the io reads at start-up (lp_calib_load_default); lp_calib_builtin
+ * gives the same values for a tree without that file and for tests. */
+struct lp_calib {
+    /* fraction of the kernel profile's burst GEMM/attention throughput a GPU
+     * busy with them sustains over a training run, for a GPU preset without
+     * its own sustained_frac (fitted on A100 rows) */
+    double sustained_frac;
+    /* p of the smooth maximum of kernel and host time (framework option
+     * host_overlap's default) */
+    double host_overlap;
+    /* host time per kernel launch per framework (host_op_us's default) */
+    double host_op_s[LP_FW_COUNT];
+    /* speed of flash1 and triton relative to FlashAttention-2 where a profile
+     * has no table of its own for them: geometric mean of the A100
+     * forward+backward TFLOP/s ratios of validation/kernels.csv (FA1
+     * K0026-K0118: 0.518, Triton K0038-K0130: 0.517, against FA2
+     * K0044-K0136) */
+    double attn_old_ratio;
+};
+/* The values of the shipped data/calibration.json. */
+void lp_calib_builtin(struct lp_calib *c);
 
 /* Framework behaviour; each field defaults from the framework and may be
  * overridden in the run description (see docs/frameworks.md). */
@@ -336,6 +349,9 @@ struct lp_framework_opts {
      * llm-foundry's LanguageCrossEntropy and LanguagePerplexity: a
      * cross-entropy each under bf16 autocast; docs/frameworks.md) */
     bool train_metrics;
+    /* the calibration the defaults came from (its sustained_frac applies to
+     * GPUs without their own: lp_run_sustained) */
+    struct lp_calib cal;
 };
 
 /* Which fused attention kernel runs when flash_attention is set (the
@@ -387,6 +403,10 @@ struct lp_run {
     struct lp_training train;
     struct lp_framework_opts fw;
 };
+/* The fraction of the profile's compute throughput the run's GPU sustains:
+ * the GPU preset's sustained_frac, else the calibration's (fw.cal), else the
+ * built-in one (a run not made by lp_framework_defaults*). */
+double lp_run_sustained(const struct lp_run *r);
 
 /* Name tables (stable spellings used by JSON, HDF5 and CLI). */
 const char *lp_prec_name(enum lp_prec p);
@@ -423,7 +443,11 @@ int lp_framework_parse(const char *s, enum lp_framework *out);
  * counted). */
 double lp_prec_bytes(enum lp_prec p);
 
-/* Documented defaults of a framework (docs/frameworks.md). */
+/* Documented defaults of a framework (docs/frameworks.md), its fitted
+ * constants (host_overlap, host_op_s) from cal, which out->cal keeps. */
+void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *cal,
+                               struct lp_framework_opts *out);
+/* The same with the built-in calibration (lp_calib_builtin). */
 void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *out);
 
 /* Select a dated price of the system by name or date: sets

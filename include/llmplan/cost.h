@@ -46,12 +46,6 @@ enum lp_attn_impl {
     LP_ATTN_UNFUSED_FS,
     LP_ATTN_IMPL_COUNT
 };
-/* Speed of flash1 and triton relative to FlashAttention-2 where a profile
- * has no table of its own for them (the table backend then scales the
- * fused table; the roofline its efficiency): geometric mean of the A100
- * forward+backward TFLOP/s ratios of validation/kernels.csv (FA1
- * K0026-K0118: 0.518, Triton K0038-K0130: 0.517, against FA2 K0044-K0136). */
-#define LP_ATTN_OLD_RATIO 0.52
 enum lp_pass { LP_PASS_FWD = 0, LP_PASS_BWD, LP_PASS_COUNT };
 
 /* Memory-bound kernels, costed by the bytes they move (read + write). */
@@ -130,6 +124,11 @@ struct lp_cost_model {
      * (its provenance coll_{intra,inter}_bw_GBps and _latency_us); 0 where
      * not known (a measured profile: its own links). lp_coll_eff_on. */
     struct lp_link coll_ref[LP_TIER_COUNT];
+    /* speed of flash1 and triton relative to FlashAttention-2 where the
+     * profile has no table of its own for them (struct lp_calib); the
+     * constructors set the built-in value, lp_cost_model_choose the
+     * calibration file's */
+    double attn_old_ratio;
 };
 
 extern const struct lp_cost_ops lp_cost_table_ops;

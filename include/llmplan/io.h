@@ -21,6 +21,14 @@ extern "C" {
  * tree's data/ (LLMPLAN_DATA_DIR), else the installed share dir. */
 const char *lp_data_dir(void);
 
+/* The fitted constants (struct lp_calib, docs/calibration.md) from a file
+ * scripts/calibrate writes; lp_calib_load_default reads calibration.json
+ * under lp_data_dir(), or gives lp_calib_builtin's values when there is none.
+ * A malformed file is an error naming the file and the key. Run and sweep
+ * parsing take their frameworks' defaults from it. */
+int lp_calib_load(const char *path, struct lp_calib *out, struct lp_err *err);
+int lp_calib_load_default(struct lp_calib *out, struct lp_err *err);
+
 /* Validation error bands per domain (framework x GPU), the file
  * `scripts/validate --bands` writes (src/io/trust_json.c). */
 struct lp_trust;
@@ -101,6 +109,11 @@ int lp_trace_detail_parse(const char *s, enum lp_trace_detail *out);
 int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_result *res,
                    const struct lp_event *ev, int n, const struct lp_op_order *order,
                    enum lp_trace_detail detail, struct lp_err *err);
+/* Simulate run with a timeline and write it to path (lp_sim_trace, then
+ * lp_trace_write); an infeasible configuration is an error naming its
+ * reason. */
+int lp_trace_run(struct lp_sim *sim, const struct lp_run *run, struct lp_result *res,
+                 const char *path, enum lp_trace_detail detail, struct lp_err *err);
 
 /* HDF5 profiles (docs/profile-format.md). attrs: extra provenance key/value
  * pairs written as root string attributes (may be NULL / 0). */
@@ -121,6 +134,22 @@ int lp_profile_info_h5(const char *path, FILE *f, struct lp_err *err);
 
 /* Default profile file for a GPU preset: data/profiles/<gpu>.h5 */
 int lp_profile_default_path(const char *gpu_name, char *buf, size_t len);
+
+/* The cost model of one system, as every command chooses it (one rule,
+ * src/io/cost_model.c): which profile applies (the command line's, the
+ * system's own, the sweep's, data/profiles/<gpu>.h5), and loading it. A
+ * profile file measured on another GPU is refused unless allow_mismatch
+ * (then *mismatch is set and the caller warns with the text of
+ * lp_profile_mismatch_msg and flags its output). *prof is owned by the caller
+ * (NULL for roofline). used gets the path, "roofline" or "synth:<gpu>". */
+const char *lp_profile_choice(const char *cli_arg, const struct lp_system *sys,
+                              const char *sweep_default);
+int lp_cost_model_choose(const char *choice, const struct lp_system *sys, bool allow_mismatch,
+                         struct lp_profile **prof, struct lp_cost_model *cm, char *used,
+                         size_t used_len, bool *mismatch, struct lp_err *err);
+/* The warning a command prints when a profile of another GPU is allowed. */
+void lp_profile_mismatch_msg(char *buf, size_t len, const char *cmd, const struct lp_profile *prof,
+                             const struct lp_system *sys);
 
 /* ---- sweeps (src/io/sweep_json.c) ---- */
 

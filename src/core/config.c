@@ -51,9 +51,36 @@ const char *lp_framework_name(enum lp_framework f)
     return (unsigned)f < LP_FW_COUNT ? framework_names[f] : "?";
 }
 
-double lp_gpu_sustained(const struct lp_gpu *g)
+void lp_calib_builtin(struct lp_calib *c)
 {
-    return g->sustained_frac > 0 ? g->sustained_frac : LP_SUSTAINED_FRAC;
+    /* data/calibration.json as shipped; its provenance is there and in
+     * docs/calibration.md */
+    memset(c, 0, sizeof(*c));
+    c->sustained_frac = 0.87;
+    c->host_overlap = 1.25;
+    /* host time per kernel, each fitted on the calib half of its stack's
+     * rows: Megatron-Bridge (33 rows; it shows where the host cannot run
+     * ahead: dropless MoE's synchronisations, TE's per-expert GEMM launches),
+     * Narayanan Tables 1-2 without ZeRO-3 (10), vTrain + GPT-NeoX + the ZeRO-3
+     * rows of Narayanan Table 2 (730), MosaicML (38; the fit is not adopted),
+     * Xia et al. 2024 (Transformers + PEFT eager PyTorch), the FlashAttention
+     * repository (3) */
+    c->host_op_s[LP_FW_MEGATRON] = 19e-6;
+    c->host_op_s[LP_FW_MEGATRON_2021] = 0.0;
+    c->host_op_s[LP_FW_MEGATRON_DEEPSPEED] = 83e-6;
+    c->host_op_s[LP_FW_FSDP] = 0.0;
+    c->host_op_s[LP_FW_HF] = 91e-6;
+    c->host_op_s[LP_FW_DDP] = 0.0;
+    c->attn_old_ratio = 0.52;
+}
+
+double lp_run_sustained(const struct lp_run *r)
+{
+    if (r->system.gpu.sustained_frac > 0) return r->system.gpu.sustained_frac;
+    if (r->fw.cal.sustained_frac > 0) return r->fw.cal.sustained_frac;
+    struct lp_calib c;
+    lp_calib_builtin(&c);
+    return c.sustained_frac;
 }
 
 const char *lp_xent_name(enum lp_xent x)
@@ -207,28 +234,33 @@ int lp_system_scale_up(const struct lp_system *s)
     return g > 0 ? g : 1;
 }
 
-/* Defaults per framework; the reasoning and sources are in docs/frameworks.md. */
 void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
+{
+    struct lp_calib c;
+    lp_calib_builtin(&c);
+    lp_framework_defaults_cal(kind, &c, o);
+}
+
+/* Defaults per framework; the reasoning and sources are in docs/frameworks.md. */
+void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *cal,
+                               struct lp_framework_opts *o)
 {
     memset(o, 0, sizeof(*o));
     o->kind = kind;
+    o->cal = *cal;
+    o->host_op_s = (unsigned)kind < LP_FW_COUNT ? cal->host_op_s[kind] : 0.0;
     o->fused_kernels = true;
     /* Megatron's masked_softmax_fusion (default on in Megatron-LM, Megatron-Core
      * and Megatron-DeepSpeed): scaled_upper_triang_masked_softmax; PyTorch-native
      * stacks run the eager ops (docs/frameworks.md) */
     o->fused_softmax =
         kind == LP_FW_MEGATRON || kind == LP_FW_MEGATRON_2021 || kind == LP_FW_MEGATRON_DEEPSPEED;
-    o->host_overlap = LP_HOST_OVERLAP;
-    o->bucket_bytes = 40e6;            /* Megatron DDP bucket (bytes); docs/frameworks.md */
-    o->grad_fp32 = kind != LP_FW_FSDP; /* FSDP mixed precision reduces in bf16 */
+    o->host_overlap = cal->host_overlap; /* fitted: docs/calibration.md */
+    o->bucket_bytes = 40e6;              /* Megatron DDP bucket (bytes); docs/frameworks.md */
+    o->grad_fp32 = kind != LP_FW_FSDP;   /* FSDP mixed precision reduces in bf16 */
     o->step_overhead_s = 0.0;
     switch (kind) {
     case LP_FW_MEGATRON:
-        /* fitted by scripts/calibrate on the calib half of the
-         * Megatron-Bridge rows (33): 19 us, docs/calibration.md. It shows
-         * where the host cannot run ahead (dropless MoE's synchronisations,
-         * TE's per-expert GEMM launches); dense layers hide it */
-        o->host_op_s = 19e-6;
         o->dp_overlap = true;
         o->tp_overlap = false;
         /* tensor_parallel/layers.py LinearWithGradAccumulationAndAsyncCommunication
@@ -243,15 +275,8 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
         o->tp_overlap = false;
         o->pp_overlap = false;
         o->param_gather_overlap = false;
-        /* fitted by scripts/calibrate on the calib half of Narayanan Tables
-         * 1-2 without ZeRO-3 (10 rows): 0, docs/calibration.md */
-        o->host_op_s = 0.0;
         break;
     case LP_FW_MEGATRON_DEEPSPEED:
-        /* fitted by scripts/calibrate on the calib half (730 rows, vTrain +
-         * GPT-NeoX + ZeRO-3 rows of Narayanan Table 2): docs/calibration.md;
-         * 83 us since unfused attention runs Megatron's fused softmax (was 79) */
-        o->host_op_s = 83e-6;
         o->dp_overlap = false;
         o->tp_overlap = false;
         o->pp_overlap = false;
@@ -268,9 +293,6 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
         o->param_gather_overlap = true;
         o->bucket_bytes = 100e6; /* FSDP: one wrapped block; DDP 25 MB x 4 */
         o->xent = LP_XENT_NATIVE;
-        /* fitted by scripts/calibrate on the calib half of the FSDP/DDP rows
-         * (MosaicML, FlashAttention repo): docs/calibration.md */
-        o->host_op_s = 0.0;
         break;
     case LP_FW_HF:
         /* Transformers' Trainer with PEFT and bitsandbytes, eager PyTorch
@@ -283,7 +305,6 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
         o->fused_kernels = false;   /* eager RMSNorm, SiLU * up, rotary: one kernel per op */
         o->xent = LP_XENT_UPCAST;   /* modeling_mixtral.py: logits.float(), shift, CE */
         o->moe_impl = LP_MOE_EAGER; /* MixtralSparseMoeBlock: loop over experts */
-        o->host_op_s = LP_HF_HOST_OP_S;
         break;
     case LP_FW_DDP:
         /* torch.nn.parallel.DistributedDataParallel: gradient buckets of
@@ -295,7 +316,6 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
         o->param_gather_overlap = false;
         o->bucket_bytes = 25.0 * 1024 * 1024;
         o->xent = LP_XENT_NATIVE;
-        o->host_op_s = 0.0;
         break;
     default:
         break;

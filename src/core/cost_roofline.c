@@ -54,7 +54,7 @@ static double rl_attn(const struct lp_cost_model *cm, enum lp_attn_impl impl, bo
     double flops = lp_attn_flops(causal, pass, bh, seq, hd);
     double io = e * bh * seq * hd * (pass == LP_PASS_BWD ? 8.0 : 4.0);
     double eff = pass == LP_PASS_BWD ? RL_ATTN_BWD_EFF : RL_ATTN_FWD_EFF;
-    if (impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) eff *= LP_ATTN_OLD_RATIO;
+    if (impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) eff *= cm->attn_old_ratio;
     const bool unf = impl == LP_ATTN_UNFUSED || impl == LP_ATTN_UNFUSED_FS;
     if (unf) { /* unfused_fs: costed as eager unfused attention (an upper bound) */
         /* score matrix written and read by softmax and dropout: s*s elements per head */
@@ -97,4 +97,7 @@ void lp_cost_model_roofline(struct lp_cost_model *cm, const struct lp_gpu *gpu)
     cm->profile = NULL;
     cm->gpu = *gpu;
     memset(cm->coll_ref, 0, sizeof(cm->coll_ref));
+    struct lp_calib c;
+    lp_calib_builtin(&c);
+    cm->attn_old_ratio = c.attn_old_ratio;
 }

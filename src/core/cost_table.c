@@ -69,7 +69,7 @@ static double tb_attn(const struct lp_cost_model *cm, enum lp_attn_impl impl, bo
         if (impl == LP_ATTN_CUDNN && lp_table_present(t))
             return lp_table_lookup_pow(t, x, attn_pow, NULL);
         if ((impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) && lp_table_present(t))
-            return lp_table_lookup_pow(t, x, attn_pow, NULL) / LP_ATTN_OLD_RATIO;
+            return lp_table_lookup_pow(t, x, attn_pow, NULL) / cm->attn_old_ratio;
         /* without unfused_fs tables: the unfused table (an eager softmax, so
          * an overestimate; llmplan-profile measures both) */
         t = &pr->attn[LP_ATTN_UNFUSED][causal ? 1 : 0][pass][p];
@@ -121,6 +121,9 @@ void lp_cost_model_table(struct lp_cost_model *cm, const struct lp_profile *p,
     cm->ops = &lp_cost_table_ops;
     cm->profile = p;
     cm->gpu = *gpu;
+    struct lp_calib c;
+    lp_calib_builtin(&c);
+    cm->attn_old_ratio = c.attn_old_ratio;
     /* synth.c add_provenance writes the reference links as numbers */
     static const char *const keys[LP_TIER_COUNT][2] = {
         {"coll_intra_bw_GBps", "coll_intra_latency_us"},

@@ -227,7 +227,10 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     struct lp_shape_key k;
     memset(&k, 0, sizeof(k));
     k.model_hash = mh;
-    k.system_hash = system_hash(&r->system);
+    /* the sustained fraction of a GPU without its own is the run's
+     * calibration's (lp_run_sustained): part of the key with the system */
+    const double sustained = lp_run_sustained(r);
+    k.system_hash = lp_hash_bytes(&sustained, sizeof(sustained), system_hash(&r->system));
     k.tp = r->par.tp;
     k.cp = r->par.cp;
     k.ep = r->par.ep;

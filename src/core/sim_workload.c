@@ -237,7 +237,7 @@ static void redo_since(struct acc *rc, const struct acc *f, const struct acc *be
 /* Power-limited clocks. A profile holds kernel times measured (or modelled)
  * in short bursts; over a training run a GPU busy with tensor-core work
  * hits its power limit and lowers its clock, so GEMMs and attention run at
- * a fraction f_min of the burst rate (lp_gpu_sustained: fitted,
+ * a fraction f_min of the burst rate (lp_run_sustained: fitted,
  * docs/calibration.md). A GPU that idles between kernels, waiting for the
  * host, stays below the limit: the fraction applied is
  *     f = 1 - (1 - f_min) * duty,   duty = kernel time / (kernel + host time)
@@ -249,7 +249,7 @@ static void throttle(const struct wl *w, struct acc *a, int ncoll)
     if (!(comp > 0) || !(a->s > 0)) return;
     const double host = host_launches(a, ncoll) * w->run->fw.host_op_s;
     const double duty = a->s / (a->s + host);
-    const double k = 1.0 / (1.0 - (1.0 - lp_gpu_sustained(&w->run->system.gpu)) * duty);
+    const double k = 1.0 / (1.0 - (1.0 - lp_run_sustained(w->run)) * duty);
     a->s += comp * (k - 1.0);
     a->cat[LP_OPC_GEMM] *= k;
     a->cat[LP_OPC_ATTN] *= k;

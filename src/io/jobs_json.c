@@ -216,7 +216,7 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_jobs
 
 int lp_jobs_parse(const char *text, const char *origin, struct lp_jobs **out, struct lp_err *err)
 {
-    struct lp_jctx c = {origin, err};
+    struct lp_jctx c = {origin, err, NULL};
     *out = NULL;
     struct lp_jobs *J = calloc(1, sizeof(*J));
     if (!J) LP_FAIL(err, LP_ENOMEM, "out of memory");

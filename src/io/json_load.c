@@ -474,7 +474,7 @@ static int load_preset_root(enum lp_preset_kind kind, const char *name, char *pa
                 kind_dir(kind), path, kind_dir(kind));
     char *text = NULL;
     LP_TRY(err, lp_read_file(path, &text, NULL, err));
-    struct lp_jctx c = {path, err};
+    struct lp_jctx c = {path, err, NULL};
     int rc = lp_json_parse(&c, text, root);
     free(text);
     return rc;
@@ -486,7 +486,7 @@ static int load_preset(enum lp_preset_kind kind, const char *name, preset_parse_
     char path[PATH_MAX];
     cJSON *root = NULL;
     LP_TRY(err, load_preset_root(kind, name, path, sizeof(path), &root, err));
-    struct lp_jctx c = {path, err};
+    struct lp_jctx c = {path, err, NULL};
     int rc = fn(&c, root, "", out);
     cJSON_Delete(root);
     if (rc < 0) lp_err_trace(err, __FILE__, __LINE__);
@@ -1342,6 +1342,14 @@ int lp_json_finetune(const struct lp_jctx *c, const cJSON *ft, const char *fp,
     return LP_OK;
 }
 
+void lp_json_framework_defaults(const struct lp_jctx *c, enum lp_framework kind,
+                                struct lp_framework_opts *out)
+{
+    struct lp_calib builtin;
+    if (!c->cal) lp_calib_builtin(&builtin);
+    lp_framework_defaults_cal(kind, c->cal ? c->cal : &builtin, out);
+}
+
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *f)
 {
@@ -1375,7 +1383,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
         if (parse_framework(item->valuestring, &e) != LP_OK)
             LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected %s, got \"%.64s\"", c->file, path,
                     expected, item->valuestring);
-        lp_framework_defaults((enum lp_framework)e, f);
+        lp_json_framework_defaults(c, (enum lp_framework)e, f);
         return LP_OK;
     }
     if (!cJSON_IsObject(item))
@@ -1383,7 +1391,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
                 path);
     LP_TRY(err, lp_json_check_keys(c, item, path, keys));
     LP_TRY(err, lp_json_enum(c, item, path, "name", true, parse_framework, expected, &e));
-    lp_framework_defaults((enum lp_framework)e, f);
+    lp_json_framework_defaults(c, (enum lp_framework)e, f);
     LP_TRY(err, lp_json_bool(c, item, path, "dp_overlap", false, &f->dp_overlap));
     LP_TRY(err, lp_json_bool(c, item, path, "tp_overlap", false, &f->tp_overlap));
     LP_TRY(err, lp_json_bool(c, item, path, "pp_overlap", false, &f->pp_overlap));
@@ -1427,7 +1435,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     return LP_OK;
 }
 
-static void run_defaults(struct lp_run *r)
+static void run_defaults(const struct lp_jctx *c, struct lp_run *r)
 {
     memset(r, 0, sizeof(*r));
     r->par.tp = r->par.pp = r->par.dp = r->par.cp = r->par.ep = r->par.vp = 1;
@@ -1437,18 +1445,21 @@ static void run_defaults(struct lp_run *r)
     r->par.schedule = LP_SCHED_1F1B;
     r->train.precision = LP_BF16;
     r->train.flash_attention = true;
-    lp_framework_defaults(LP_FW_MEGATRON, &r->fw);
+    lp_json_framework_defaults(c, LP_FW_MEGATRON, &r->fw);
 }
 
 int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struct lp_err *err)
 {
     static const char *const keys[] = {"model", "system",  "parallel", "training", "framework",
                                        "gpus",  "comment", "prices",   NULL};
-    struct lp_jctx c = {origin, err};
+    /* the frameworks' fitted constants (data/calibration.json) */
+    struct lp_calib cal;
+    LP_TRY(err, lp_calib_load_default(&cal, err));
+    struct lp_jctx c = {origin, err, &cal};
     cJSON *root = NULL;
     LP_TRY(err, lp_json_parse(&c, text, &root));
     int rc = LP_OK;
-    run_defaults(out);
+    run_defaults(&c, out);
     /* a plan object copied from plans.json (docs/search.md): its
      * configuration keys are a run description's, the training block is
      * "training_config" (its "training" is the predicted projection), and

@@ -14,6 +14,9 @@
 struct lp_jctx {
     const char *file; /* shown in messages */
     struct lp_err *err;
+    /* the fitted constants frameworks default to (data/calibration.json);
+     * NULL = the built-in ones */
+    const struct lp_calib *cal;
 };
 
 /* Build "prefix.key" into buf. */
@@ -63,6 +66,9 @@ int lp_json_finetune(const struct lp_jctx *c, const cJSON *ft, const char *path,
                      struct lp_training *t);
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *out);
+/* A framework's defaults with the context's calibration. */
+void lp_json_framework_defaults(const struct lp_jctx *c, enum lp_framework kind,
+                                struct lp_framework_opts *out);
 
 /* The root key "prices" (a name or date of a dated price) applied to n
  * systems: each must have it (lp_system_pick_price). */

@@ -21,7 +21,7 @@ static int add_num(cJSON *o, const char *k, double v)
 static int add_framework(cJSON *c, const struct lp_framework_opts *f)
 {
     struct lp_framework_opts d;
-    lp_framework_defaults(f->kind, &d);
+    lp_framework_defaults_cal(f->kind, &f->cal, &d); /* with the run's calibration */
     const bool same =
         f->dp_overlap == d.dp_overlap && f->tp_overlap == d.tp_overlap &&
         f->pp_overlap == d.pp_overlap && f->param_gather_overlap == d.param_gather_overlap &&

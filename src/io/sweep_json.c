@@ -555,7 +555,7 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
 
 /* "profile": one for every system (a string), or {"system name": profile}
  * giving each listed system its own (lp_system.profile, as a system's own
- * "profile" key does); search/cost_model.c decides which applies. */
+ * "profile" key does); src/io/cost_model.c decides which applies. */
 static int parse_profile(const struct lp_jctx *c, const cJSON *v, struct lp_sweep *sw)
 {
     if (!v) return LP_OK;
@@ -816,14 +816,17 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_swee
 
 int lp_sweep_parse(const char *text, const char *origin, struct lp_sweep **out, struct lp_err *err)
 {
-    struct lp_jctx c = {origin, err};
     *out = NULL;
+    /* the frameworks' fitted constants (data/calibration.json) */
+    struct lp_calib cal;
+    LP_TRY(err, lp_calib_load_default(&cal, err));
+    struct lp_jctx c = {origin, err, &cal};
     struct lp_sweep *sw = calloc(1, sizeof(*sw));
     if (!sw) LP_FAIL(err, LP_ENOMEM, "out of memory");
     /* defaults of a run description (json_load.c run_defaults) */
     sw->train.precision = LP_BF16;
     sw->train.flash_attention = true;
-    lp_framework_defaults(LP_FW_MEGATRON, &sw->fw);
+    lp_json_framework_defaults(&c, LP_FW_MEGATRON, &sw->fw);
     sw->top_k = 10;
     cJSON *root = NULL;
     int rc = lp_json_parse(&c, text, &root);

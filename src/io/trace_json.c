@@ -390,3 +390,24 @@ int lp_trace_write(const char *path, const struct lp_run *run, const struct lp_r
     fputs("\n]}\n", a.f);
     return lp_atomic_commit(&a, err);
 }
+
+/* A timeline of up to this many events (lp_sim_trace truncates beyond). */
+#define TRACE_CAP (1 << 20)
+
+int lp_trace_run(struct lp_sim *sim, const struct lp_run *run, struct lp_result *res,
+                 const char *path, enum lp_trace_detail detail, struct lp_err *err)
+{
+    int n = 0;
+    struct lp_event *ev = malloc(TRACE_CAP * sizeof(*ev));
+    struct lp_op_order *order = malloc(sizeof(*order));
+    if (!ev || !order) {
+        free(ev);
+        free(order);
+        LP_FAIL(err, LP_ENOMEM, "out of memory");
+    }
+    int rc = lp_sim_trace(sim, run, res, ev, TRACE_CAP, &n, order, err);
+    if (rc >= 0) rc = lp_trace_write(path, run, res, ev, n, order, detail, err);
+    free(ev);
+    free(order);
+    return rc;
+}

@@ -66,7 +66,7 @@ int lp_trust_load(const char *path, struct lp_trust **out, struct lp_err *err)
     *out = NULL;
     char *text = NULL;
     LP_TRY(err, lp_read_file(path, &text, NULL, err));
-    struct lp_jctx c = {path, err};
+    struct lp_jctx c = {path, err, NULL};
     cJSON *root = NULL;
     int rc = lp_json_parse(&c, text, &root);
     free(text);

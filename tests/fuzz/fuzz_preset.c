@@ -11,7 +11,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!text) return 0;
     struct lp_err err;
     lp_err_clear(&err);
-    struct lp_jctx c = {"fuzz.json", &err};
+    struct lp_jctx c = {"fuzz.json", &err, NULL};
     cJSON *root = NULL;
     int rc = lp_json_parse(&c, text, &root);
     free(text);

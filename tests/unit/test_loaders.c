@@ -222,7 +222,7 @@ TEST(framework_defaults)
     ASSERT_TRUE(o.fused_kernels);
     ASSERT_TRUE(o.xent == LP_XENT_FP32 && !o.zero3_per_tensor);
     ASSERT_NEAR(o.host_overlap, 1.25, 1e-12); /* docs/calibration.md */
-    ASSERT_NEAR(LP_SUSTAINED_FRAC, 0.87, 1e-12);
+    ASSERT_NEAR(o.cal.sustained_frac, 0.87, 1e-12);
     lp_framework_defaults(LP_FW_MEGATRON_2021, &o);
     ASSERT_TRUE(!o.dp_overlap && !o.pp_overlap && !o.param_gather_overlap && !o.tp_overlap);
     ASSERT_NEAR(o.host_op_s, 0.0, 1e-12); /* docs/calibration.md */
@@ -276,6 +276,89 @@ TEST(atomic_write)
     remove(dir);
 }
 
+/* The fitted constants: the shipped data/calibration.json holds the built-in
+ * values (so a tree with or without it gives the same numbers), a file's
+ * values reach the framework defaults of a parsed run, and a malformed file
+ * is an error naming the file and the key. */
+static int calib_text(const char *dir, const char *body, char *path, size_t len)
+{
+    snprintf(path, len, "%s/calibration.json", dir);
+    return lp_write_file_atomic(path, body, strlen(body), NULL);
+}
+
+TEST(calibration_file)
+{
+    struct lp_calib shipped, builtin;
+    lp_calib_builtin(&builtin);
+    ASSERT_OK(lp_calib_load_default(&shipped, NULL)); /* LLMPLAN_DATA: the source tree's */
+    /* the same doubles, not nearly: outputs stay byte-identical (19 us read
+     * as 19 * 1e-6 would be one ulp off 19e-6) */
+    ASSERT_TRUE(shipped.sustained_frac == builtin.sustained_frac);
+    ASSERT_TRUE(shipped.host_overlap == builtin.host_overlap);
+    ASSERT_TRUE(shipped.attn_old_ratio == builtin.attn_old_ratio);
+    for (int f = 0; f < LP_FW_COUNT; f++)
+        ASSERT_TRUE(shipped.host_op_s[f] == builtin.host_op_s[f]);
+
+    char dir[] = "/tmp/lp_test_XXXXXX";
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    char path[128];
+    ASSERT_OK(calib_text(dir,
+                         "{\"format\": 1, \"provenance\": {\"command\": \"test\"},"
+                         " \"sustained_frac\": 0.9, \"host_overlap\": 2,"
+                         " \"host_op_us\": {\"megatron-deepspeed\": 50},"
+                         " \"attn_old_ratio\": 0.5}",
+                         path, sizeof(path)));
+    struct lp_calib c;
+    ASSERT_OK(lp_calib_load(path, &c, NULL));
+    ASSERT_NEAR(c.sustained_frac, 0.9, 1e-15);
+    ASSERT_NEAR(c.host_overlap, 2.0, 1e-15);
+    ASSERT_NEAR(c.attn_old_ratio, 0.5, 1e-15);
+    ASSERT_NEAR(c.host_op_s[LP_FW_MEGATRON_DEEPSPEED], 50e-6, 1e-12);
+    ASSERT_NEAR(c.host_op_s[LP_FW_HF], builtin.host_op_s[LP_FW_HF], 1e-15); /* not named: kept */
+    struct lp_framework_opts o;
+    lp_framework_defaults_cal(LP_FW_MEGATRON_DEEPSPEED, &c, &o);
+    ASSERT_NEAR(o.host_op_s, 50e-6, 1e-12);
+    ASSERT_NEAR(o.host_overlap, 2.0, 1e-15);
+    ASSERT_NEAR(o.cal.sustained_frac, 0.9, 1e-15);
+
+    static const struct {
+        const char *body, *key;
+    } bad[] = {
+        {"{\"format\": 1, \"sustained_frac\": 1.5, \"host_overlap\": 1.25,"
+         " \"host_op_us\": {}, \"attn_old_ratio\": 0.52}",
+         "'sustained_frac'"},
+        {"{\"format\": 1, \"sustained_frac\": 0.87,"
+         " \"host_op_us\": {}, \"attn_old_ratio\": 0.52}",
+         "'host_overlap'"},
+        {"{\"format\": 1, \"sustained_frac\": 0.87, \"host_overlap\": 1.25,"
+         " \"host_op_us\": {\"jax\": 3}, \"attn_old_ratio\": 0.52}",
+         "'host_op_us.jax'"},
+        {"{\"format\": 1, \"sustained_frac\": 0.87, \"host_overlap\": 1.25,"
+         " \"host_op_us\": {\"hf\": -1}, \"attn_old_ratio\": 0.52}",
+         "'host_op_us.hf'"},
+        {"{\"format\": 1, \"sustained_frac\": 0.87, \"host_overlap\": 1.25,"
+         " \"host_op_us\": {}, \"attn_old_ratio\": 0.52, \"host_op\": 1}",
+         "'host_op'"},
+        {"{\"format\": 2, \"sustained_frac\": 0.87, \"host_overlap\": 1.25,"
+         " \"host_op_us\": {}, \"attn_old_ratio\": 0.52}",
+         "'format'"},
+        {"{\"format\": 1, \"sustained_frac\": 0.87, \"host_overlap\": 1.25,"
+         " \"host_op_us\": 3, \"attn_old_ratio\": 0.52}",
+         "'host_op_us'"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ASSERT_OK(calib_text(dir, bad[i].body, path, sizeof(path)));
+        struct lp_err err;
+        lp_err_clear(&err);
+        ASSERT_TRUE(lp_calib_load(path, &c, &err) < 0);
+        ASSERT_CONTAINS(err.msg, path);
+        ASSERT_CONTAINS(err.msg, bad[i].key);
+    }
+    remove(path);
+    remove(dir);
+}
+
 TH_MAIN(TH_CASE(all_presets_load), TH_CASE(preset_values), TH_CASE(run_inline_and_defaults),
         TH_CASE(run_errors_name_file_and_key), TH_CASE(attention_kernel),
-        TH_CASE(framework_round_trip), TH_CASE(framework_defaults), TH_CASE(atomic_write))
+        TH_CASE(framework_round_trip), TH_CASE(framework_defaults), TH_CASE(atomic_write),
+        TH_CASE(calibration_file))

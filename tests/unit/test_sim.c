@@ -398,7 +398,15 @@ TEST(sustained_clock)
         (idle.mix[LP_MIX_ATTN].op_fwd[LP_OPC_GEMM] + idle.ffn[LP_FFN_DENSE].op_fwd[LP_OPC_GEMM]) /
         (burst.mix[LP_MIX_ATTN].op_fwd[LP_OPC_GEMM] + burst.ffn[LP_FFN_DENSE].op_fwd[LP_OPC_GEMM]);
     ASSERT_TRUE(g > 1.0 && g < 1.05);
-    ASSERT_NEAR(lp_gpu_sustained(&(struct lp_gpu){0}), LP_SUSTAINED_FRAC, 1e-15);
+    /* a GPU without its own fraction takes the run's calibration's */
+    r.system.gpu.sustained_frac = 0.0;
+    ASSERT_NEAR(lp_run_sustained(&r), 0.87, 1e-15); /* built in: data/calibration.json */
+    r.fw.cal.sustained_frac = 0.8;
+    ASSERT_NEAR(lp_run_sustained(&r), 0.8, 1e-15);
+    r.fw.host_op_s = 0.0;
+    lp_shape_cost_compute(&cm, &r, &idle);
+    ASSERT_NEAR(idle.mix[LP_MIX_ATTN].op_fwd[LP_OPC_GEMM],
+                busy.mix[LP_MIX_ATTN].op_fwd[LP_OPC_GEMM], 1e-15);
 }
 
 /* More data parallelism of the same model: iteration time falls, and a
@@ -549,8 +557,8 @@ TEST(memo_keys)
 {
     struct lp_run base;
     gpt3_run(&base);
-    struct lp_run v[7];
-    for (int i = 0; i < 7; i++)
+    struct lp_run v[8];
+    for (int i = 0; i < 8; i++)
         v[i] = base;
     v[0].fw.host_op_s = 66e-6;
     v[1].model.dropout = false;
@@ -561,11 +569,13 @@ TEST(memo_keys)
     v[4].fw.tp_overlap = true;
     v[5].train.flash_attention = false;
     v[6].train.attention = LP_ATTENTION_TRITON;
+    v[7].fw.cal.sustained_frac = 0.8; /* another calibration file's (#19) */
+    v[7].system.gpu.sustained_frac = 0.0;
     struct lp_sim *shared = roofline_sim(&base);
     ASSERT_TRUE(shared != NULL);
     struct lp_result r0, a, b;
     lp_sim_run(shared, &base, &r0);
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         lp_sim_run(shared, &v[i], &a);
         struct lp_sim *fresh = roofline_sim(&v[i]);
         ASSERT_TRUE(fresh != NULL);

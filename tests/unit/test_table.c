@@ -366,7 +366,7 @@ TEST(synth_a100)
         ASSERT_NEAR(fl / (of + ob) / 1e12, orow[i], 0.05);
     }
     /* a profile without flash1 tables (a measured one) scales its fused
-     * table by LP_ATTN_OLD_RATIO */
+     * table by the calibration's attn_old_ratio (0.52 built in) */
     struct lp_cost_model cm;
     lp_cost_model_table(&cm, p, &g);
     double with_table =
@@ -375,7 +375,10 @@ TEST(synth_a100)
     lp_table_free(&p->attn[LP_ATTN_FLASH1][0][LP_PASS_FWD][LP_BF16]);
     double scaled =
         cm.ops->attn_s(&cm, LP_ATTN_FLASH1, false, LP_PASS_FWD, LP_BF16, 128, 2048, 128);
-    ASSERT_NEAR(scaled, of_lookup(p, LP_ATTN_FUSED, xb) / LP_ATTN_OLD_RATIO, 1e-9);
+    ASSERT_NEAR(scaled, of_lookup(p, LP_ATTN_FUSED, xb) / 0.52, 1e-9);
+    cm.attn_old_ratio = 0.26; /* a calibration file's value is the one used */
+    ASSERT_NEAR(cm.ops->attn_s(&cm, LP_ATTN_FLASH1, false, LP_PASS_FWD, LP_BF16, 128, 2048, 128),
+                2.0 * scaled, 1e-9);
 
     /* copy of 1 GiB: 0.9 of 2039 GB/s within the latency terms */
     const double gib = 1073741824.0;

@@ -10,10 +10,12 @@
 #include "llmplan/sim.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
-#define TRACE_CAP (1 << 20)
 
 static void usage(FILE *f)
 {
+    struct lp_calib cal; /* the default --sustained-frac names */
+    struct lp_err ignore;
+    if (lp_calib_load_default(&cal, &ignore) < 0) lp_calib_builtin(&cal);
     fprintf(
         f,
         "usage: llmplan simulate RUN.json [--json] [--trace FILE [--trace-detail D]]\n"
@@ -49,25 +51,14 @@ static void usage(FILE *f)
         "\n"
         "An infeasible configuration prints feasible: false and its reason, exit 0.\n"
         "Malformed input exits 1 with a message naming the file and the key.\n",
-        LP_SUSTAINED_FRAC);
+        cal.sustained_frac);
 }
 
-int lp_cli_trace(struct lp_sim *sim, const struct lp_run *run, struct lp_result *res,
-                 const char *path, enum lp_trace_detail detail, struct lp_err *err)
+static void warn_mismatch(const struct lp_profile *prof, const struct lp_system *sys)
 {
-    int n = 0;
-    struct lp_event *ev = malloc(TRACE_CAP * sizeof(*ev));
-    struct lp_op_order *order = malloc(sizeof(*order));
-    if (!ev || !order) {
-        free(ev);
-        free(order);
-        LP_FAIL(err, LP_ENOMEM, "out of memory");
-    }
-    int rc = lp_sim_trace(sim, run, res, ev, TRACE_CAP, &n, order, err);
-    if (rc >= 0) rc = lp_trace_write(path, run, res, ev, n, order, detail, err);
-    free(ev);
-    free(order);
-    return rc;
+    char msg[1024];
+    lp_profile_mismatch_msg(msg, sizeof(msg), "llmplan simulate", prof, sys);
+    fprintf(stderr, "%s\n", msg);
 }
 
 #define BATCH_PROFILES 32
@@ -128,7 +119,7 @@ static int run_batch(const char *file, const char *profile, double sustained, bo
         rc = lp_parse_run(p, origin, &run, err);
         if (rc < 0) break;
         if (sustained > 0) run.system.gpu.sustained_frac = sustained;
-        const char *choice = lp_cli_profile_choice(profile, &run.system, NULL);
+        const char *choice = lp_profile_choice(profile, &run.system, NULL);
         int k = 0;
         while (k < ncache && (strcmp(cache[k].gpu, run.system.gpu.name) != 0 ||
                               strcmp(cache[k].choice, choice) != 0))
@@ -144,10 +135,9 @@ static int run_batch(const char *file, const char *profile, double sustained, bo
             snprintf(cache[k].gpu, sizeof(cache[k].gpu), "%s", run.system.gpu.name);
             snprintf(cache[k].choice, sizeof(cache[k].choice), "%s", choice);
             cache[k].sim = NULL;
-            rc = lp_cli_cost_model(choice, &run.system, allow_mismatch, &cache[k].prof,
-                                   &cache[k].cm, used, sizeof(used), &cache[k].mismatch, err);
-            if (rc >= 0 && cache[k].mismatch)
-                lp_cli_warn_mismatch("llmplan simulate", cache[k].prof, &run.system);
+            rc = lp_cost_model_choose(choice, &run.system, allow_mismatch, &cache[k].prof,
+                                      &cache[k].cm, used, sizeof(used), &cache[k].mismatch, err);
+            if (rc >= 0 && cache[k].mismatch) warn_mismatch(cache[k].prof, &run.system);
             if (rc >= 0) rc = lp_sim_create(&cache[k].cm, &cache[k].sim, err);
             ncache++;
             if (rc < 0) break;
@@ -321,13 +311,13 @@ int lp_cmd_simulate(int argc, char **argv)
     struct lp_cost_model cm;
     bool mismatch = false;
     if (rc >= 0)
-        rc = lp_cli_cost_model(lp_cli_profile_choice(profile, &run.system, NULL), &run.system,
-                               allow_mismatch, &prof, &cm, used, sizeof(used), &mismatch, &err);
-    if (rc >= 0 && mismatch) lp_cli_warn_mismatch("llmplan simulate", prof, &run.system);
+        rc = lp_cost_model_choose(lp_profile_choice(profile, &run.system, NULL), &run.system,
+                                  allow_mismatch, &prof, &cm, used, sizeof(used), &mismatch, &err);
+    if (rc >= 0 && mismatch) warn_mismatch(prof, &run.system);
     if (rc >= 0) rc = lp_sim_create(&cm, &sim, &err);
     struct lp_result res;
     if (rc >= 0 && trace) {
-        rc = lp_cli_trace(sim, &run, &res, trace, detail, &err);
+        rc = lp_trace_run(sim, &run, &res, trace, detail, &err);
     } else if (rc >= 0) {
         lp_sim_run(sim, &run, &res);
     }

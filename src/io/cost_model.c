@@ -15,32 +15,36 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli.h"
 #include "llmplan/io.h"
 
-const char *lp_cli_profile_choice(const char *cli_arg, const struct lp_system *sys,
-                                  const char *sweep_default)
+const char *lp_profile_choice(const char *cli_arg, const struct lp_system *sys,
+                              const char *sweep_default)
 {
     if (cli_arg && cli_arg[0]) return cli_arg;
     if (sys->profile[0]) return sys->profile;
     return sweep_default ? sweep_default : "";
 }
 
-int lp_cli_cost_model(const char *choice, const struct lp_system *sys, bool allow_mismatch,
-                      struct lp_profile **prof, struct lp_cost_model *cm, char *used,
-                      size_t used_len, bool *mismatch, struct lp_err *err)
+int lp_cost_model_choose(const char *choice, const struct lp_system *sys, bool allow_mismatch,
+                         struct lp_profile **prof, struct lp_cost_model *cm, char *used,
+                         size_t used_len, bool *mismatch, struct lp_err *err)
 {
     const struct lp_gpu *gpu = &sys->gpu;
     *prof = NULL;
     *mismatch = false;
+    /* the speed of older attention kernels (data/calibration.json) */
+    struct lp_calib cal;
+    LP_TRY(err, lp_calib_load_default(&cal, err));
     if (choice && strcmp(choice, "roofline") == 0) {
         lp_cost_model_roofline(cm, gpu);
+        cm->attn_old_ratio = cal.attn_old_ratio;
         snprintf(used, used_len, "roofline");
         return LP_OK;
     }
     if (choice && strcmp(choice, "synth") == 0) {
         LP_TRY(err, lp_profile_synth(gpu, sys, prof, err));
         lp_cost_model_table(cm, *prof, gpu);
+        cm->attn_old_ratio = cal.attn_old_ratio;
         snprintf(used, used_len, "synth:%s", gpu->name);
         return LP_OK;
     }
@@ -64,16 +68,17 @@ int lp_cli_cost_model(const char *choice, const struct lp_system *sys, bool allo
         return rc;
     }
     lp_cost_model_table(cm, *prof, gpu);
+    cm->attn_old_ratio = cal.attn_old_ratio;
     snprintf(used, used_len, "%s", path);
     return LP_OK;
 }
 
-void lp_cli_warn_mismatch(const char *cmd, const struct lp_profile *prof,
-                          const struct lp_system *sys)
+void lp_profile_mismatch_msg(char *buf, size_t len, const char *cmd, const struct lp_profile *prof,
+                             const struct lp_system *sys)
 {
-    fprintf(stderr,
-            "%s: WARNING: the profile %s was measured on GPU '%s', not on system %s's GPU "
-            "'%s'; its kernel times are used as they are (--allow-profile-mismatch), so the "
-            "results describe neither GPU faithfully\n",
-            cmd, prof->path[0] ? prof->path : "(in memory)", prof->gpu, sys->name, sys->gpu.name);
+    snprintf(buf, len,
+             "%s: WARNING: the profile %s was measured on GPU '%s', not on system %s's GPU "
+             "'%s'; its kernel times are used as they are (--allow-profile-mismatch), so the "
+             "results describe neither GPU faithfully",
+             cmd, prof->path[0] ? prof->path : "(in memory)", prof->gpu, sys->name, sys->gpu.name);
 }

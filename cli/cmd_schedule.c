@@ -170,11 +170,11 @@ static int run(const char *file, const char *policy, const char *gantt, const ch
     if (rc < 0) goto cleanup;
     const struct lp_sweep *sw0 = J->job[0].plan;
     const struct lp_system *sys = &sw0->systems[0];
-    const char *choice = lp_cli_profile_choice(profile, sys, sw0->profile);
+    const char *choice = lp_profile_choice(profile, sys, sw0->profile);
     char used[1024];
     struct lp_cost_model cm;
     bool mismatch = false;
-    rc = lp_cli_cost_model(choice, sys, false, &prof, &cm, used, sizeof(used), &mismatch, err);
+    rc = lp_cost_model_choose(choice, sys, false, &prof, &cm, used, sizeof(used), &mismatch, err);
     if (rc >= 0) rc = lp_sim_create(&cm, &sim, err);
     if (rc < 0) goto cleanup;
     size_t n = (size_t)J->njobs, na = (size_t)J->nalloc;

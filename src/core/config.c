@@ -62,13 +62,13 @@ void lp_calib_builtin(struct lp_calib *c)
      * rows: Megatron-Bridge (33 rows; it shows where the host cannot run
      * ahead: dropless MoE's synchronisations, TE's per-expert GEMM launches),
      * Narayanan Tables 1-2 without ZeRO-3 (10), vTrain + GPT-NeoX + the ZeRO-3
-     * rows of Narayanan Table 2 (730), MosaicML (38; the fit is not adopted),
+     * rows of Narayanan Table 2 (730), MosaicML (38),
      * Xia et al. 2024 (Transformers + PEFT eager PyTorch), the FlashAttention
      * repository (3) */
     c->host_op_s[LP_FW_MEGATRON] = 19e-6;
     c->host_op_s[LP_FW_MEGATRON_2021] = 0.0;
     c->host_op_s[LP_FW_MEGATRON_DEEPSPEED] = 83e-6;
-    c->host_op_s[LP_FW_FSDP] = 0.0;
+    c->host_op_s[LP_FW_FSDP] = 93e-6;
     c->host_op_s[LP_FW_HF] = 91e-6;
     c->host_op_s[LP_FW_DDP] = 0.0;
     c->attn_old_ratio = 0.52;

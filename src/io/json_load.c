@@ -309,6 +309,64 @@ static int parse_among(const char *s, int *out, const char *const *names)
         }
     return LP_EINVAL;
 }
+/* Int-indexed views of config.c's name tables (NULL past the end), so that
+ * the error messages below list the names the parsers accept from the same
+ * table. */
+static const char *prec_n(int i)
+{
+    return i >= 0 && i < LP_PREC_COUNT ? lp_prec_name((enum lp_prec)i) : NULL;
+}
+static const char *recompute_n(int i)
+{
+    return i >= 0 && i < LP_RECOMPUTE_COUNT ? lp_recompute_name((enum lp_recompute)i) : NULL;
+}
+static const char *schedule_n(int i)
+{
+    return i >= 0 && i < LP_SCHED_COUNT ? lp_schedule_name((enum lp_schedule)i) : NULL;
+}
+static const char *framework_n(int i)
+{
+    return i >= 0 && i < LP_FW_COUNT ? lp_framework_name((enum lp_framework)i) : NULL;
+}
+static const char *xent_n(int i)
+{
+    return i >= 0 && i < LP_XENT_COUNT ? lp_xent_name((enum lp_xent)i) : NULL;
+}
+/* the order of enum lp_attention, then "unfused" (LP_ATTENTION_COUNT) */
+static const char *attention_n(int i)
+{
+    return i >= 0 && i <= LP_ATTENTION_COUNT
+               ? lp_attention_name(i < LP_ATTENTION_COUNT, (enum lp_attention)i)
+               : NULL;
+}
+
+/* A name table: an int-indexed function or a NULL-terminated array. */
+struct name_src {
+    const char *(*fn)(int);
+    const char *const *tab;
+};
+static const char *name_at(const struct name_src *n, int i)
+{
+    return n->fn ? n->fn(i) : n->tab[i];
+}
+
+/* "\"a\", \"b\" or \"c\"" (`last` joins the last two: " or ", or ", " for a
+ * list) from a name table; into buf. */
+static const char *names_of(char *buf, size_t len, struct name_src n, const char *last)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; name_at(&n, i) && at < len; i++) {
+        const char *sep = i == 0 ? "" : name_at(&n, i + 1) ? ", " : last;
+        int k = snprintf(buf + at, len - at, "%s\"%s\"", sep, name_at(&n, i));
+        if (k < 0) break;
+        at += (size_t)k;
+    }
+    return buf;
+}
+#define NAMES_FN(buf, f) names_of(buf, sizeof(buf), (struct name_src){.fn = (f)}, " or ")
+#define NAMES_TAB(buf, t) names_of(buf, sizeof(buf), (struct name_src){.tab = (t)}, " or ")
+
 static int parse_act(const char *s, int *o)
 {
     static const char *const n[] = {"gelu", "swiglu", NULL};
@@ -319,10 +377,10 @@ static int parse_norm(const char *s, int *o)
     static const char *const n[] = {"layernorm", "rmsnorm", NULL};
     return parse_among(s, o, n);
 }
+static const char *const pos_names[] = {"learned", "rotary", "alibi", "none", NULL};
 static int parse_pos(const char *s, int *o)
 {
-    static const char *const n[] = {"learned", "rotary", "alibi", "none", NULL};
-    return parse_among(s, o, n);
+    return parse_among(s, o, pos_names);
 }
 static int parse_prec(const char *s, int *o)
 {
@@ -370,8 +428,10 @@ static int parse_name_set(const struct lp_jctx *c, const cJSON *o, const char *p
 static int parse_graph_scopes(const struct lp_jctx *c, const cJSON *o, const char *path,
                               unsigned *out)
 {
-    return parse_name_set(c, o, path, "cuda_graphs", lp_graph_scope_name,
-                          "\"attn\", \"mamba\", \"moe_router\"", out);
+    char ex[128];
+    return parse_name_set(
+        c, o, path, "cuda_graphs", lp_graph_scope_name,
+        names_of(ex, sizeof(ex), (struct name_src){.fn = lp_graph_scope_name}, ", "), out);
 }
 
 static int parse_dispatcher(const char *s, int *o)
@@ -407,9 +467,8 @@ static int parse_schedule(const char *s, int *o)
 }
 static int parse_attention(const char *s, int *o)
 {
-    /* the order of enum lp_attention, then "unfused" (LP_ATTENTION_COUNT): config.c's names */
-    for (int i = 0; i <= LP_ATTENTION_COUNT; i++)
-        if (strcmp(s, lp_attention_name(i < LP_ATTENTION_COUNT, (enum lp_attention)i)) == 0) {
+    for (int i = 0; attention_n(i); i++)
+        if (strcmp(s, attention_n(i)) == 0) {
             *o = i;
             return LP_OK;
         }
@@ -417,8 +476,12 @@ static int parse_attention(const char *s, int *o)
 }
 static int parse_xent(const char *s, int *o)
 {
-    static const char *const n[] = {"fp32", "fused", "native", "upcast", NULL}; /* enum lp_xent */
-    return parse_among(s, o, n);
+    for (int i = 0; xent_n(i); i++) /* the one name table: config.c */
+        if (strcmp(s, xent_n(i)) == 0) {
+            *o = i;
+            return LP_OK;
+        }
+    return LP_EINVAL;
 }
 static int parse_framework(const char *s, int *o)
 {
@@ -657,8 +720,9 @@ static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *
            lp_json_enum(c, o, path, "norm", false, parse_norm, "\"layernorm\" or \"rmsnorm\"", &e));
     m->norm = (enum lp_norm)e;
     e = LP_POS_LEARNED;
-    LP_TRY(err, lp_json_enum(c, o, path, "position", false, parse_pos,
-                             "\"learned\", \"rotary\", \"alibi\" or \"none\"", &e));
+    char ex[128];
+    LP_TRY(err,
+           lp_json_enum(c, o, path, "position", false, parse_pos, NAMES_TAB(ex, pos_names), &e));
     m->pos = (enum lp_pos)e;
     m->tied_embeddings = true;
     LP_TRY(err, lp_json_bool(c, o, path, "tied_embeddings", false, &m->tied_embeddings));
@@ -1123,10 +1187,11 @@ static int parse_recompute_details(const struct lp_jctx *c, const cJSON *o, cons
     const bool given = cJSON_GetObjectItemCaseSensitive(o, "recompute") != NULL;
     if (cJSON_GetObjectItemCaseSensitive(o, "recompute_modules")) {
         unsigned m = 0;
-        LP_TRY(err, parse_name_set(c, o, path, "recompute_modules", lp_rc_module_name,
-                                   "\"core_attn\", \"moe_act\", \"layernorm\", "
-                                   "\"mla_up_proj\", \"mlp\", \"moe\", \"shared_experts\"",
-                                   &m));
+        char ex[160];
+        LP_TRY(err,
+               parse_name_set(
+                   c, o, path, "recompute_modules", lp_rc_module_name,
+                   names_of(ex, sizeof(ex), (struct name_src){.fn = lp_rc_module_name}, ", "), &m));
         if (!given) p->recompute = LP_RECOMPUTE_SELECTIVE;
         lp_jpath(kp, sizeof(kp), path, "recompute_modules");
         if (p->recompute != LP_RECOMPUTE_SELECTIVE)
@@ -1189,15 +1254,16 @@ int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
     LP_TRY(err, lp_json_int32(c, o, path, "micro_batch", false, 1, 1 << 20, &p->micro_batch));
     LP_TRY(err, lp_json_bool(c, o, path, "sequence_parallel", false, &p->sequence_parallel));
     int e = (int)p->recompute;
+    char ex[160];
     LP_TRY(err, lp_json_enum(c, o, path, "recompute", false, parse_recompute,
-                             "\"none\", \"selective\" or \"full\"", &e));
+                             NAMES_FN(ex, recompute_n), &e));
     p->recompute = (enum lp_recompute)e;
     LP_TRY(err, parse_recompute_details(c, o, path, p));
     LP_TRY(err, lp_json_int32(c, o, path, "zero", false, 0, 3, &p->zero));
     if (p->vp > 1) p->schedule = LP_SCHED_INTERLEAVED;
     e = (int)p->schedule;
     LP_TRY(err, lp_json_enum(c, o, path, "schedule", false, parse_schedule,
-                             "\"gpipe\", \"1f1b\", \"interleaved\" or \"zb\"", &e));
+                             NAMES_FN(ex, schedule_n), &e));
     p->schedule = (enum lp_schedule)e;
     return LP_OK;
 }
@@ -1273,8 +1339,8 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
     LP_TRY(err, lp_json_check_keys(c, o, path, keys));
     LP_TRY(err, lp_json_int(c, o, path, "global_batch", true, 1, INT64_MAX, &t->global_batch));
     int e = (int)t->precision;
-    LP_TRY(err, lp_json_enum(c, o, path, "precision", false, parse_prec,
-                             "\"fp32\", \"fp16\", \"bf16\", \"fp8\", \"mxfp8\" or \"nvfp4\"", &e));
+    char ex[160];
+    LP_TRY(err, lp_json_enum(c, o, path, "precision", false, parse_prec, NAMES_FN(ex, prec_n), &e));
     t->precision = (enum lp_prec)e;
     e = (int)t->fp8_scaling;
     LP_TRY(err, lp_json_enum(c, o, path, "fp8_scaling", false, parse_fp8_scaling,
@@ -1284,9 +1350,8 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
     if (cJSON_GetObjectItemCaseSensitive(o, "attention")) {
         const bool flash_given = cJSON_GetObjectItemCaseSensitive(o, "flash_attention") != NULL;
         e = 0;
-        LP_TRY(err,
-               lp_json_enum(c, o, path, "attention", false, parse_attention,
-                            "\"flash2\", \"flash1\", \"triton\", \"cudnn\" or \"unfused\"", &e));
+        LP_TRY(err, lp_json_enum(c, o, path, "attention", false, parse_attention,
+                                 NAMES_FN(ex, attention_n), &e));
         const bool flash = e != LP_ATTENTION_COUNT;
         if (flash_given && flash != t->flash_attention) {
             char kp[256];
@@ -1376,8 +1441,8 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
                                        "train_metrics",
                                        NULL};
     struct lp_err *err = c->err;
-    const char *expected =
-        "\"megatron\", \"megatron-2021\", \"megatron-deepspeed\", \"fsdp\", \"hf\" or \"ddp\"";
+    char ex[160];
+    const char *expected = NAMES_FN(ex, framework_n);
     int e = LP_FW_MEGATRON;
     if (cJSON_IsString(item)) {
         if (parse_framework(item->valuestring, &e) != LP_OK)
@@ -1411,8 +1476,9 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     LP_TRY(err, lp_json_bool(c, item, path, "hybrid_shard", false, &f->hybrid_shard));
     LP_TRY(err, lp_json_bool(c, item, path, "train_metrics", false, &f->train_metrics));
     int x = (int)f->xent;
+    char xe[96];
     LP_TRY(err, lp_json_enum(c, item, path, "cross_entropy", false, parse_xent,
-                             "\"fp32\", \"fused\", \"native\" or \"upcast\"", &x));
+                             NAMES_FN(xe, xent_n), &x));
     f->xent = (enum lp_xent)x;
     x = (int)f->moe_impl;
     LP_TRY(err, lp_json_enum(c, item, path, "moe_impl", false, parse_moe_impl,

@@ -9,14 +9,7 @@
 #   trust.sh LLMPLAN SRCDIR SCRATCH
 set -u
 bin=$1 src=$2 dir=$3
-rm -rf "$dir" && mkdir -p "$dir/data"
-export LSAN_OPTIONS="suppressions=$src/tests/mpi/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
-export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
-fail() { echo "FAIL: $*"; exit 1; }
-for f in "$src"/data/*; do
-    [ "$(basename "$f")" = trust_bands.json ] || ln -s "$f" "$dir/data/"
-done
-export LLMPLAN_DATA="$dir/data"
+. "$src/tests/cli/lib.bash" trust_bands.json
 cat >"$dir/data/trust_bands.json" <<'JSON'
 {"format": "llmplan-trust-bands", "format_version": 1, "command": "hand-written for tests/cli/trust.sh",
  "domains": [

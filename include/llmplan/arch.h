@@ -11,9 +11,11 @@
 extern "C" {
 #endif
 
-/* Chunk size of Mamba-2's SSD algorithm (Dao and Gu 2024, Sec 6; mamba_ssm
- * and Megatron-Core's default chunk_size). */
-#define LP_SSD_CHUNK 256.0
+/* Chunk size of Mamba-2's SSD algorithm (Dao and Gu 2024, Sec 6):
+ * Megatron-Core's MambaMixer default chunk_size (megatron/core/ssm/
+ * mamba_mixer.py), also the Nemotron-H configs' chunk_size; mamba_ssm's own
+ * Mamba2 module defaults to 256. */
+#define LP_SSD_CHUNK 128.0
 
 /* Layer i (0-based) of m: its mixer and FFN. Without a layer pattern every
  * layer is attention (sliding-window where attention_window > 0 and the

@@ -732,6 +732,103 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
     close_block(w, c, &f, &b, &rc, comm_f, comm_b, ncoll, true);
 }
 
+/* Mamba-2's SSD in the kernels that run it: Megatron-Core's MambaMixer
+ * (mamba_mixer.py, the use_mem_eff_path training path) calls mamba_ssm's
+ * mamba_split_conv1d_scan_combined, whose forward is
+ * _mamba_chunk_scan_combined_fwd (ssd_combined.py) and whose backward
+ * recomputes the chunk states and runs _mamba_chunk_scan_combined_bwd. Each
+ * Triton kernel is costed on the roofline of the profile: the bytes it must
+ * move (every tensor it reads or writes once: the compulsory traffic, a
+ * lower bound) at the profile's copy bandwidth, or its tl.dot work as the
+ * batched GEMM of the same shape on the tensor cores, whichever is longer;
+ * a kernel bound by its bytes counts as memory-bound. Per token and TP
+ * rank: x, z, out are X = heads P wide (activation dtype), B and C G N,
+ * dt and the fp32 dA_cumsum one per head, the chunk states heads P N per
+ * chunk of Q tokens (fp32 where the code asks for states_in_fp32), and the
+ * fp32 C B^T G Q. The matmul shapes: XN (x or dout against B, C or the
+ * states: 2 X N FLOPs per token), XQ (within a chunk, C B^T against x or
+ * dout: 2 X Q) and BMM (C B^T itself: 2 G Q N). */
+enum ssd_dot { SSD_NONE, SSD_XN, SSD_XQ, SSD_BMM, SSD_XQ_XN };
+struct ssd_kernel {
+    double x, bc, hd, st, cb; /* bytes per token in units of X, G N, heads, states, C B^T */
+    enum ssd_dot dot;
+};
+
+static double ssd_dot_s(const struct wl *w, enum ssd_dot d, double nh, double G)
+{
+    const struct lp_model *m = &w->run->model;
+    const double T = w->T, P = m->mamba.head_dim, N = m->mamba.d_state, Q = LP_SSD_CHUNK;
+    const struct lp_cost_model *cm = w->cm;
+    switch (d) {
+    case SSD_XN:
+        return cm->ops->gemm_s(cm, LP_GEMM_FWD, w->aprec, T * nh, P, N);
+    case SSD_XQ:
+        return cm->ops->gemm_s(cm, LP_GEMM_FWD, w->aprec, T * nh, P, Q);
+    case SSD_BMM:
+        return cm->ops->gemm_s(cm, LP_GEMM_FWD, w->aprec, T * G, Q, N);
+    case SSD_XQ_XN:
+        return ssd_dot_s(w, SSD_XQ, nh, G) + ssd_dot_s(w, SSD_XN, nh, G);
+    default:
+        return 0.0;
+    }
+}
+
+static void ssd_run(const struct wl *w, const struct ssd_kernel *k, int n, double nh, double G,
+                    struct acc *a)
+{
+    const struct lp_model *m = &w->run->model;
+    const double P = m->mamba.head_dim, N = m->mamba.d_state, Q = LP_SSD_CHUNK;
+    const double X = nh * P, BC = G * N, S = nh * P * N / Q, CB = G * Q;
+    for (int i = 0; i < n; i++) {
+        const double bytes = w->T * (k[i].x * X + k[i].bc * BC + k[i].hd * nh + k[i].st * S +
+                                     k[i].cb * CB);
+        const double tm = mem(w, LP_MEM_COPY, bytes), tc = ssd_dot_s(w, k[i].dot, nh, G);
+        addk(a, tc > tm ? LP_OPC_ATTN : LP_OPC_MEM, fmax(tm, tc));
+    }
+}
+
+static void ssd_kernels(const struct wl *w, double nh, double G, struct acc *f, struct acc *b)
+{
+    const double e = w->e;
+    /* forward (_mamba_chunk_scan_combined_fwd with z: the gate is applied in
+     * _chunk_scan_fwd, which also writes out_x, saved for the backward) */
+    const struct ssd_kernel fwd[] = {
+        {0, 0, e + 8.0, 0, 0, SSD_NONE},         /* _chunk_cumsum_fwd: dt -> dt, dA_cumsum (fp32) */
+        {e, e, 8.0, 4.0, 0, SSD_XN},             /* _chunk_state_fwd: x, B -> states (fp32) */
+        {0, 0, 0, 4.0 + e, 0, SSD_NONE},         /* _state_passing_fwd: -> states (C's dtype) */
+        {0, 2.0 * e, 0, 0, 4.0, SSD_BMM},        /* _bmm_chunk_fwd: C, B -> C B^T (fp32) */
+        {4.0 * e, e, 8.0, e, 4.0, SSD_XQ_XN},    /* _chunk_scan_fwd: x, z, C, states -> out, out_x */
+    };
+    /* backward (_mamba_chunk_scan_combined_bwd, z given): the states
+     * recomputed (fp32 out of state passing), then the gradients; the
+     * reversed cumsum of ddA_prev (flip, cumsum, flip) and the two adds into
+     * ddA are PyTorch ops on per-head fp32 vectors */
+    const struct ssd_kernel bwd[] = {
+        {0, 0, e + 8.0, 0, 0, SSD_NONE},         /* _chunk_cumsum_fwd */
+        {0, 2.0 * e, 0, 0, 4.0, SSD_BMM},        /* _bmm_chunk_fwd */
+        {e, e, 8.0, 4.0, 0, SSD_XN},             /* _chunk_state_fwd */
+        {0, 0, 0, 8.0, 0, SSD_NONE},             /* _state_passing_fwd */
+        {6.0 * e, 0, 0, 0, 0, SSD_NONE},         /* _chunk_scan_bwd_dz: x, z, out_x, dout -> dz, dout */
+        {e, e, 4.0, 4.0, 0, SSD_XN},             /* _chunk_scan_bwd_dstates: C, dout -> dstates */
+        {0, 0, 0, 8.0 + 2.0 * e, 0, SSD_NONE},   /* _state_passing_bwd */
+        {3.0 * e, e, 12.0, e, 4.0, SSD_XQ_XN},   /* _chunk_scan_chunk_state_bwd_dx -> dx, ddt */
+        {e, e + 4.0, 12.0, e, 0, SSD_XN},        /* _chunk_state_bwd_db -> dB (fp32), ddA_next */
+        {e, e + 4.0, 8.0, e, 0, SSD_XN},         /* _chunk_scan_bwd_dC -> dC (fp32), ddA_prev */
+        {2.0 * e, 0, 8.0, 0, 4.0, SSD_XQ},       /* _chunk_scan_bwd_dcb -> dCB (fp32) */
+        {0, 2.0 * e + 4.0, 0, 0, 4.0, SSD_BMM},  /* _bmm_chunk_bwd (dB) */
+        {0, 2.0 * e + 4.0, 0, 0, 4.0, SSD_BMM},  /* _bmm_chunk_bwd (dC) */
+        {0, 0, 8.0, 0, 0, SSD_NONE},             /* flip */
+        {0, 0, 8.0, 0, 0, SSD_NONE},             /* cumsum */
+        {0, 0, 8.0, 0, 0, SSD_NONE},             /* flip */
+        {2.0 * e, 0, 12.0, 0, 4.0, SSD_XQ},      /* _chunk_scan_bwd_ddAcs_stable -> ddA */
+        {0, 0, 12.0, 0, 0, SSD_NONE},            /* ddA += ddA_next */
+        {0, 0, 12.0, 0, 0, SSD_NONE},            /* ddA += ddA_prev */
+        {0, 0, 8.0 + 2.0 * e, 0, 0, SSD_NONE},   /* _chunk_cumsum_bwd -> ddt, dA, ddt_bias */
+    };
+    ssd_run(w, fwd, (int)(sizeof fwd / sizeof fwd[0]), nh, G, f);
+    ssd_run(w, bwd, (int)(sizeof bwd / sizeof bwd[0]), nh, G, b);
+}
+
 /* Mamba mixer block (Megatron-Core MambaMixer; mamba_ssm kernels): norm,
  * in_proj (column-parallel), depthwise conv1d + SiLU, the selective scan
  * (Mamba-1) or the SSD chunked scan (Mamba-2), gated norm, out_proj
@@ -748,32 +845,14 @@ static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
     if (m->mamba.version == 2) {
         const double nh = lp_arch_mamba_heads(m) / t,
                      G = (m->mamba.n_groups > 0 ? m->mamba.n_groups : 1) / t;
-        const double P = m->mamba.head_dim, Q = LP_SSD_CHUNK;
         conv_ch = di + 2.0 * G * N;
         linear(w, T, 2.0 * di + 2.0 * G * N + nh, h, &f, &b);
-        /* SSD (Dao and Gu 2024, Sec 6) as batched GEMMs on the tensor cores
-         * in the activations' precision: C B^T per chunk and group, its
-         * product with X per head, the chunk states and their output; the
-         * backward runs each once for each input. Five forward kernels
-         * (cumsum, chunk state, state passing, bmm, chunk scan), ten back. */
-        const struct {
-            double m, n, k;
-        } g[3] = {{T * G, Q, N}, {T * nh, P, Q}, {T * nh, P, 2.0 * N}};
-        for (int i = 0; i < 3; i++) {
-            const double tf =
-                w->cm->ops->gemm_s(w->cm, LP_GEMM_FWD, w->aprec, g[i].m, g[i].n, g[i].k);
-            const double td =
-                w->cm->ops->gemm_s(w->cm, LP_GEMM_DGRAD, w->aprec, g[i].m, g[i].k, g[i].n);
-            const double tw =
-                w->cm->ops->gemm_s(w->cm, LP_GEMM_WGRAD, w->aprec, g[i].k, g[i].n, g[i].m);
-            addk(&f, LP_OPC_ATTN, tf);
-            addk(&b, LP_OPC_ATTN, td + tw);
-        }
-        f.n += 2;
-        b.n += 4;
-        /* gated RMSNorm: y * silu(z), normalised */
-        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_RMSNORM, 3.0 * T * di * w->e));
-        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_RMSNORM, 5.0 * T * di * w->e));
+        ssd_kernels(w, nh, G, &f, &b);
+        /* Megatron-Core's RMSNorm over the gated output (mamba_mixer.py:
+         * self.norm(y) after the fused path; the gate silu(z) is applied
+         * inside _chunk_scan_fwd) */
+        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_RMSNORM, 2.0 * T * di * w->e));
+        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_RMSNORM, 3.0 * T * di * w->e));
     } else {
         const double R = lp_arch_mamba_dt_rank(m);
         conv_ch = di;
@@ -793,8 +872,12 @@ static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
         addk(&f, LP_OPC_MEM, mem(w, LP_MEM_SWIGLU, 3.0 * T * di * w->e));
         addk(&b, LP_OPC_MEM, mem(w, LP_MEM_SWIGLU, 5.0 * T * di * w->e));
     }
-    /* depthwise causal conv1d + SiLU over the conv channels */
+    /* depthwise causal conv1d + SiLU over the conv channels; Mamba-2's
+     * fused path (MambaSplitConv1dScanCombinedFn) saves only its input and
+     * runs causal_conv1d_fwd again in the backward */
     addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * T * conv_ch * w->e));
+    if (m->mamba.version == 2)
+        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * T * conv_ch * w->e));
     addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 3.0 * T * conv_ch * w->e));
     linear(w, T, h, di, &f, &b);
     double comm = tp_comm(w);

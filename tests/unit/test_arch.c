@@ -195,9 +195,9 @@ TEST(mamba_flops_and_params)
      * 18944; conv (128 + 32) x (4 + 1) = 800; dt_bias, A, D 24; gated norm
      * 128; out_proj 128x64 = 8192: 28088 (+ pre-norm 64) */
     ASSERT_NEAR(lp_arch_mixer_params(&m, LP_MIX_MAMBA, 1), 28088 + 64, 1e-12);
-    /* forward: 2 (18944 + 8192) + conv 2*4*160 + SSD G 2 Q N + nh (2 Q P + 4 N P)
-     * = 54272 + 1280 + 2*2*256*8 + 8*(2*256*16 + 4*8*16) */
-    ASSERT_NEAR(lp_arch_mixer_flops(&m, LP_MIX_MAMBA), 54272 + 1280 + 8192 + 8 * (8192 + 512),
+    /* forward: 2 (18944 + 8192) + conv 2*4*160 + SSD G 2 Q N + nh (2 Q P + 4 N P),
+     * Q = 128 = 54272 + 1280 + 2*2*128*8 + 8*(2*128*16 + 4*8*16) */
+    ASSERT_NEAR(lp_arch_mixer_flops(&m, LP_MIX_MAMBA), 54272 + 1280 + 4096 + 8 * (4096 + 512),
                 1e-12);
     enum lp_mixer mx;
     enum lp_ffn ff;

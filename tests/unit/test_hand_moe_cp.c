@@ -13,10 +13,12 @@
  *     its weight gradient, fc2's output gradient gathered synchronously;
  *     without SP the all-reduce beside the weight gradient, if async);
  *   - the GPT-OSS experts' clamp and per-expert bias kernels and the
- *     all-to-all dispatcher's sort by local expert (expert_extras).
+ *     all-to-all dispatcher's sort by local expert (expert_extras);
+ *   - Mamba-2's SSD kernels (ssd_kernels), each on the roofline.
  * The sustained-clock throttle is switched off (sustained_frac 1) so that
  * the operator classes are the backend's times. */
 #include <math.h>
+#include <stdio.h>
 
 #include "fixtures.h"
 #include "harness.h"
@@ -398,7 +400,54 @@ TEST(tp_backward_overlap)
     tp_backward_case(th_failed_, 300e9, false, false);
 }
 
+/* Mamba-2's SSD as the mamba_ssm Triton kernels Megatron-Core runs
+ * (sim_workload.c ssd_kernels): every kernel of the forward costs its
+ * compulsory bytes or its tl.dot work as a GEMM, whichever is longer. A
+ * hybrid model of Mamba-2 layers only: h 1024, 32 heads of P 64 (d_i 2048),
+ * G 8 groups of N 128 state, chunk Q 128; TP 1, micro-batch 2 of 4096. */
+TEST(mamba2_ssd_kernels)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    r.model.moe = (struct lp_moe){0};
+    r.model.dropout = false;
+    r.model.norm = LP_NORM_RMSNORM;
+    r.model.mamba = (struct lp_mamba){
+        .version = 2, .d_state = 128, .d_conv = 4, .expand = 2, .head_dim = 64, .n_groups = 8,
+        .heads = 32};
+    snprintf(r.model.layer_pattern, sizeof(r.model.layer_pattern), "MMMM");
+    r.par.ep = 1;
+    ASSERT_EQ_INT(lp_sim_validate(&r), LP_REASON_NONE);
+    static struct lp_shape_cost sc;
+    shape_cost(&r, &sc);
+    const struct lp_gpu *g = &r.system.gpu;
+    const double T = 8192, h = 1024, e = 2, nh = 32, P = 64, N = 128, G = 8, Q = 128;
+    const double X = nh * P, BC = G * N, S = nh * P * N / Q, CB = G * Q;
+    ASSERT_TRUE(Q == LP_SSD_CHUNK);
+    const double xn = hand_gemm(g, T * nh, P, N), xq = hand_gemm(g, T * nh, P, Q),
+                 bmm = hand_gemm(g, T * G, Q, N);
+    /* cumsum: dt in, dt and dA_cumsum out (fp32); chunk state: x, B, dt,
+     * dA_cumsum in, fp32 states out; state passing: fp32 in, bf16 out;
+     * C B^T: C, B in, fp32 out; chunk scan: C B^T, x, z, C, dt, dA_cumsum,
+     * states in, out and out_x out */
+    const double ssd = hand_mem(g, T * nh * (e + 8)) +
+                       fmax(hand_mem(g, T * (e * X + e * BC + 8 * nh + 4 * S)), xn) +
+                       hand_mem(g, T * (4 + e) * S) +
+                       fmax(hand_mem(g, T * (2 * e * BC + 4 * CB)), bmm) +
+                       fmax(hand_mem(g, T * (4 * e * X + e * BC + 8 * nh + e * S + 4 * CB)),
+                            xq + xn);
+    /* the rest of the block's non-GEMM kernels: pre-norm and residual over
+     * h, conv1d over d_i + 2 G N channels, the RMSNorm over d_i */
+    const double rest = hand_mem(g, 2 * T * h * e) + hand_mem(g, 3 * T * h * e) +
+                        hand_mem(g, 2 * T * (X + 2 * BC) * e) + hand_mem(g, 2 * T * X * e);
+    const struct lp_layer_cost *c = &sc.mix[LP_MIX_MAMBA];
+    CLOSE(c->op_fwd[LP_OPC_MEM] + c->op_fwd[LP_OPC_ATTN], ssd + rest);
+    /* the state passing kernel alone: 6 bytes per state element per chunk,
+     * 0.79 MB per chunk here, is no vanishing term */
+    ASSERT_TRUE(hand_mem(g, T * (4 + e) * S) > 10 * RL_LAUNCH);
+}
+
 TH_MAIN(TH_CASE(ep_all_to_all_inside_a_node), TH_CASE(ep_all_to_all_across_nodes),
         TH_CASE(expert_gemms), TH_CASE(expert_activation_clamp), TH_CASE(expert_bias_per_expert),
         TH_CASE(alltoall_sort_by_local_expert), TH_CASE(expert_data_parallel_group),
-        TH_CASE(cp_ring_exchange), TH_CASE(tp_backward_overlap))
+        TH_CASE(cp_ring_exchange), TH_CASE(tp_backward_overlap), TH_CASE(mamba2_ssd_kernels))

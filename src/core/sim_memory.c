@@ -239,10 +239,12 @@ static double kind_activation_bytes(const struct lp_run *r, int k, bool covered)
         if (m->mamba.version == 2) {
             const double G = m->mamba.n_groups > 0 ? m->mamba.n_groups : 1;
             const double nh = lp_arch_mamba_heads(m);
-            /* in_proj output, conv output, scan output, gated norm output,
-             * and the fp32 chunk states (one per LP_SSD_CHUNK tokens) */
-            split += e * ((2.0 * di + 2.0 * G * N + nh) + (di + 2.0 * G * N) + 2.0 * di) +
-                     4.0 * di * N / LP_SSD_CHUNK;
+            /* mamba_ssm's MambaSplitConv1dScanCombinedFn (Megatron-Core's
+             * training path) saves the in_proj output and the scan output
+             * out_x and recomputes the conv output and the chunk states in
+             * its backward (sim_workload.c ssd_kernels); Megatron-Core's
+             * RMSNorm keeps the gated output, out_proj the norm output */
+            split += e * ((2.0 * di + 2.0 * G * N + nh) + 3.0 * di);
         } else {
             const double R = lp_arch_mamba_dt_rank(m);
             /* in_proj output, conv output, x_proj output, delta, scan and

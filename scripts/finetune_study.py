@@ -7,7 +7,9 @@ epochs of 15k queries of median length 148 (GSM8K), at Xia's CUDO prices
 
 usage: scripts/finetune_study.py [--build DIR]
 The batch per GPU is Xia's measured maximum (Table IV: 4 on the A40, 17 on
-the A100 80GB and H100) and llmplan's own --max-batch is printed next to it.
+the A100 80GB and H100) and llmplan's own --max-batch is printed next to it:
+the batch that must fit holds the longest query, padded to LLaMA-Factory's
+cutoff_len 1024 of Xia's scripts (dataset max_len; the time uses the median).
 """
 import argparse
 import json
@@ -31,7 +33,8 @@ def run(system, batch, prices):
             "training": {"global_batch": batch,
                          "finetune": {"method": "lora", "rank": 16, "base_bits": 4,
                                       "targets": "moe"},
-                         "dataset": {"queries": 15000, "epochs": 10, "median_len": 148}},
+                         "dataset": {"queries": 15000, "epochs": 10, "median_len": 148,
+                                     "max_len": 1024}},
             "framework": "hf"}
 
 
@@ -47,7 +50,8 @@ def main():
     if p.returncode != 0:
         sys.exit(p.stderr)
     res = [json.loads(x) for x in p.stdout.splitlines()]
-    print("Mixtral-8x7B QLoRA, 10 epochs x 15k queries (median 148 tokens), one GPU, framework hf")
+    print("Mixtral-8x7B QLoRA, 10 epochs x 15k queries (median 148 tokens, longest 1024), one "
+          "GPU, framework hf")
     for i, price in enumerate(PRICES):
         print(f"\nprices: {price}")
         print(f"{'GPU':<10} {'batch':>5} {'llmplan max':>11} {'queries/s':>9} {'hours':>7} "

@@ -64,6 +64,20 @@ check("padded length, batch 4", b4["seq_len"] == 288, str(b4["seq_len"]))
 check("memory set by the longest queries",
       abs(b4["memory_per_gpu_gib"] - m300["memory_per_gpu_gib"]) < 1e-9,
       f"{b4['memory_per_gpu_gib']:.3f} GiB")
+# max_len (the longest query, e.g. LLaMA-Factory's cutoff_len): the batch
+# that must fit is padded to it; the time stays that of the distribution
+lm, l148, l1024 = sim([run(4, dataset={"queries": 1000, "median_len": 148, "max_len": 1024}),
+                       run(4), run(4, dataset={"queries": 1000, "median_len": 1024})])
+check("max_len sets the memory",
+      abs(lm["memory_per_gpu_gib"] - l1024["memory_per_gpu_gib"]) < 1e-9 and
+      lm["memory_per_gpu_gib"] > l148["memory_per_gpu_gib"] and
+      lm["max_batch"] == l1024["max_batch"] < l148["max_batch"],
+      f"{lm['memory_per_gpu_gib']:.3f} GiB, max batch {lm['max_batch']} "
+      f"(all at 148: {l148['max_batch']})")
+check("max_len leaves the time", lm["iteration_time_s"] == l148["iteration_time_s"],
+      f"{lm['iteration_time_s']:.4f} s")
+check("max_len recorded", lm["training_config"]["dataset"].get("max_len") == 1024,
+      str(lm["training_config"]["dataset"]))
 # cost of the dataset: queries x epochs / queries per second x price
 c, cd = sim([run(4, prices="cudo-2024"), run(4, prices="2024")])
 want = 15000 * 10 / c["queries_per_s"] / 3600 * 0.79
@@ -79,6 +93,7 @@ refused(run(1, prices="aws-1999"), "'prices'")
 refused(run(1, dataset={"queries": 10, "histogram": [[100, 0.5], [90, 0.5]]}), "histogram")
 refused(run(1, dataset={"queries": 10, "histogram": [[100, 0.5], [200, 0.2]]}), "summing to 1")
 refused(run(1, dataset={"queries": 10}), "median_len")
+refused(run(1, dataset={"queries": 10, "median_len": 148, "max_len": 100}), "max_len")
 bad = run(1); bad["framework"] = {"name": "hf", "moe_impl": "loop"}
 refused(bad, "moe_impl")
 bad = run(1); bad["training"]["finetune"]["targets"] = "attention"

@@ -174,7 +174,10 @@ static double hf_layer_activation_bytes(const struct lp_run *r, bool attn_layer,
 /* QLoRA under hf with gradient checkpointing: bitsandbytes' 4-bit matmul
  * (0.42.0, autograd/_functions.py, MatMul4Bit.forward) keeps its input for
  * the backward as a Python attribute, `ctx.tensors = (A, B)`, not with
- * ctx.save_for_backward, so the saved-tensor hooks of the non-reentrant
+ * ctx.save_for_backward (the 8-bit MatMul8bitLt.forward likewise keeps
+ * `ctx.tensors = (CAt, subA, A)`: the input and its int8 transpose, one
+ * byte more per element; the outlier columns subA are not counted), so the
+ * saved-tensor hooks of the non-reentrant
  * torch.utils.checkpoint (torch 2.1; Xia et al.'s LLaMA-Factory 0.4.0,
  * patcher.py _prepare_model_for_training: use_reentrant False) never see
  * it: every 4-bit linear's input of every checkpointed layer stays alive
@@ -189,11 +192,13 @@ static double hf_layer_activation_bytes(const struct lp_run *r, bool attn_layer,
 static double hf_qlora_held_bytes(const struct lp_run *r, int k)
 {
     const struct lp_model *m = &r->model;
-    if (r->fw.kind != LP_FW_HF || r->train.lora_rank <= 0 || r->train.lora_base_bits != 4)
+    if (r->fw.kind != LP_FW_HF || r->train.lora_rank <= 0 || r->train.lora_base_bits >= 16)
         return 0.0;
     const enum lp_mixer mx = (enum lp_mixer)(k / LP_FFN_COUNT);
     const enum lp_ffn ff = (enum lp_ffn)(k % LP_FFN_COUNT);
-    const double e = r->train.precision == LP_FP32 ? 4.0 : 2.0, h = m->hidden, t = r->par.tp;
+    const double e = (r->train.precision == LP_FP32 ? 4.0 : 2.0) +
+                     (r->train.lora_base_bits == 8 ? 1.0 : 0.0),
+                 h = m->hidden, t = r->par.tp;
     const double T = r->par.micro_batch * (double)m->seq_len / r->par.cp;
     double b = 0;
     if (mx == LP_MIX_ATTN || mx == LP_MIX_ATTN_LOCAL)

@@ -82,17 +82,20 @@ check("max_len recorded", lm["training_config"]["dataset"].get("max_len") == 102
 # ctx.tensors, which the non-reentrant checkpoint cannot drop, so each query
 # adds, per token and layer, q/k/v's and o_proj's inputs, the router's and
 # per routed token w1/w3's and w2's: 2 (3 h + top_k (h + f)) bytes; the
-# 8-bit base (MatMul8bitLt: save_for_backward) has no such term
+# 8-bit MatMul8bitLt keeps the input and its int8 transpose (3 bytes per
+# element); a 16-bit base (F.linear, save_for_backward) has no such term
 def q(bits, b):
     r = run(b, dataset={"queries": 1000, "median_len": 1024})
     r["training"]["finetune"]["base_bits"] = bits
     return r
-q41, q42, q81, q82 = sim([q(4, 1), q(4, 2), q(8, 1), q(8, 2)])
-held = ((q42["memory_per_gpu_gib"] - q41["memory_per_gpu_gib"]) -
-        (q82["memory_per_gpu_gib"] - q81["memory_per_gpu_gib"])) * 2**30
+res = sim([q(bits, b) for bits in (4, 8, 16) for b in (1, 2)])
+per = [(res[i + 1]["memory_per_gpu_gib"] - res[i]["memory_per_gpu_gib"]) * 2**30
+       for i in (0, 2, 4)]
 want = 1024 * 32 * 2 * (3 * 4096 + 2 * (4096 + 14336))
-check("4-bit inputs held across checkpointed layers", abs(held - want) < 1e-6 * want,
-      f"{held / 1e9:.3f} GB per 1024-token query vs {want / 1e9:.3f}")
+check("4-bit inputs held across checkpointed layers", abs(per[0] - per[2] - want) < 1e-6 * want,
+      f"{(per[0] - per[2]) / 1e9:.3f} GB per 1024-token query vs {want / 1e9:.3f}")
+check("8-bit: the input and its int8 transpose",
+      abs(per[1] - per[2] - 1.5 * want) < 1e-6 * want, f"{(per[1] - per[2]) / 1e9:.3f} GB")
 # cost of the dataset: queries x epochs / queries per second x price
 c, cd = sim([run(4, prices="cudo-2024"), run(4, prices="2024")])
 want = 15000 * 10 / c["queries_per_s"] / 3600 * 0.79

@@ -79,6 +79,7 @@ def main():
     with open(os.path.join(ROOT, "data", "models", "blackmamba-630m-2.8b.json")) as f:
         bm = json.load(f)
     bm["moe"]["top_k"] = 2
+    bm["tied_embeddings"] = False  # Xia's loader clones the embedding into output_layer
     bruns = [{"model": bm, "system": s, "framework": "hf", "parallel": {"micro_batch": 1},
               "training": {"global_batch": 1, "dataset": {"queries": 1000, "median_len": 128}}}
              for _, s, _ in GPUS]

@@ -391,6 +391,7 @@ struct lp_training {
         double queries, epochs;
         int nbins;
         int pad_multiple;             /* padded lengths round up to this (1 = none) */
+        int max_len;                  /* the longest query (tokens; 0: the last bin's) */
         int len[LP_DATASET_BINS];     /* tokens, ascending */
         double frac[LP_DATASET_BINS]; /* fractions of the queries, summing to 1 */
     } dataset;

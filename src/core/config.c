@@ -121,7 +121,9 @@ double lp_dataset_batch_len(const struct lp_dataset *d, int b, bool worst)
 {
     if (d->nbins <= 0) return 0.0;
     const double q = d->pad_multiple > 1 ? d->pad_multiple : 1;
-    if (worst) return ceil(d->len[d->nbins - 1] / q) * q;
+    /* the batch that must fit: its longest query (the dataset's, max_len
+     * when given, e.g. LLaMA-Factory's cutoff_len) and all b padded to it */
+    if (worst) return ceil(fmax(d->len[d->nbins - 1], d->max_len) / q) * q;
     double F = 0, prev = 0, e = 0;
     for (int i = 0; i < d->nbins; i++) {
         F += d->frac[i];

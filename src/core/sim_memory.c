@@ -171,6 +171,45 @@ static double hf_layer_activation_bytes(const struct lp_run *r, bool attn_layer,
     return T * (norms + attn + ffn) / r->par.tp;
 }
 
+/* QLoRA under hf with gradient checkpointing: bitsandbytes' 4-bit matmul
+ * (0.42.0, autograd/_functions.py, MatMul4Bit.forward) keeps its input for
+ * the backward as a Python attribute, `ctx.tensors = (A, B)`, not with
+ * ctx.save_for_backward (the 8-bit MatMul8bitLt.forward likewise keeps
+ * `ctx.tensors = (CAt, subA, A)`: the input and its int8 transpose, one
+ * byte more per element; the outlier columns subA are not counted), so the
+ * saved-tensor hooks of the non-reentrant
+ * torch.utils.checkpoint (torch 2.1; Xia et al.'s LLaMA-Factory 0.4.0,
+ * patcher.py _prepare_model_for_training: use_reentrant False) never see
+ * it: every 4-bit linear's input of every checkpointed layer stays alive
+ * with that layer's autograd graph until its backward. Per token, e bytes
+ * per element: q/k/v's input (one tensor) and o_proj's (attention); the
+ * router's, and per routed token w1/w3's (the gathered hidden_states) and
+ * w2's (the SwiGLU product) (MoE); the MLP's input and its down
+ * projection's (dense). Column-parallel inputs are whole, row-parallel
+ * ones split by TP. Not counted: Mamba mixers' linears, and the first
+ * layer's attention and expert inputs, which need no gradient (1% of the
+ * term for Mixtral). */
+static double hf_qlora_held_bytes(const struct lp_run *r, int k)
+{
+    const struct lp_model *m = &r->model;
+    if (r->fw.kind != LP_FW_HF || r->train.lora_rank <= 0 || r->train.lora_base_bits >= 16)
+        return 0.0;
+    const enum lp_mixer mx = (enum lp_mixer)(k / LP_FFN_COUNT);
+    const enum lp_ffn ff = (enum lp_ffn)(k % LP_FFN_COUNT);
+    const double e = (r->train.precision == LP_FP32 ? 4.0 : 2.0) +
+                     (r->train.lora_base_bits == 8 ? 1.0 : 0.0),
+                 h = m->hidden, t = r->par.tp;
+    const double T = r->par.micro_batch * (double)m->seq_len / r->par.cp;
+    double b = 0;
+    if (mx == LP_MIX_ATTN || mx == LP_MIX_ATTN_LOCAL)
+        b += e * h + e * m->heads * lp_arch_head_dim(m) / t;
+    if (ff == LP_FFN_MOE)
+        b += e * h + m->moe.top_k * (e * h + e * m->moe.ffn_hidden / etp_of(r));
+    else if (ff == LP_FFN_DENSE)
+        b += e * h + e * m->ffn_hidden / t;
+    return T * b;
+}
+
 /* Activation bytes kept for the backward by one layer of kind k for one
  * micro-batch (Korthikanti et al. 2022, Sec 4, generalised to GQA, SwiGLU,
  * MLA, Mamba and MoE; docs/simulator.md). Per token, each block keeps its
@@ -310,10 +349,11 @@ void lp_sim_peak_memory(const struct lp_run *r, const struct lp_kinds *ks,
     double e = r->train.precision == LP_FP32 ? 4.0 : 2.0;
     double T = p->micro_batch * (double)m->seq_len / p->cp;
     double t = p->tp;
-    double act[LP_KINDS] = {0}, kp[LP_KINDS] = {0}, kl[LP_KINDS] = {0};
+    double act[LP_KINDS] = {0}, kp[LP_KINDS] = {0}, kl[LP_KINDS] = {0}, held[LP_KINDS] = {0};
     for (int j = 0; j < ks->n; j++) {
         const int k = ks->id[j];
         act[k] = kind_activation_bytes(r, k, false);
+        held[k] = hf_qlora_held_bytes(r, k);
         kp[k] = kind_params(r, k);
         kl[k] = r->train.lora_rank > 0 ? kind_lora(r, k) : 0.0;
     }
@@ -343,7 +383,7 @@ void lp_sim_peak_memory(const struct lp_run *r, const struct lp_kinds *ks,
             lp_full_kinds(ks, p, first, c * p->pp + s, nr);
             for (int j = 0; j < ks->n; j++) {
                 const int k = ks->id[j];
-                chunk_act += (n[k] - nr[k]) * act[k];
+                chunk_act += (n[k] - nr[k]) * act[k] + nr[k] * held[k];
                 covered += nr[k];
                 params += n[k] * kp[k];
                 trained += n[k] * kl[k];

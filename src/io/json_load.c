@@ -1269,13 +1269,28 @@ int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
 }
 
 /* training.dataset: {queries, epochs, median_len | histogram [[len, fraction], ...],
- * pad_multiple}: a length distribution (bins ascending, fractions summing
- * to 1); a median alone is one bin (every query that long: no padding). */
+ * pad_multiple, max_len}: a length distribution (bins ascending, fractions
+ * summing to 1); a median alone is one bin (every query that long: no
+ * padding); max_len, the longest query (at least the last bin), sets the
+ * batch that must fit when the distribution does not reach it. */
+static int check_max_len(const struct lp_jctx *c, const char *path, const struct lp_dataset *d)
+{
+    struct lp_err *err = c->err;
+    char kp[300];
+    if (d->max_len > 0 && d->max_len < d->len[d->nbins - 1])
+        LP_FAIL(err, LP_EINVAL,
+                "%s: key '%s': expected the longest query, at least the longest length of "
+                "the distribution (%d), got %d",
+                c->file, lp_jpath(kp, sizeof(kp), path, "max_len"), d->len[d->nbins - 1],
+                d->max_len);
+    return LP_OK;
+}
+
 static int parse_dataset(const struct lp_jctx *c, const cJSON *o, const char *path,
                          struct lp_dataset *d)
 {
     static const char *const keys[] = {"queries", "epochs",       "median_len", "histogram",
-                                       "source",  "pad_multiple", NULL};
+                                       "source",  "pad_multiple", "max_len",   NULL};
     struct lp_err *err = c->err;
     char kp[300];
     memset(d, 0, sizeof(*d));
@@ -1289,6 +1304,7 @@ static int parse_dataset(const struct lp_jctx *c, const cJSON *o, const char *pa
     LP_TRY(err, lp_json_num(c, o, path, "epochs", false, 0, true, &d->epochs));
     d->pad_multiple = 8; /* LLaMA-Factory: DataCollatorForSeq2Seq(pad_to_multiple_of=8) */
     LP_TRY(err, lp_json_int32(c, o, path, "pad_multiple", false, 1, 1 << 16, &d->pad_multiple));
+    LP_TRY(err, lp_json_int32(c, o, path, "max_len", false, 1, 1 << 24, &d->max_len));
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(o, "histogram");
     const bool med = cJSON_GetObjectItemCaseSensitive(o, "median_len") != NULL;
     if (med == (h != NULL))
@@ -1298,7 +1314,7 @@ static int parse_dataset(const struct lp_jctx *c, const cJSON *o, const char *pa
         d->nbins = 1;
         d->frac[0] = 1.0;
         LP_TRY(err, lp_json_int32(c, o, path, "median_len", true, 1, 1 << 24, &d->len[0]));
-        return LP_OK;
+        return check_max_len(c, path, d);
     }
     lp_jpath(kp, sizeof(kp), path, "histogram");
     const int n = cJSON_IsArray(h) ? cJSON_GetArraySize(h) : 0;
@@ -1326,7 +1342,7 @@ static int parse_dataset(const struct lp_jctx *c, const cJSON *o, const char *pa
         LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected fractions summing to 1, got %g", c->file,
                 kp, sum);
     d->nbins = n;
-    return LP_OK;
+    return check_max_len(c, path, d);
 }
 
 int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,

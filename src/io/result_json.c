@@ -137,6 +137,7 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
             cJSON *hist = ds ? cJSON_AddArrayToObject(ds, "histogram") : NULL;
             bad |= !ds || !hist || add_num(ds, "queries", d->queries) ||
                    add_num(ds, "epochs", d->epochs) || add_num(ds, "pad_multiple", d->pad_multiple);
+            if (ds && d->max_len > 0) bad |= add_num(ds, "max_len", d->max_len);
             for (int i = 0; hist && i < d->nbins; i++) {
                 const double pair[2] = {d->len[i], d->frac[i]};
                 cJSON *e = cJSON_CreateDoubleArray(pair, 2);

@@ -64,6 +64,38 @@ check("padded length, batch 4", b4["seq_len"] == 288, str(b4["seq_len"]))
 check("memory set by the longest queries",
       abs(b4["memory_per_gpu_gib"] - m300["memory_per_gpu_gib"]) < 1e-9,
       f"{b4['memory_per_gpu_gib']:.3f} GiB")
+# max_len (the longest query, e.g. LLaMA-Factory's cutoff_len): the batch
+# that must fit is padded to it; the time stays that of the distribution
+lm, l148, l1024 = sim([run(4, dataset={"queries": 1000, "median_len": 148, "max_len": 1024}),
+                       run(4), run(4, dataset={"queries": 1000, "median_len": 1024})])
+check("max_len sets the memory",
+      abs(lm["memory_per_gpu_gib"] - l1024["memory_per_gpu_gib"]) < 1e-9 and
+      lm["memory_per_gpu_gib"] > l148["memory_per_gpu_gib"] and
+      lm["max_batch"] == l1024["max_batch"] < l148["max_batch"],
+      f"{lm['memory_per_gpu_gib']:.3f} GiB, max batch {lm['max_batch']} "
+      f"(all at 148: {l148['max_batch']})")
+check("max_len leaves the time", lm["iteration_time_s"] == l148["iteration_time_s"],
+      f"{lm['iteration_time_s']:.4f} s")
+check("max_len recorded", lm["training_config"]["dataset"].get("max_len") == 1024,
+      str(lm["training_config"]["dataset"]))
+# QLoRA under checkpointing: bitsandbytes' MatMul4Bit keeps its input as
+# ctx.tensors, which the non-reentrant checkpoint cannot drop, so each query
+# adds, per token and layer, q/k/v's and o_proj's inputs, the router's and
+# per routed token w1/w3's and w2's: 2 (3 h + top_k (h + f)) bytes; the
+# 8-bit MatMul8bitLt keeps the input and its int8 transpose (3 bytes per
+# element); a 16-bit base (F.linear, save_for_backward) has no such term
+def q(bits, b):
+    r = run(b, dataset={"queries": 1000, "median_len": 1024})
+    r["training"]["finetune"]["base_bits"] = bits
+    return r
+res = sim([q(bits, b) for bits in (4, 8, 16) for b in (1, 2)])
+per = [(res[i + 1]["memory_per_gpu_gib"] - res[i]["memory_per_gpu_gib"]) * 2**30
+       for i in (0, 2, 4)]
+want = 1024 * 32 * 2 * (3 * 4096 + 2 * (4096 + 14336))
+check("4-bit inputs held across checkpointed layers", abs(per[0] - per[2] - want) < 1e-6 * want,
+      f"{(per[0] - per[2]) / 1e9:.3f} GB per 1024-token query vs {want / 1e9:.3f}")
+check("8-bit: the input and its int8 transpose",
+      abs(per[1] - per[2] - 1.5 * want) < 1e-6 * want, f"{(per[1] - per[2]) / 1e9:.3f} GB")
 # cost of the dataset: queries x epochs / queries per second x price
 c, cd = sim([run(4, prices="cudo-2024"), run(4, prices="2024")])
 want = 15000 * 10 / c["queries_per_s"] / 3600 * 0.79
@@ -79,6 +111,7 @@ refused(run(1, prices="aws-1999"), "'prices'")
 refused(run(1, dataset={"queries": 10, "histogram": [[100, 0.5], [90, 0.5]]}), "histogram")
 refused(run(1, dataset={"queries": 10, "histogram": [[100, 0.5], [200, 0.2]]}), "summing to 1")
 refused(run(1, dataset={"queries": 10}), "median_len")
+refused(run(1, dataset={"queries": 10, "median_len": 148, "max_len": 100}), "max_len")
 bad = run(1); bad["framework"] = {"name": "hf", "moe_impl": "loop"}
 refused(bad, "moe_impl")
 bad = run(1); bad["training"]["finetune"]["targets"] = "attention"

@@ -15,16 +15,15 @@
  * 3 with Hopper instructions; llmplan's `triton` tables are llm-foundry's
  * pre-MLIR kernel) and FlashAttention-3 (no llmplan implementation).
  *
- * What the rows show (this test's output): the H100 fused tables come out
- * 3.2-3.8% slower than their own rows, the A100 ones 0.3%. The fractions in
- * synth.c are the rows over the peak, so they hold the benchmark's wave
- * quantisation (262144/d blocks of 128 queries: 4096 or 2048 over 132 SMs,
- * 0.970; over 108 SMs 0.998), and fused_attn_s multiplies by the wave
- * factor again: without that second factor every fused series is within
- * 1% (asserted). Standard attention is compared without the dropout
- * kernels the tables add (the rows ran p = 0): within the pooled fit's
- * spread on both GPUs. */
-#include <math.h>
+ * What the rows showed: the H100 fused tables came out 3.2-3.8% slower than
+ * their own rows (the A100 ones 0.3%): the fractions are the rows over the
+ * peak, so they held the benchmark's wave quantisation (262144/d blocks of
+ * 128 queries: 4096 or 2048 over 132 SMs, 0.970; over 108 SMs 0.998), and
+ * fused_attn_s charged the wave factor again. synth.c now divides the
+ * fractions by the benchmark's wave (attn_bench_wave): every fused series
+ * is within 1% (asserted). Standard attention is compared without the
+ * dropout kernels the tables add (the rows ran p = 0): within the pooled
+ * fit's spread on both GPUs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,9 +88,10 @@ static const char *const series_name[S_COUNT] = {
     "FlashAttention-2 fwd+bwd", "FlashAttention v1 fwd+bwd", "standard fwd+bwd",
     "FlashAttention-2 fwd",     "standard fwd",              "cuDNN fwd",
     "GEMM MAMF"};
-/* the bound on each series' mean absolute error: what the profile
- * reproduces today (printed by this test), rounded up */
-static const double h100_bound[S_COUNT] = {0.04, 0.04, 0.10, 0.04, 0.15, 0.05, 0.07};
+/* the bound on each series' mean absolute error: 1% for the fused kernels
+ * (their tables are these rows); for standard attention and the GEMM what
+ * the profile reproduces today (printed by this test), rounded up */
+static const double h100_bound[S_COUNT] = {0.01, 0.01, 0.10, 0.01, 0.15, 0.01, 0.07};
 static const double a100_bound[S_COUNT] = {0.01, 0.01, 0.08, 0.01, 0.01, 0.01, 0.06};
 
 /* the mean absolute error of each series for GPU preset `gpu` against the
@@ -125,7 +125,7 @@ static void compare(const char *gpu, const char *rows, const double *bound, int 
     ASSERT_TRUE(c_id >= 0 && c_gpu >= 0 && c_kernel >= 0 && c_impl >= 0 && c_shape >= 0 &&
                 c_causal >= 0 && c_value >= 0 && c_prec >= 0);
 
-    double sum[S_COUNT] = {0}, worst[S_COUNT] = {0}, bias[S_COUNT] = {0}, unwaved[S_COUNT] = {0};
+    double sum[S_COUNT] = {0}, worst[S_COUNT] = {0}, bias[S_COUNT] = {0};
     int count[S_COUNT] = {0};
     char worst_id[S_COUNT][16] = {{0}};
     while (fgets(line, sizeof(line), fp)) {
@@ -144,7 +144,7 @@ static void compare(const char *gpu, const char *rows, const double *bound, int 
         if (fwd && !strcmp(impl, "Standard attention")) s_id = S_STD_F, ai = LP_ATTN_UNFUSED;
         if (fwd && !strcmp(impl, "cuDNN")) s_id = S_CUDNN_F, ai = LP_ATTN_CUDNN;
         const double meas = atof(f[c_value]);
-        double pred = 0.0, wave = 1.0;
+        double pred = 0.0;
         if (!strncmp(k, "GEMM", 4) && !strcmp(f[c_prec], "BF16")) {
             /* MAMF best shape: MxNxK=... */
             const char *x = strstr(f[c_shape], "MxNxK=");
@@ -171,21 +171,11 @@ static void compare(const char *gpu, const char *rows, const double *bound, int 
             const double undrop = ai == LP_ATTN_UNFUSED ? drop * (fb ? 2.0 : 1.0) : 0.0;
             const double flops = 4.0 * bh * s * s * d * (causal ? 0.5 : 1.0) * (fb ? 3.5 : 1.0);
             pred = flops / (tf + tb - undrop) / 1e12;
-            /* the fused tables' fractions are these rows over the peak, so
-             * they already hold the benchmark's own wave quantisation
-             * (128-query blocks over the GPU's SMs), which synth.c
-             * fused_attn_s applies again */
-            if (ai != LP_ATTN_UNFUSED) {
-                const double blocks = bh * ceil(s / 128.0);
-                wave = blocks / (ceil(blocks / g.sms) * g.sms);
-            }
         }
         if (s_id < 0 || meas <= 0 || pred <= 0) continue;
         const double e = pred / meas - 1.0;
         sum[s_id] += e < 0 ? -e : e;
         bias[s_id] += e;
-        const double r = (pred / wave) / meas - 1.0;
-        unwaved[s_id] += r < 0 ? -r : r;
         count[s_id]++;
         if ((e < 0 ? -e : e) > worst[s_id]) {
             worst[s_id] = e < 0 ? -e : e;
@@ -200,16 +190,9 @@ static void compare(const char *gpu, const char *rows, const double *bound, int 
     for (int i = 0; i < S_COUNT; i++) {
         if (!count[i]) continue;
         const double mape = sum[i] / count[i];
-        printf("  %-26s %2d rows  mean |err| %5.1f%%  mean err %+5.1f%%  worst %5.1f%% (%s)  "
-               "without the second wave factor %4.1f%%%s\n",
+        printf("  %-26s %2d rows  mean |err| %5.1f%%  mean err %+5.1f%%  worst %5.1f%% (%s)%s\n",
                series_name[i], count[i], 100.0 * mape, 100.0 * bias[i] / count[i],
-               100.0 * worst[i], worst_id[i], 100.0 * unwaved[i] / count[i],
-               mape < bound[i] ? "" : "  ABOVE BOUND");
-        /* the fused series: within 1% once the benchmark's wave is not
-         * counted twice (the rest: interpolation between the tables' grid
-         * points and the 3 us launch) */
-        if (i == S_FA2_FB || i == S_FA1_FB || i == S_FA2_F || i == S_CUDNN_F)
-            ok = ok && unwaved[i] / count[i] < 0.01;
+               100.0 * worst[i], worst_id[i], mape < bound[i] ? "" : "  ABOVE BOUND");
         ok = ok && mape < bound[i];
     }
     ASSERT_TRUE(ok);

@@ -3,13 +3,15 @@
 Bottlenecks of Training Small-scale Large Language Models", arXiv 2410.19456)
 replayed with llmplan.
 
-usage: scripts/small_models.py [--build DIR] [--out DIR] [--prices SET] [--budget USD]
+usage: scripts/small_models.py [--build DIR] [--out DIR] [--cloud aws|gcp|azure]
+                               [--prices SET] [--budget USD]
                                [--fit hoffmann2022|besiroglu2024] [--no-plots] [--check]
 
 Simulates every configuration of the paper's grid with `llmplan simulate
 --batch`: LLaMA-style models of 100M, 500M, 1B and 2B parameters
 (data/models/llama-*.json), on A100-40GB, A100-80GB and H100-80GB cloud
-instances (AWS p4d, p4de, p5: data/systems/), 1-64 GPUs, per-GPU batch 4-64,
+instances (AWS p4d, p4de, p5 by default; --cloud gcp or azure: their A2/A3 and
+ND/NDm/ND H100 instances; data/systems/), 1-64 GPUs, per-GPU batch 4-64,
 PyTorch DDP, FSDP SHARD_GRAD_OP (gradient + optimizer sharding) and FSDP
 FULL_SHARD, FlashAttention-2 on and off. Each point of a comparison is the
 best configuration for its parameters, as in the paper. Metrics:
@@ -35,7 +37,20 @@ import lp_batch
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MODELS = ["llama-100m", "llama-500m", "llama-1b", "llama-2b"]
-SYSTEMS = {"A100-40GB": "aws-p4d", "A100-80GB": "aws-p4de", "H100-80GB": "aws-p5"}
+# The three instance types of each cloud (--cloud): the same GPUs behind
+# each provider's own network (data/systems/*.json, sources there): AWS EFA
+# (4.2 GB/s per GPU measured on p4d/p4de, 50 on p5), GCP's A2 over 100 Gb/s
+# TCP per VM (1.56 GB/s per GPU) and A3 High over GPUDirect-TCPX (12.5),
+# Azure's InfiniBand (HDR 25 GB/s per GPU on ND/NDm A100 v4, NDR 50 on
+# ND H100 v5).
+CLOUDS = {
+    "aws": {"A100-40GB": "aws-p4d", "A100-80GB": "aws-p4de", "H100-80GB": "aws-p5"},
+    "gcp": {"A100-40GB": "gcp-a2-highgpu-8g", "A100-80GB": "gcp-a2-ultragpu-8g",
+            "H100-80GB": "gcp-a3-highgpu-8g"},
+    "azure": {"A100-40GB": "azure-nd-a100-v4", "A100-80GB": "azure-ndm-a100-v4",
+              "H100-80GB": "azure-nd-h100-v5"},
+}
+SYSTEMS = dict(CLOUDS["aws"])  # --cloud replaces it before anything runs
 GPU_COUNTS = [1, 2, 4, 8, 16, 32, 64]
 BATCHES = [4, 8, 16, 32, 64]
 # (label, framework, zero): DDP; FSDP with gradient + optimizer sharding
@@ -49,7 +64,7 @@ VARIANTS = [("DDP", "ddp", 0), ("FSDP-grad-op", "fsdp", 2), ("FSDP-full", "fsdp"
 # reduction, as quoted in data/systems/aws-p4d.json, aws-p4de.json and
 # aws-p5.json (price_source), us-east-1, Linux:
 PRICES = {
-    "aws-2024": {"date": "2024 (until 2025-06)",
+    "aws-2024": {"date": "2024 (until 2025-06)", "cloud": "aws",
                  "source": "AWS EC2 on-demand, us-east-1: p4d.24xlarge $32.77/h, "
                            "p4de.24xlarge $40.97/h, p5.48xlarge $98.32/h, / 8 GPUs",
                  "A100-40GB": 32.77 / 8, "A100-80GB": 40.97 / 8, "H100-80GB": 98.32 / 8},
@@ -178,9 +193,18 @@ def findings(rows):
         for n in (32, 64):
             t = {g: tpd(model=m, gpu=g, gpus=n) for g in SYSTEMS}
             top = max((g for g in t if t[g]), key=lambda g: t[g])
+            # the same GPU on the same network: the 80 GB instance wins
+            # where its price ratio is below its per-GPU throughput ratio
+            b40, b80 = (best(rows, model=m, gpu=g, gpus=n) for g in ("A100-40GB", "A100-80GB"))
+            even = ""
+            if b40 and b80:
+                even = (f"; A100-80GB / A100-40GB tokens/s per GPU x"
+                        f"{b80['tokens_per_s_gpu'] / b40['tokens_per_s_gpu']:.3f} (batch "
+                        f"{b80['batch']} vs {b40['batch']}) against a price ratio of x"
+                        f"{b80['usd_per_gpu_h'] / b40['usd_per_gpu_h']:.3f}")
             out.append((f"a100_80gb_best_{m}_{n}gpus", top == "A100-80GB",
                         f"{m} on {n} GPUs, best tokens/$: " +
-                        ", ".join(f"{g} {fmt(t[g])}" for g in SYSTEMS)))
+                        ", ".join(f"{g} {fmt(t[g])}" for g in SYSTEMS) + even))
     # 5. DDP 20-30% better tokens/$ than FSDP below 1B (at the same GPUs)
     for m in ("llama-100m", "llama-500m"):
         ratios = []
@@ -263,6 +287,8 @@ SUPPORTED = {
 
 def tables(rows, prices_name, prices, budget, fit):
     L = [f"# Small models on cloud GPUs (Ashkboos et al. 2024) — llmplan\n",
+         ("" if SYSTEMS == CLOUDS["aws"] else
+          "Instances: " + ", ".join(f"{g} `{s}`" for g, s in SYSTEMS.items()) + ". ") +
          f"Prices: `{prices_name}` ({prices['date']}; {prices['source']}). "
          f"Loss for a ${budget:,.0f} budget with the {fit} fit. Each cell: the best configuration "
          f"(per-GPU batch, DDP/FSDP variant, FlashAttention) for its parameters; '-' none fits.\n"]
@@ -391,7 +417,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "small_models"))
-    ap.add_argument("--prices", default="aws-2024", choices=sorted(PRICES))
+    ap.add_argument("--cloud", default="aws", choices=sorted(CLOUDS),
+                    help="instance types (and so networks) the GPUs run on (default aws)")
+    ap.add_argument("--prices", choices=sorted(PRICES),
+                    help="price set (default aws-2024 on aws, the presets' own elsewhere)")
     ap.add_argument("--budget", type=float, default=10000.0,
                     help="dollars for the loss comparison (default 10000)")
     ap.add_argument("--fit", default="besiroglu2024", choices=["hoffmann2022", "besiroglu2024"])
@@ -399,8 +428,19 @@ def main():
     ap.add_argument("--check", action="store_true",
                     help="exit 1 when a finding the model supports goes the other way")
     a = ap.parse_args()
+    SYSTEMS.clear()
+    SYSTEMS.update(CLOUDS[a.cloud])
+    if a.prices is None:
+        a.prices = "aws-2024" if a.cloud == "aws" else "shipped"
+    prices = dict(PRICES[a.prices])
+    if a.prices == "shipped":
+        dates = sorted({json.load(open(os.path.join(ROOT, "data", "systems", f"{s}.json")))
+                        ["price_date"] for s in SYSTEMS.values()})
+        prices["date"] = ", ".join(dates)
+    if prices.get("cloud", a.cloud) != a.cloud:
+        sys.exit(f"small_models: price set {a.prices} prices {prices['cloud']} instances, "
+                 f"not --cloud {a.cloud}'s (use --prices shipped)")
     llmplan = llmplan_bin(a.build)
-    prices = PRICES[a.prices]
     rows, _ = collect(llmplan, prices, a.budget, a.fit)
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "small_models.csv"), "w", newline="") as f:

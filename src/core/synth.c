@@ -387,10 +387,27 @@ static double attn_frac_seq(const double *f, double s)
 /* Fraction of peak of fused attention at (seq, head_dim): linear in log(d)
  * between 64 and 128, the 64->128 trend continued below 64, held above 128
  * (no rows beyond). */
+/* The benchmark rows of sy_fa2 ran 16k tokens at model dimension 2048:
+ * (16384/s) x (2048/d) x ceil(s/128) = 262144/d query blocks, 4096 (d64)
+ * or 2048 (d128), on the GPU of the class (A100 108 SMs, H100 132): their
+ * TFLOP/s hold that grid's last partial wave (0.998 and 0.970), which
+ * fused_attn_s charges for each shape itself; the fractions are divided by
+ * it (tests/unit/test_synth_rows.c: the H100 rows were 3% slower than
+ * measured with the wave counted twice). */
+static const int sy_attn_bench_sms[2] = {108, 132};
+static double attn_bench_wave(int attn_class, double d)
+{
+    const double blocks = 262144.0 / d;
+    const double sms = sy_attn_bench_sms[attn_class];
+    return blocks / (ceil(blocks / sms) * sms);
+}
+
 static double attn_frac(const struct sy_ctx *c, bool causal, enum lp_pass pass, double s, double d)
 {
-    const double f64 = attn_frac_seq(sy_fa2[c->attn_class][0][causal][pass], s);
-    const double f128 = attn_frac_seq(sy_fa2[c->attn_class][1][causal][pass], s);
+    const double f64 =
+        attn_frac_seq(sy_fa2[c->attn_class][0][causal][pass], s) / attn_bench_wave(c->attn_class, 64);
+    const double f128 = attn_frac_seq(sy_fa2[c->attn_class][1][causal][pass], s) /
+                        attn_bench_wave(c->attn_class, 128);
     if (d >= 128) return f128;
     const double w = log(d / 64.0) / log(2.0); /* < 0 below 64 */
     const double v = f64 * exp(w * log(f128 / f64));
@@ -754,11 +771,14 @@ static int add_provenance(const struct sy_ctx *c, const struct lp_system *ref, s
         LP_TRY(err, prov(p, err, key, "%.4f; %s", c->frac[q], src[q]));
     }
     LP_TRY(err, prov(p, err, "attn_fused",
-                     "FlashAttention-2 %s series (%s), fraction of peak by seq and head_dim; "
-                     "fp8 tables = bf16 (attention core in bf16); no fp32 fused tables",
+                     "FlashAttention-2 %s series (%s), fraction of peak by seq and head_dim, "
+                     "divided by the benchmark's own wave factor (%.3f d64, %.3f d128 on %d "
+                     "SMs); fp8 tables = bf16 (attention core in bf16); no fp32 fused tables",
                      c->attn_class ? "hopper" : "ampere",
                      c->attn_class ? "H100 K0148-K0204, K0210-K0273"
-                                   : "A100 K0044-K0136; fwd via H100 fwd/fwd+bwd ratios"));
+                                   : "A100 K0044-K0136; fwd via H100 fwd/fwd+bwd ratios",
+                     attn_bench_wave(c->attn_class, 64), attn_bench_wave(c->attn_class, 128),
+                     sy_attn_bench_sms[c->attn_class]));
     LP_TRY(err, prov(p, err, "attn_flash1",
                      "FlashAttention-2 tables x measured FA1/FA2 fwd+bwd TFLOP/s ratio (%s)",
                      c->attn_class ? "H100 K0142-K0198 / K0148-K0204"

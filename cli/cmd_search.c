@@ -1,6 +1,6 @@
 /* llmplan search SWEEP.json: sweep a configuration space under MPI.
  *
- *   mpirun -np N llmplan search SWEEP.json [-o DIR] [--resume] [--no-dataset]
+ *   mpirun -np N llmplan search SWEEP.json [-o DIR] [--resume] [--no-dataset [--prune]]
  *       [--chunk N] [--segment N] [--checkpoint S] [--progress S] [--quiet]
  *       [--profile P]
  *

@@ -9,7 +9,8 @@
 # out-of-memory configurations are still counted exactly (memory comes
 # before any bound), and something is pruned (or the test proves nothing).
 # Four sweeps: time and cost only; constraints (deadline, MFU floor);
-# best_by groups with the tokens-per-dollar and loss objectives; top_k 1.
+# best_by groups with the tokens-per-dollar and loss objectives; top_k 1 on
+# MoE, hybrid and MTP models with cp and ep.
 source "$(dirname "$0")/lib.bash" "$@"
 
 sweep() { # sweep FILE EXTRA-JSON
@@ -24,7 +25,14 @@ JSON
 sweep "$SCRATCH/plain.json" ''
 sweep "$SCRATCH/cons.json" '"constraints": {"max_days": 30, "min_mfu": 0.3},'
 sweep "$SCRATCH/groups.json" '"best_by": ["model", "gpus"], "objectives": ["tokens_per_usd", "loss"],'
-sweep "$SCRATCH/top1.json" '"top_k": 1,'
+# top_k 1 on MoE, hybrid (Mamba) and MTP models with cp and ep
+cat >"$SCRATCH/top1.json" <<'JSON'
+{"models": ["mixtral-8x7b", "jamba-1.5-mini", "deepseek-v3"], "system": "dgx-h100",
+ "gpus": [64, 256], "training": {"global_batch": 512, "tokens": 1e11},
+ "profile": "roofline", "top_k": 1,
+ "space": {"tp": "auto", "pp": "auto", "cp": [1, 2], "ep": [1, 8], "vp": [1, 2],
+           "micro_batch": [1, 2], "recompute": "auto", "zero": [0, 1], "schedule": "auto"}}
+JSON
 
 # plans.json without timing and without the counters pruning changes
 strip_counts() {

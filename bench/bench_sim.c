@@ -21,6 +21,12 @@
  * shared machine affects them alike. Then one 1F1B and one zb schedule
  * alone, every op against the shortcut, for a few pipeline depths and
  * micro-batch counts (the shortcut's asymptotics).
+ * Then the search's pruning (issue #20, `llmplan search --prune`): the list
+ * once, in its order, on a fresh simulator, each result offered to a top-10
+ * by time and by cost and the Pareto front (lp_results_offer), first every
+ * configuration simulated, then each bounded first (lp_sim_bound) and
+ * simulated only when the bound could still rank (lp_results_wants); the
+ * kept plans compared.
  *   bench_sim [PROFILE.h5] [SECONDS] [ROUNDS]                            */
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,6 +36,7 @@
 #include <time.h>
 
 #include "llmplan/io.h"
+#include "llmplan/results.h"
 #include "llmplan/sim.h"
 #include "sim_internal.h"
 
@@ -194,6 +201,85 @@ static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base,
     return same ? 0 : 1;
 }
 
+/* The kept plans of a top-10 / front: their indices in order, hashed. */
+static uint64_t kept_hash(const struct lp_results *r)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (size_t i = 0; i < r->front.n; i++)
+        h = lp_hash_bytes(&r->front.e[i].index, sizeof(uint64_t), h);
+    for (int o = 0; o < LP_OBJ_ALWAYS; o++) {
+        const struct lp_entry **top = NULL;
+        size_t n = 0;
+        if (lp_results_top_sorted(r, (enum lp_objective)o, &top, &n, NULL) < 0) return 0;
+        for (size_t i = 0; i < n; i++)
+            h = lp_hash_bytes(&top[i]->index, sizeof(uint64_t), h);
+        free((void *)top);
+    }
+    return h;
+}
+
+/* The list once with every configuration simulated (prune false) or with
+ * the search's pruning: configurations per CPU-second, how many were
+ * pruned, and the kept plans' hash. */
+static int once_ranked(const struct lp_cost_model *cm, const struct lp_run *list, int n, bool prune,
+                       double *rate, long *pruned, uint64_t *kept)
+{
+    struct lp_sim *sim = NULL;
+    struct lp_results res;
+    if (lp_sim_create(cm, &sim, NULL) < 0) return -1;
+    if (lp_results_init(&res, 10, NULL) < 0) {
+        lp_results_free(&res);
+        lp_sim_destroy(&sim);
+        return -1;
+    }
+    *pruned = 0;
+    int rc = 0;
+    const double t0 = now();
+    for (int i = 0; i < n && rc == 0; i++) {
+        struct lp_result r;
+        enum lp_bound b = LP_BOUND_NONE;
+        if (prune) {
+            b = lp_sim_bound(sim, &list[i], &r);
+            if (b == LP_BOUND_LOWER && !lp_results_wants(&res, (uint64_t)i, &r)) {
+                (*pruned)++;
+                continue;
+            }
+        }
+        if (b != LP_BOUND_EXACT) lp_sim_run(sim, &list[i], &r);
+        rc = lp_results_offer(&res, (uint64_t)i, &list[i], &r, NULL);
+    }
+    *rate = (double)n / (now() - t0);
+    *kept = rc == 0 ? kept_hash(&res) : 0;
+    lp_results_free(&res);
+    lp_sim_destroy(&sim);
+    return rc;
+}
+
+/* Pruning on one list, alternately with the full run, best of rounds. */
+static int bench_prune(const struct lp_cost_model *cm, const struct lp_run *base, int gpus,
+                       int rounds)
+{
+    static struct lp_run list[20000];
+    const int n = build_list(base, gpus, list, 20000);
+    double best[2] = {0, 0};
+    long pruned = 0;
+    uint64_t kept[2] = {0, 0};
+    for (int k = 0; k < rounds; k++)
+        for (int v = 0; v < 2; v++) {
+            double rate;
+            long p;
+            if (once_ranked(cm, list, n, v == 1, &rate, &p, &kept[v]) < 0) return -1;
+            if (rate > best[v]) best[v] = rate;
+            if (v == 1) pruned = p;
+        }
+    const bool same = kept[0] && kept[0] == kept[1];
+    printf("  %4d GPUs, %5d configurations: %8.0f / CPU-s every one simulated, %8.0f with "
+           "pruning (%ld pruned, %.1f%%): x%.2f; plans identical: %s\n",
+           gpus, n, best[0], best[1], pruned, 100.0 * (double)pruned / n, best[1] / best[0],
+           same ? "yes" : "NO");
+    return same ? 0 : 1;
+}
+
 /* One schedule alone, solved again and again: microseconds per solve with
  * every operation and with the steady-state shortcut, on uniform stages with
  * GPT-3-like costs (f 1, b 2, w 1 ms; p2p 0.1 ms), both results compared. */
@@ -275,6 +361,11 @@ int main(int argc, char **argv)
         for (int i = 0; i < 4 && rc == 0; i++)
             rc = bench_solve(&cm, k ? LP_SCHED_ZB : LP_SCHED_1F1B, shapes[i][0], shapes[i][1],
                              secs / 4);
+    printf("the search's pruning (llmplan search --prune), each list once, top-10 by time and "
+           "cost and the Pareto front kept (best of %d rounds):\n",
+           rounds);
+    if (rc == 0) rc = bench_prune(&cm, &base, 1024, rounds);
+    if (rc == 0) rc = bench_prune(&cm, &base, 128, rounds);
     printf("  (checksum %.6g)\n", sink);
     lp_profile_destroy(&prof);
     return rc == 0 ? 0 : 1;

@@ -1,6 +1,6 @@
 /* llmplan search SWEEP.json: sweep a configuration space under MPI.
  *
- *   mpirun -np N llmplan search SWEEP.json [-o DIR] [--resume] [--no-dataset]
+ *   mpirun -np N llmplan search SWEEP.json [-o DIR] [--resume] [--no-dataset [--prune]]
  *       [--chunk N] [--segment N] [--checkpoint S] [--progress S] [--quiet]
  *       [--profile P]
  *
@@ -60,6 +60,10 @@ static void usage(FILE *f)
             "  -o, --output DIR   output directory (default: the sweep's \"output\", else .)\n"
             "  --resume           continue from DIR/checkpoint.bin (start afresh if none)\n"
             "  --no-dataset       do not write sweep.h5\n"
+            "  --prune            (with --no-dataset) skip the schedule solve of a\n"
+            "                     configuration whose lower bounds prove it can enter no\n"
+            "                     ranking nor meet the constraints; plans identical,\n"
+            "                     counted in stats.pruned (docs/search.md, section 10)\n"
             "  --profile P        override the sweep's \"profile\": FILE.h5, roofline or synth\n"
             "  --allow-profile-mismatch\n"
             "                     use profiles measured on another GPU than the system's\n"
@@ -123,6 +127,8 @@ static int parse_args(int argc, char **argv, struct lp_search_opts *o, const cha
             o->resume = true;
         } else if (!strcmp(a, "--no-dataset")) {
             o->dataset = false;
+        } else if (!strcmp(a, "--prune")) {
+            o->prune = true;
         } else if (!strcmp(a, "--allow-profile-mismatch")) {
             o->allow_mismatch = true;
         } else if (!strcmp(a, "--quiet")) {
@@ -178,6 +184,11 @@ static int parse_args(int argc, char **argv, struct lp_search_opts *o, const cha
     }
     if (!o->sweep_path) {
         if (loud) usage(stderr);
+        return 2;
+    }
+    if (o->prune && o->dataset) {
+        /* sweep.h5 has a row per configuration that fits: every one is simulated */
+        if (loud) fprintf(stderr, "llmplan search: --prune needs --no-dataset\n");
         return 2;
     }
     return 0;

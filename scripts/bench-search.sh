@@ -7,14 +7,15 @@
 # space reduced to the dimensions Calculon also has, i.e. without cp;
 # data/sweeps/demo.json; and "scaling": 8 models x 8..4096 GPUs, ~7e5
 # simulations, long enough to show the speed-up) and rank count, runs the
-# search with and without the dataset, and prints: the space size, simulated
-# configurations, the sweep's wall time (stats.wall_s), the ranks' whole
+# search with the dataset, without it, and without it with --prune (issue
+# #20), and prints: the space size, simulated configurations, those pruned
+# (--prune: bounded, never solved; not counted as simulated), the sweep's wall time (stats.wall_s), the ranks' whole
 # process time (MPI_Init, profile loading and output included; mpirun's own
 # launch excluded), indices walked per second, configurations simulated per
 # second per core on each of the two times, and the speed-up over 1 rank.
 # Environment: PROFILE (default: the sweep's own, i.e. data/profiles/<gpu>.h5),
 # REPEAT (best of N runs, default 3), MPIEXEC (default mpirun), SWEEPS (a subset of
-# "calculon-fig5 calculon-shared demo scaling").
+# "calculon-fig5 calculon-shared demo scaling"), DATASETS (a subset of "no yes prune").
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${1:-$ROOT/build}
@@ -32,8 +33,8 @@ trap 'rm -rf "$TMP"' EXIT
 extra=()
 [ -n "${PROFILE:-}" ] && extra=(--profile "$PROFILE")
 
-printf '%-15s %-7s %5s %10s %9s %8s %9s %11s %11s %12s %7s\n' sweep dataset ranks space \
-    simulated wall_s process_s "indices/s" "sim/s/core" "proc/s/core" speedup
+printf '%-15s %-7s %5s %10s %9s %9s %8s %9s %11s %11s %12s %7s\n' sweep dataset ranks space \
+    simulated pruned wall_s process_s "indices/s" "sim/s/core" "proc/s/core" speedup
 cat >"$TMP/scaling.json" <<'JSON'
 {"models": ["gpt3-1.3b", "gpt3-2.7b", "gpt3-6.7b", "gpt3-13b", "llama2-7b", "llama2-13b",
             "llama3-8b", "gpt-neox-20b"],
@@ -53,7 +54,7 @@ for sweep in ${SWEEPS:-calculon-fig5 calculon-shared demo scaling}; do
     file=$ROOT/data/sweeps/$sweep.json
     [ "$sweep" = scaling ] && file=$TMP/scaling.json
     [ "$sweep" = calculon-shared ] && file=$TMP/calculon-shared.json
-    for ds in no yes; do
+    for ds in ${DATASETS:-no yes prune}; do
         base=""
         for n in $RANKS; do
             best=""
@@ -62,6 +63,7 @@ for sweep in ${SWEEPS:-calculon-fig5 calculon-shared demo scaling}; do
                 rm -rf "$TMP/out" "$TMP"/time.*
                 args=(search "$file" -o "$TMP/out" --quiet "${extra[@]}")
                 [ "$ds" = no ] && args+=(--no-dataset)
+                [ "$ds" = prune ] && args+=(--no-dataset --prune)
                 # each rank's elapsed time, from exec to exit
                 "$MPIEXEC" --oversubscribe -np "$n" sh -c \
                     '/usr/bin/time -f %e -o "$0/time.${OMPI_COMM_WORLD_RANK:-0}" "$@"' \
@@ -76,12 +78,13 @@ for sweep in ${SWEEPS:-calculon-fig5 calculon-shared demo scaling}; do
                     bestp=$p
                 fi
             done
-            read -r space sim <<<"$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["stats"]; print(s["space_size"], s["evaluated"])' "$TMP/out/plans.json")"
+            read -r space sim pruned <<<"$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["stats"]; print(s["space_size"], s["evaluated"], s.get("pruned", 0))' "$TMP/out/plans.json")"
             [ -z "$base" ] && base=$best
-            python3 - "$sweep" "$ds" "$n" "$space" "$sim" "$best" "$base" "$bestp" <<'PY'
+            python3 - "$sweep" "$ds" "$n" "$space" "$sim" "$best" "$base" "$bestp" "$pruned" <<'PY'
 import sys
 sweep, ds, n, space, sim, wall, base, proc = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), float(sys.argv[6]), float(sys.argv[7]), float(sys.argv[8])
-print("%-15s %-7s %5d %10d %9d %8.3f %9.2f %11.0f %11.0f %12.0f %7.2f" % (sweep, ds, n, space, sim, wall, proc, space / wall, sim / wall / n, sim / proc / n, base / wall))
+pruned = int(sys.argv[9])
+print("%-15s %-7s %5d %10d %9d %9d %8.3f %9.2f %11.0f %11.0f %12.0f %7.2f" % (sweep, ds, n, space, sim, pruned, wall, proc, space / wall, sim / wall / n, sim / proc / n, base / wall))
 PY
         done
     done

@@ -28,7 +28,8 @@
 struct ck_header {
     char magic[8];
     uint32_t version, entry_size, range_size, count_n;
-    uint64_t sweep_hash, space_size, segment_len, top_k, dataset;
+    uint64_t sweep_hash, space_size, segment_len, top_k;
+    uint64_t dataset;   /* bit 0: the dataset; bit 1: --prune (its counters) */
     uint64_t text_hash; /* the sweep text alone: says which part of sweep_hash differs */
     uint64_t segment, rows_base, ndone;
     uint64_t res_counts[3];
@@ -77,7 +78,7 @@ int lp_checkpoint_write(const struct lp_search *s, const struct lp_results *res,
     h.space_size = lp_space_size(&s->space);
     h.segment_len = s->opt.segment;
     h.top_k = (uint64_t)s->res.top_k;
-    h.dataset = s->opt.dataset;
+    h.dataset = (uint64_t)s->opt.dataset | (uint64_t)s->opt.prune << 1;
     h.segment = s->flush_seg;
     h.rows_base = s->rows_base;
     h.ndone = s->done.n;
@@ -219,9 +220,12 @@ int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err)
     else if (h.segment_len != s->opt.segment)
         snprintf(why, sizeof(why), "--segment was %llu, now %llu",
                  (unsigned long long)h.segment_len, (unsigned long long)s->opt.segment);
-    else if (h.dataset != (uint64_t)s->opt.dataset)
+    else if ((h.dataset & 1) != (uint64_t)s->opt.dataset)
         snprintf(why, sizeof(why), "it was written %s --no-dataset",
-                 h.dataset ? "without" : "with");
+                 h.dataset & 1 ? "without" : "with");
+    else if ((h.dataset >> 1) != (uint64_t)s->opt.prune)
+        snprintf(why, sizeof(why), "it was written %s --prune",
+                 h.dataset >> 1 ? "with" : "without");
     else if (h.space_size != lp_space_size(&s->space) || h.top_k != (uint64_t)s->res.top_k)
         snprintf(why, sizeof(why), "the space size or top_k differs");
     if (why[0]) {
@@ -258,7 +262,7 @@ int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err)
         LP_TRY_GOTO(err, rc, lp_ranges_push(&s->done, &r, err), cleanup);
     }
     p += h.ndone * sizeof(struct lp_range);
-    if (h.dataset &&
+    if ((h.dataset & 1) &&
         (h.rows_base > UINT64_MAX - range_rows || h.h5_rows != h.rows_base + range_rows)) {
         rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__,
                            "%s: the checkpoint's row counts disagree; remove it to start over",

@@ -137,6 +137,39 @@ static void fill_row(struct lp_row *w, uint64_t index, const int *digit, const s
     }
 }
 
+/* --prune (issue #20): whether the configuration's bounds (lp_sim_bound)
+ * prove that its exact result would change nothing this rank keeps: it
+ * breaks a constraint (every constraint is monotone in the bounded figures:
+ * a deadline, a budget or an MFU floor the bound misses, the exact result
+ * misses too; GPUs and memory are exact), or no top-k, front or group would
+ * want it (lp_results_wants is monotone). This rank's state then is the one
+ * the exact solve would leave, so the reduction, a checkpoint and a resume
+ * see the same results with pruning or without; only the counters differ.
+ * *exact: lp_sim_bound gave the exact result (refused before timing). */
+static bool pruned(struct lp_search *s, uint64_t index, struct lp_sim *sim,
+                   const struct lp_run *run, struct lp_result *lb, bool *exact)
+{
+    const enum lp_bound b = lp_sim_bound(sim, run, lb);
+    *exact = b == LP_BOUND_EXACT;
+    if (b != LP_BOUND_LOWER) return false;
+    /* the cost objective is cost_usd when positive (pareto.c): a bound
+     * rounded to 0 would switch to the per-iteration cost */
+    if (!(lb->cost_usd > 0) && lp_bill_budget_tokens(run) > 0) return false;
+    if (s->sweep->objectives[LP_OBJ_LOSS])
+        lb->loss = lp_loss_run((enum lp_loss_fit)s->sweep->loss_fit, run);
+    uint64_t *cnt = s->counts.v;
+    if (lp_constraints_check(&s->sweep->cons, run, lb) != LP_CONS_NONE) {
+        cnt[LP_COUNT_PRUNED_CONSTRAINT]++;
+    } else if (!lp_results_wants(&s->res, index, lb)) {
+        cnt[LP_COUNT_PRUNED_RANKING]++;
+    } else {
+        return false;
+    }
+    cnt[LP_COUNT_PRUNED]++;
+    cnt[LP_COUNT_DONE]++;
+    return true;
+}
+
 int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_evals,
                   bool (*poll)(struct lp_search *s), uint64_t *reached, uint64_t *rows_out,
                   struct lp_err *err)
@@ -163,7 +196,13 @@ int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_ev
         int digit[LP_DIM_COUNT];
         lp_space_digits(sp, i, digit);
         int sys = s->sweep->values[LP_DIM_SYSTEM][digit[LP_DIM_SYSTEM]];
-        lp_space_evaluate(s->sim[sys], run, &res);
+        bool exact = false;
+        if (s->opt.prune && pruned(s, i, s->sim[sys], run, &res, &exact)) {
+            i++;
+            if (max_evals && ++evals >= max_evals) break;
+            continue;
+        }
+        if (!exact) lp_space_evaluate(s->sim[sys], run, &res);
         /* the loss objective (issue #17): the fit's loss on the budget */
         if (res.feasible && s->sweep->objectives[LP_OBJ_LOSS])
             res.loss = lp_loss_run((enum lp_loss_fit)s->sweep->loss_fit, run);

@@ -319,6 +319,13 @@ static void summary(const struct lp_search *s, const struct lp_counts *t,
     if (excluded)
         fprintf(stderr, "search: %llu feasible configurations excluded by the constraints\n",
                 (unsigned long long)excluded);
+    if (s->opt.prune)
+        fprintf(stderr,
+                "search: %llu configurations pruned by their bounds (%llu could not rank, %llu "
+                "break a constraint)\n",
+                (unsigned long long)v[LP_COUNT_PRUNED],
+                (unsigned long long)v[LP_COUNT_PRUNED_RANKING],
+                (unsigned long long)v[LP_COUNT_PRUNED_CONSTRAINT]);
     const struct lp_entry *e = lp_results_best(r, LP_OBJ_TIME);
     if (!e) fprintf(stderr, "search: no feasible configuration\n");
     for (int o = 0; e && o < LP_OBJ_COUNT; o++) {
@@ -420,7 +427,8 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_search_outcom
                                                                 : s->sweep->train.tokens_per_param,
                                      s->mismatch_desc,
                                      s->sweep,
-                                     s->trust};
+                                     s->trust,
+                                     s->opt.prune};
         if (rc == LP_OK) rc = lp_plans_write(path, &all, &total, &info, err);
         if (rc == LP_OK) rc = trace_top(s, &all, err);
         if (rc == LP_OK) lp_checkpoint_remove(s);

@@ -175,6 +175,9 @@ struct lp_plans_info {
     /* validation bands (data/trust_bands.json): every plan gets "trust";
      * NULL: none */
     const struct lp_trust *trust;
+    /* --prune: stats.pruned and pruned_by_reason are written (absent
+     * otherwise, so a run without it writes what it wrote before) */
+    bool pruning;
 };
 
 /* Write plans.json atomically: time_optimal, cost_optimal (null when nothing

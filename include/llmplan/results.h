@@ -128,6 +128,13 @@ int lp_results_add(struct lp_results *r, const struct lp_entry *e, struct lp_err
 int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *run,
                      const struct lp_result *res, struct lp_err *err);
 
+/* Whether lp_results_offer would keep {index, res} anywhere (a top-k, a
+ * front, a group); when it would not, offering it changes nothing. Monotone:
+ * a result no better than res in every objective (time, cost, tokens per
+ * dollar, loss), with the same memory, is not wanted when res is not, so a
+ * bound (lp_sim_bound) that is not wanted proves the configuration is not. */
+bool lp_results_wants(const struct lp_results *r, uint64_t index, const struct lp_result *res);
+
 /* Merge src into dst: the result depends only on the union of the entries
  * offered, not on the order of offers or merges. */
 int lp_results_merge(struct lp_results *dst, const struct lp_results *src, struct lp_err *err);
@@ -145,7 +152,7 @@ int lp_results_unpack(struct lp_results *r, const struct lp_entry *buf, const ui
 
 /* Counters of a sweep (plain uint64 array so that MPI can sum it). */
 enum lp_count {
-    LP_COUNT_DONE = 0,  /* indices walked (evaluated + skipped) */
+    LP_COUNT_DONE = 0,  /* indices walked (evaluated + skipped + pruned) */
     LP_COUNT_EVALUATED, /* dataset rows: feasible + infeasible */
     LP_COUNT_FEASIBLE,
     LP_COUNT_SKIPPED,
@@ -153,7 +160,13 @@ enum lp_count {
     LP_COUNT_SKIPPED_BY_REASON = LP_COUNT_INFEASIBLE_BY_REASON + LP_REASON_COUNT,
     /* feasible but excluded by the sweep's constraints (+ enum lp_constraint) */
     LP_COUNT_EXCLUDED_BY_CONSTRAINT = LP_COUNT_SKIPPED_BY_REASON + LP_REASON_COUNT,
-    LP_COUNT_N = LP_COUNT_EXCLUDED_BY_CONSTRAINT + LP_CONS_COUNT
+    /* --prune (issue #20): configurations that fit in memory whose bounds
+     * (lp_sim_bound) prove they can enter no ranking, or break a
+     * constraint, so their schedule is never solved; PRUNED = RANKING + CONSTRAINT */
+    LP_COUNT_PRUNED = LP_COUNT_EXCLUDED_BY_CONSTRAINT + LP_CONS_COUNT,
+    LP_COUNT_PRUNED_RANKING,
+    LP_COUNT_PRUNED_CONSTRAINT,
+    LP_COUNT_N
 };
 
 struct lp_counts {

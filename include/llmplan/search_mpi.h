@@ -22,6 +22,7 @@ struct lp_search_opts {
     const char *profile; /* --profile override, or NULL */
     bool resume, dataset, quiet;
     bool allow_mismatch; /* --allow-profile-mismatch */
+    bool prune;          /* --prune (needs !dataset): bound before solving (issue #20) */
     uint64_t min_chunk;  /* --chunk */
     uint64_t segment;    /* --segment: indices per scheduling segment */
     double checkpoint_s; /* --checkpoint: rows + checkpoint at least this often */

@@ -168,6 +168,18 @@ int lp_sim_max_batch(const struct lp_run *run);
  * (that is a result); never allocates. */
 void lp_sim_run(struct lp_sim *s, const struct lp_run *run, struct lp_result *res);
 
+/* Bounds on lp_sim_run's result without the pipeline-schedule solve (issue
+ * #20: a sweep's pruning). LP_BOUND_EXACT: *res is lp_sim_run's result (the
+ * configuration is refused before any timing: invalid, out of memory).
+ * LP_BOUND_LOWER: *res is feasible, its memory exact, its iteration time,
+ * costs, time_days and gpu_hours lower bounds and its tokens_per_s, mfu and
+ * tokens_per_usd upper bounds of lp_sim_run's when that is feasible (each a
+ * monotone function of the time: sim.c, project). LP_BOUND_NONE: the
+ * bound's numbers are unsound (an absurd profile): no bound. The breakdown
+ * is not filled. */
+enum lp_bound { LP_BOUND_EXACT, LP_BOUND_LOWER, LP_BOUND_NONE };
+enum lp_bound lp_sim_bound(struct lp_sim *s, const struct lp_run *run, struct lp_result *res);
+
 /* Timeline of the simulated iteration, for --trace. Events are appended by
  * lp_sim_trace into a caller-provided buffer. */
 enum lp_event_kind {

@@ -579,13 +579,14 @@ int lp_results_add(struct lp_results *r, const struct lp_entry *e, struct lp_err
     return LP_OK;
 }
 
-int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *run,
-                     const struct lp_result *res, struct lp_err *err)
+/* Every test here is monotone: a result no better in any objective than
+ * one that is not wanted is not wanted either (the tie-breaks, memory and
+ * index, equal). The search's pruning relies on it (lp_results_wants). */
+bool lp_results_wants(const struct lp_results *r, uint64_t index, const struct lp_result *res)
 {
-    if (!res->feasible) return LP_OK;
+    if (!res->feasible) return false;
     const struct key k = key_of_result(index, res);
-    if (!isfinite(k.obj[0]) || !isfinite(k.obj[1])) return LP_OK;
-    /* most configurations are rejected here, without building an entry */
+    if (!isfinite(k.obj[0]) || !isfinite(k.obj[1])) return false;
     bool want = false;
     for (int o = 0; o < LP_OBJ_COUNT && !want; o++)
         want = r->active[o] && isfinite(k.obj[o]) &&
@@ -601,7 +602,14 @@ int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *
             if (dominates_on(key_of(&r->front_loss.e[i]), k, cost_loss)) want = false;
     }
     if (!want) want = group_wants(r, index, k);
-    if (!want) return LP_OK;
+    return want;
+}
+
+int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *run,
+                     const struct lp_result *res, struct lp_err *err)
+{
+    /* most configurations are rejected here, without building an entry */
+    if (!lp_results_wants(r, index, res)) return LP_OK;
     struct lp_entry e;
     memset(&e, 0, sizeof(e));
     e.index = index;

@@ -478,8 +478,55 @@ static void trace_torch_colls(struct lp_event *ev, int n0, struct lp_dp_rec *rec
         rec->ev[i].start_s += bend;
 }
 
+/* The projection of an iteration time (res->iteration_time_s) onto
+ * throughput, MFU and the bill: each a monotone function of the time, so a
+ * lower bound on the time gives bounds on all of them (lp_sim_bound). */
+static void project(const struct lp_sim *s, const struct lp_run *r, struct lp_result *res)
+{
+    const struct lp_model *m = &r->model;
+    double tokens = (double)r->train.global_batch * m->seq_len;
+    res->feasible = true;
+    res->tokens_per_s = tokens / res->iteration_time_s;
+    res->queries_per_s = (double)r->train.global_batch / res->iteration_time_s;
+    res->seq_len = m->seq_len;
+    res->model_flops = model_flops(r, s->kinds_flops);
+    res->model_tflops_per_gpu = res->model_flops / (res->iteration_time_s * res->gpus) / 1e12;
+    res->mfu = res->model_tflops_per_gpu * 1e12 / r->system.gpu.peak_flops[r->train.precision];
+    double price = r->system.price_per_gpu_hour_usd;
+    res->cost_per_iteration_usd = res->iteration_time_s / 3600.0 * res->gpus * price;
+    lp_bill_project(r, lp_bill_budget_tokens(r), res); /* bill.c: price, billing, energy, goodput */
+}
+
+/* Lower bounds on the ends of the first and the last pipeline stage,
+ * without solving the schedule. A stage runs its operations one at a time,
+ * so it ends no earlier than its busy time (every chunk of every
+ * micro-batch); the last stage cannot start before the first micro-batch's
+ * forward pass has crossed virtual stages 0..p-2 (data dependencies, p2p
+ * hops >= 0 left out). The closed form (scratch too small) is at least the
+ * busiest stage's m micro-batches, so there only the busy times bound it.
+ * Rounding: the solvers add in another order than the busy times here, so
+ * with no bubble at all (pp 1) a computed end can fall an ulp or so below
+ * the busy time. A finish time is a chain of at most 4 p v m <= 2^22
+ * additions (lp_sched_exact_fits: p v m <= 2^20), each rounding by at most
+ * 2^-53 relative, the closed form and the busy times a few operations: the
+ * computed ends are at least (1 - 2^-30) of the busy times, which the
+ * margin 2^-18 covers (tests/unit/test_sim_bound.c fails without it). */
+static void ends_bound(const struct lp_sim *s, const struct lp_sched_in *in, double busy_first,
+                       double busy_last, double *end_first, double *end_last)
+{
+    const double margin = 1.0 - 0x1p-18;
+    double fill = 0;
+    if (in->p > 1 && lp_sched_exact_fits(s, in)) {
+        fill = in->f_first_extra;
+        for (int vs = 0; vs < in->p - 1; vs++)
+            fill += in->f[vs];
+    }
+    *end_first = busy_first * margin;
+    *end_last = (fill + busy_last) * margin;
+}
+
 static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result *res,
-                    struct lp_event *ev, int cap, int *nev, struct lp_op_order *order)
+                    struct lp_event *ev, int cap, int *nev, struct lp_op_order *order, bool bound)
 {
     struct lp_run tmp_mem, tmp_time;
     const struct lp_run *rm = lp_sim_dataset_view(run, &tmp_mem, true);
@@ -665,8 +712,6 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         .p2p_blocking = !r->fw.pp_overlap,
         .ends_only = ev == NULL, /* a trace wants every op */
     };
-    double end_first, end_last;
-    schedule(s, &in, ev, cap, nev, &end_first, &end_last);
     /* busy time of the first / last stage: every chunk of every micro-batch */
     const double mbs = (double)micro;
     double busy_first =
@@ -674,6 +719,11 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     double busy_last =
         mbs * (f_comp[1] + b_comp[1] + comm[1] + zero3 + in.f_last_extra + in.b_last_extra);
     if (p->pp == 1) busy_first = busy_last = busy_first + mbs * (in.f_last_extra + in.b_last_extra);
+    double end_first, end_last;
+    if (bound)
+        ends_bound(s, &in, busy_first, busy_last, &end_first, &end_last);
+    else
+        schedule(s, &in, ev, cap, nev, &end_first, &end_last);
 
     /* DP reduction overlaps the last micro-batch's backward on each stage */
     double bw_win[2] = {b_comp[0], b_comp[1]};
@@ -688,6 +738,11 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     int crit = endl > end0 ? last : 0;
     double end = fmax(end0, endl) + dpc.emb_sync_s;
     res->iteration_time_s = end + dpc.opt_s + r->fw.step_overhead_s;
+    if (bound) { /* the rest of the iteration is a monotone function of the ends */
+        project(s, r, res);
+        if (!numbers_sound(res, lp_bill_budget_tokens(r) > 0)) refuse_numeric(res);
+        return 0;
+    }
 
     struct lp_breakdown *bd = &res->breakdown;
     double crit_end = crit == 0 ? end_first : end_last;
@@ -742,19 +797,8 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
                                   (lastst ? in.b_last_extra : 0.0));
     }
 
-    double tokens = (double)r->train.global_batch * m->seq_len;
-    res->feasible = true;
-    res->tokens_per_s = tokens / res->iteration_time_s;
-    res->queries_per_s = (double)r->train.global_batch / res->iteration_time_s;
-    res->seq_len = m->seq_len;
-    res->model_flops = model_flops(r, s->kinds_flops);
-    res->model_tflops_per_gpu = res->model_flops / (res->iteration_time_s * res->gpus) / 1e12;
-    res->mfu = res->model_tflops_per_gpu * 1e12 / r->system.gpu.peak_flops[r->train.precision];
-    double price = r->system.price_per_gpu_hour_usd;
-    res->cost_per_iteration_usd = res->iteration_time_s / 3600.0 * res->gpus * price;
-    double budget = lp_bill_budget_tokens(r);
-    lp_bill_project(r, budget, res); /* bill.c: price, billing, energy, goodput */
-    if (!numbers_sound(res, budget > 0)) {
+    project(s, r, res);
+    if (!numbers_sound(res, lp_bill_budget_tokens(r) > 0)) {
         refuse_numeric(res);
         if (nev) *nev = 0;
         return 0;
@@ -811,7 +855,14 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
 
 void lp_sim_run(struct lp_sim *s, const struct lp_run *run, struct lp_result *res)
 {
-    simulate(s, run, res, NULL, 0, NULL, NULL);
+    simulate(s, run, res, NULL, 0, NULL, NULL, false);
+}
+
+enum lp_bound lp_sim_bound(struct lp_sim *s, const struct lp_run *run, struct lp_result *res)
+{
+    simulate(s, run, res, NULL, 0, NULL, NULL, true);
+    if (res->feasible) return LP_BOUND_LOWER;
+    return res->reason == LP_REASON_NUMERIC ? LP_BOUND_NONE : LP_BOUND_EXACT;
 }
 
 int lp_sim_trace(struct lp_sim *s, const struct lp_run *run, struct lp_result *res,
@@ -821,6 +872,6 @@ int lp_sim_trace(struct lp_sim *s, const struct lp_run *run, struct lp_result *r
     (void)err;
     *n = 0;
     if (order) memset(order, 0, sizeof(*order));
-    simulate(s, run, res, ev, cap, n, order);
+    simulate(s, run, res, ev, cap, n, order, false);
     return LP_OK;
 }

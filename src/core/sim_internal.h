@@ -157,6 +157,9 @@ int64_t lp_sched_warmup(enum lp_schedule kind, int p, int v, int64_t m, int s);
  * input-gradient (B) passes, and a pending weight-gradient pass (W) whenever
  * the next F/B's input has not arrived yet; remaining Ws at the end, in
  * global time order. O(p v m) operations (zb: O(p m log p)). */
+/* Whether the exact solvers' scratch holds the schedule (else they return
+ * -1 and the closed form stands in). */
+bool lp_sched_exact_fits(const struct lp_sim *s, const struct lp_sched_in *in);
 int lp_sched_exact(struct lp_sim *s, const struct lp_sched_in *in, struct lp_sched_out *out,
                    struct lp_event *ev, int cap, int *nev);
 /* The reference solvers: the same schedules, written for clarity (a

@@ -195,7 +195,7 @@ int lp_sched_exact_ref(struct lp_sim *sim, const struct lp_sched_in *in, struct 
 {
     int p = in->p, v = in->v, m = in->m, pv = p * v, mv = m * v;
     size_t n = (size_t)pv * (size_t)m;
-    if (p > 1024 || n > sim->sched_cap) return -1;
+    if (!lp_sched_exact_fits(sim, in)) return -1;
     double *F = sim->sched_f, *B = sim->sched_b;
     if (in->kind == LP_SCHED_ZB) return lp_sched_zb_ref(in, out, F, B, ev, cap, nev);
     for (size_t i = 0; i < n; i++)
@@ -242,6 +242,12 @@ int lp_sched_exact_ref(struct lp_sim *sim, const struct lp_sched_in *in, struct 
     if (done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
     finish(out, cursor, p, ne, nev);
     return 0;
+}
+
+bool lp_sched_exact_fits(const struct lp_sim *sim, const struct lp_sched_in *in)
+{
+    const size_t n = (size_t)in->p * (size_t)in->v * (size_t)in->m;
+    return in->p <= 1024 && n <= sim->sched_cap;
 }
 
 double lp_sched_closed_form(const struct lp_sched_in *in)
@@ -504,7 +510,7 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
 {
     const int p = in->p, v = in->v, m = in->m, pv = p * v, mv = m * v;
     const size_t n = (size_t)pv * (size_t)m;
-    if (p > 1024 || n > sim->sched_cap) return -1;
+    if (!lp_sched_exact_fits(sim, in)) return -1;
     double *F = sim->sched_f, *B = sim->sched_b;
     if (in->kind == LP_SCHED_ZB) return zb_fast(sim, in, out, F, B, ev, cap, nev);
     for (size_t i = 0; i < n; i++)

@@ -288,6 +288,14 @@ static int build(cJSON *root, const struct lp_results *res, const struct lp_coun
     if (!cJSON_AddNumberToObject(st, "skipped", (double)c->v[LP_COUNT_SKIPPED]))
         LP_FAIL(err, LP_ENOMEM, "out of memory");
     LP_TRY(err, add_reasons(st, "skipped_by_reason", &c->v[LP_COUNT_SKIPPED_BY_REASON], err));
+    if (info->pruning) { /* #20: space_size = evaluated + skipped + pruned */
+        cJSON *by = NULL;
+        bad = !cJSON_AddNumberToObject(st, "pruned", (double)c->v[LP_COUNT_PRUNED]) ||
+              !(by = cJSON_AddObjectToObject(st, "pruned_by_reason")) ||
+              !cJSON_AddNumberToObject(by, "ranking", (double)c->v[LP_COUNT_PRUNED_RANKING]) ||
+              !cJSON_AddNumberToObject(by, "constraint", (double)c->v[LP_COUNT_PRUNED_CONSTRAINT]);
+        if (bad) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    }
     if (sw && lp_constraints_any(&sw->cons)) LP_TRY(err, add_constraints(st, &sw->cons, c, err));
     bad = !cJSON_AddStringToObject(st, "objective_time", "iteration_time_s") ||
           !cJSON_AddStringToObject(st, "objective_cost",

@@ -77,6 +77,16 @@ static inline struct lp_sim *lp_fixture_schedule_sim(void)
     return lp_sim_create(&cm, &sim, NULL) == 0 ? sim : NULL;
 }
 
+/* A simulator on the roofline cost model of the run's GPU. NULL when out of
+ * memory. */
+static inline struct lp_sim *lp_fixture_roofline_sim(const struct lp_run *r)
+{
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r->system.gpu);
+    struct lp_sim *sim = NULL;
+    return lp_sim_create(&cm, &sim, NULL) == 0 ? sim : NULL;
+}
+
 /* A sweep parsed from JSON text; NULL (the message on stderr) when it does
  * not parse. */
 static inline struct lp_sweep *lp_fixture_sweep(const char *text)

@@ -27,6 +27,7 @@ const char *lp_data_dir(void);
  * A malformed file is an error naming the file and the key. Run and sweep
  * parsing take their frameworks' defaults from it. */
 int lp_calib_load(const char *path, struct lp_calib *out, struct lp_err *err);
+/* Read once per process (per data directory); not thread-safe. */
 int lp_calib_load_default(struct lp_calib *out, struct lp_err *err);
 
 /* Validation error bands per domain (framework x GPU), the file

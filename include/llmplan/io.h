@@ -135,6 +135,9 @@ int lp_profile_info_h5(const char *path, FILE *f, struct lp_err *err);
 
 /* Default profile file for a GPU preset: data/profiles/<gpu>.h5 */
 int lp_profile_default_path(const char *gpu_name, char *buf, size_t len);
+/* The profiles that are not files ("synth", "roofline"), by position; NULL
+ * past the last. */
+const char *lp_profile_builtin_name(int i);
 
 /* The cost model of one system, as every command chooses it (one rule,
  * src/io/cost_model.c): which profile applies (the command line's, the

@@ -873,12 +873,15 @@ static int parse_bill(const struct lp_jctx *c, const cJSON *o, const char *path,
 {
     static const char *const ekeys[] = {"pue", "usd_per_kwh", "power_w", NULL};
     static const char *const gkeys[] = {"mtbf_gpu_hours", "checkpoint_s", "restart_s", NULL};
-    char kp[256], billing[8] = "gpu";
+    /* by lp_system.billing_per_node: false, true */
+    static const char *const billing_names[] = {"gpu", "node", NULL};
+    char kp[256], billing[8] = "gpu", ex[32];
+    int per_node = 0;
     LP_TRY(c->err, lp_json_str(c, o, path, "billing", false, billing, sizeof(billing)));
-    if (strcmp(billing, "gpu") != 0 && strcmp(billing, "node") != 0)
-        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected \"gpu\" or \"node\", got \"%s\"",
-                c->file, lp_jpath(kp, sizeof(kp), path, "billing"), billing);
-    s->billing_per_node = !strcmp(billing, "node");
+    if (parse_among(billing, &per_node, billing_names) != LP_OK)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected %s, got \"%s\"", c->file,
+                lp_jpath(kp, sizeof(kp), path, "billing"), NAMES_TAB(ex, billing_names), billing);
+    s->billing_per_node = per_node == 1;
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "energy");
     if (e) {
         lp_jpath(kp, sizeof(kp), path, "energy");

@@ -47,6 +47,15 @@ static void check_world(int size)
     }
 }
 
+/* The driver's notes (progress, warnings, summary) go to stderr as they
+ * come, one line each. */
+static void print_note(void *ctx, enum lp_search_note kind, const char *line)
+{
+    (void)ctx;
+    (void)kind;
+    fputs(line, stderr);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -212,6 +221,8 @@ int lp_cmd_search(int argc, char **argv)
     int code = parse_args(argc, argv, &opt, &out_arg, rank == 0);
     if (code == 0) {
         lp_search_catch_signals();
+        opt.note = print_note;
+        opt.note_ctx = NULL;
         struct lp_err err;
         lp_err_clear(&err);
         int rc = lp_search_run(MPI_COMM_WORLD, &opt, out_arg, &out, &err);

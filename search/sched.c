@@ -101,9 +101,10 @@ static void progress(struct lp_search *s, struct master *m, uint64_t own_partial
     double rate = el > 0 ? (double)(m->done_idx + own_partial) / el : 0;
     double eta = rate > 0 ? (double)(total - done) / rate : 0;
     int h = (int)(eta / 3600), mi = (int)fmod(eta / 60, 60), se = (int)fmod(eta, 60);
-    fprintf(stderr, "search: %llu/%llu (%.1f%%) %.0f indices/s, ETA %02d:%02d:%02d\n",
-            (unsigned long long)done, (unsigned long long)total,
-            total ? 100.0 * (double)done / (double)total : 100.0, rate, h, mi, se);
+    lp_search_say(s, LP_SEARCH_NOTE_PROGRESS,
+                  "search: %llu/%llu (%.1f%%) %.0f indices/s, ETA %02d:%02d:%02d",
+                  (unsigned long long)done, (unsigned long long)total,
+                  total ? 100.0 * (double)done / (double)total : 100.0, rate, h, mi, se);
 }
 
 static int record_done(struct lp_search *s, struct master *m, uint64_t lo, uint64_t hi,
@@ -286,7 +287,7 @@ static int flush_rows(struct lp_search *s, struct lp_err *err)
     if (n)
         MPI_TRY(err,
                 MPI_Bcast(s->done.r, (int)(n * sizeof(struct lp_range)), MPI_BYTE, 0, s->comm));
-    if (s->opt.dataset) LP_TRY(err, lp_h5_write_segment(s, s->done.r, n, err));
+    if (s->opt.dataset) LP_TRY(err, lp_dataset_write_segment(s, s->done.r, n, err));
     return LP_OK;
 }
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,28 @@ static void on_signal(int sig)
 bool lp_search_stop_requested(void)
 {
     return g_stop != 0;
+}
+
+void lp_search_say(const struct lp_search *s, enum lp_search_note kind, const char *fmt, ...)
+{
+    if (!s->opt.note) return;
+    char small[1024], *line = small;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof(small) - 1, fmt, ap);
+    va_end(ap);
+    if (n < 0) return;
+    if ((size_t)n >= sizeof(small) - 1) { /* a long path: format again at its length */
+        line = malloc((size_t)n + 2);
+        if (!line) return;
+        va_start(ap, fmt);
+        vsnprintf(line, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    line[n] = '\n';
+    line[n + 1] = '\0';
+    s->opt.note(s->opt.note_ctx, kind, line);
+    if (line != small) free(line);
 }
 
 static double now_s(void)
@@ -144,9 +167,9 @@ static void warn_overwrite(const struct lp_search *s)
                                     names[i]);
     }
     if (found[0])
-        fprintf(stderr, "search: %s: replacing %s%s\n", s->opt.out_dir, found,
-                strstr(found, LP_CHECKPOINT_FILE) ? " (--resume continues a checkpoint instead)"
-                                                  : "");
+        lp_search_say(
+            s, LP_SEARCH_NOTE_WARNING, "search: %s: replacing %s%s", s->opt.out_dir, found,
+            strstr(found, LP_CHECKPOINT_FILE) ? " (--resume continues a checkpoint instead)" : "");
 }
 
 /* Read the sweep on rank 0 and broadcast its text (one file-system read for
@@ -207,7 +230,7 @@ static int load_cost_models(struct lp_search *s, struct lp_err *err)
             if (s->rank == 0) {
                 char msg[1024];
                 lp_profile_mismatch_msg(msg, sizeof(msg), "search", s->prof[i], sys);
-                fprintf(stderr, "%s\n", msg);
+                lp_search_say(s, LP_SEARCH_NOTE_WARNING, "%s", msg);
             }
             const size_t d = strlen(desc);
             snprintf(desc + d, sizeof(desc) - d, ", MEASURED ON %s", s->prof[i]->gpu);
@@ -255,12 +278,12 @@ static int restore(struct lp_search *s, bool *resumed, struct lp_err *err)
          * opens it for writing; a damaged one starts the sweep over */
         bool ok = false;
         char why[600];
-        rc = lp_h5_recover(s, &ok, why, sizeof(why), err);
+        rc = lp_dataset_recover(s, &ok, why, sizeof(why), err);
         if (rc == LP_OK && !ok) {
-            fprintf(stderr,
-                    "search: %s: the partial dataset does not match the checkpoint (%s); it is "
-                    "kept as sweep.h5.partial.damaged and the sweep starts over\n",
-                    s->h5_path, why);
+            lp_search_say(s, LP_SEARCH_NOTE_WARNING,
+                          "search: %s: the partial dataset does not match the checkpoint (%s); "
+                          "it is kept as sweep.h5.partial.damaged and the sweep starts over",
+                          s->h5_path, why);
             start_over(s);
             lp_checkpoint_remove(s);
             found = false;
@@ -275,7 +298,7 @@ static int restore(struct lp_search *s, bool *resumed, struct lp_err *err)
     s->flush_seg = st[1];
     s->rows_base = st[2];
     if (s->opt.dataset) {
-        rc = agree(s, lp_h5_open(s, *resumed, err));
+        rc = agree(s, lp_dataset_open(s, *resumed, err));
         if (rc < 0) return rc;
     }
     if (*resumed && s->opt.dataset) {
@@ -284,7 +307,7 @@ static int restore(struct lp_search *s, bool *resumed, struct lp_err *err)
             for (size_t i = 0; i < s->done.n; i++)
                 n += s->done.r[i].rows;
         MPI_Bcast(&n, 1, MPI_UINT64_T, 0, s->comm);
-        rc = agree(s, lp_h5_read_rows(s, s->rows_base, n, err));
+        rc = agree(s, lp_dataset_read_rows(s, s->rows_base, n, err));
         if (rc < 0) return rc;
         if (s->rank == 0) {
             lp_ranges_sort(&s->done);
@@ -304,30 +327,32 @@ static void summary(const struct lp_search *s, const struct lp_counts *t,
                     const struct lp_results *r, double wall)
 {
     const uint64_t *v = t->v;
-    fprintf(stderr,
-            "search: %llu configurations: %llu evaluated (%llu feasible, %llu infeasible), "
-            "%llu skipped, %.2f s on %d ranks (%.0f simulated/s, %.0f indices/s)\n",
-            (unsigned long long)lp_space_size(&s->space), (unsigned long long)v[LP_COUNT_EVALUATED],
-            (unsigned long long)v[LP_COUNT_FEASIBLE],
-            (unsigned long long)(v[LP_COUNT_EVALUATED] - v[LP_COUNT_FEASIBLE]),
-            (unsigned long long)v[LP_COUNT_SKIPPED], wall, s->size,
-            wall > 0 ? (double)v[LP_COUNT_EVALUATED] / wall : 0.0,
-            wall > 0 ? (double)v[LP_COUNT_DONE] / wall : 0.0);
+    const enum lp_search_note S = LP_SEARCH_NOTE_SUMMARY;
+    lp_search_say(s, S,
+                  "search: %llu configurations: %llu evaluated (%llu feasible, %llu infeasible), "
+                  "%llu skipped, %.2f s on %d ranks (%.0f simulated/s, %.0f indices/s)",
+                  (unsigned long long)lp_space_size(&s->space),
+                  (unsigned long long)v[LP_COUNT_EVALUATED],
+                  (unsigned long long)v[LP_COUNT_FEASIBLE],
+                  (unsigned long long)(v[LP_COUNT_EVALUATED] - v[LP_COUNT_FEASIBLE]),
+                  (unsigned long long)v[LP_COUNT_SKIPPED], wall, s->size,
+                  wall > 0 ? (double)v[LP_COUNT_EVALUATED] / wall : 0.0,
+                  wall > 0 ? (double)v[LP_COUNT_DONE] / wall : 0.0);
     uint64_t excluded = 0;
     for (int c = 0; c < LP_CONS_COUNT; c++)
         excluded += v[LP_COUNT_EXCLUDED_BY_CONSTRAINT + c];
     if (excluded)
-        fprintf(stderr, "search: %llu feasible configurations excluded by the constraints\n",
-                (unsigned long long)excluded);
+        lp_search_say(s, S, "search: %llu feasible configurations excluded by the constraints",
+                      (unsigned long long)excluded);
     if (s->opt.prune)
-        fprintf(stderr,
-                "search: %llu configurations pruned by their bounds (%llu could not rank, %llu "
-                "break a constraint)\n",
-                (unsigned long long)v[LP_COUNT_PRUNED],
-                (unsigned long long)v[LP_COUNT_PRUNED_RANKING],
-                (unsigned long long)v[LP_COUNT_PRUNED_CONSTRAINT]);
+        lp_search_say(s, S,
+                      "search: %llu configurations pruned by their bounds (%llu could not rank, "
+                      "%llu break a constraint)",
+                      (unsigned long long)v[LP_COUNT_PRUNED],
+                      (unsigned long long)v[LP_COUNT_PRUNED_RANKING],
+                      (unsigned long long)v[LP_COUNT_PRUNED_CONSTRAINT]);
     const struct lp_entry *e = lp_results_best(r, LP_OBJ_TIME);
-    if (!e) fprintf(stderr, "search: no feasible configuration\n");
+    if (!e) lp_search_say(s, S, "search: no feasible configuration");
     for (int o = 0; e && o < LP_OBJ_COUNT; o++) {
         const struct lp_entry *b = lp_results_best(r, (enum lp_objective)o);
         if (!r->active[o] || !b) continue;
@@ -336,24 +361,27 @@ static void summary(const struct lp_search *s, const struct lp_counts *t,
         snprintf(what, sizeof(what), "%s", lp_objective_best_name((enum lp_objective)o));
         for (char *c = what; *c; c++)
             if (*c == '_') *c = ' ';
-        fprintf(stderr,
-                "search: %s: %s on %d GPUs of %s tp=%d pp=%d dp=%d cp=%d mb=%d: %.3f s/iter", what,
-                b->run.model.name, b->res.gpus, b->run.system.name, b->run.par.tp, b->run.par.pp,
-                b->run.par.dp, b->run.par.cp, b->run.par.micro_batch, b->res.iteration_time_s);
+        char cost[96] = "", extra[64] = "";
         if (b->res.time_days > 0)
-            fprintf(stderr, ", %.1f days, $%.4g", b->res.time_days, b->res.cost_usd);
+            snprintf(cost, sizeof(cost), ", %.1f days, $%.4g", b->res.time_days, b->res.cost_usd);
         else
-            fprintf(stderr, ", $%.4g per iteration", b->res.cost_per_iteration_usd);
-        if (o == LP_OBJ_TOKENS_PER_USD) fprintf(stderr, ", %.4g tokens/$", b->res.tokens_per_usd);
-        if (o == LP_OBJ_LOSS) fprintf(stderr, ", loss %.4f", b->res.loss);
-        fputc('\n', stderr);
+            snprintf(cost, sizeof(cost), ", $%.4g per iteration", b->res.cost_per_iteration_usd);
+        if (o == LP_OBJ_TOKENS_PER_USD)
+            snprintf(extra, sizeof(extra), ", %.4g tokens/$", b->res.tokens_per_usd);
+        if (o == LP_OBJ_LOSS) snprintf(extra, sizeof(extra), ", loss %.4f", b->res.loss);
+        lp_search_say(s, S,
+                      "search: %s: %s on %d GPUs of %s tp=%d pp=%d dp=%d cp=%d mb=%d: %.3f "
+                      "s/iter%s%s",
+                      what, b->run.model.name, b->res.gpus, b->run.system.name, b->run.par.tp,
+                      b->run.par.pp, b->run.par.dp, b->run.par.cp, b->run.par.micro_batch,
+                      b->res.iteration_time_s, cost, extra);
     }
     if (s->size > 1)
-        fprintf(stderr, "search: rank 0 answered %llu work requests, %.1f us each (%.3f s)\n",
-                (unsigned long long)s->served,
-                s->served ? 1e6 * s->serve_s / (double)s->served : 0.0, s->serve_s);
-    fprintf(stderr, "search: wrote %s/plans.json%s\n", s->opt.out_dir,
-            s->opt.dataset ? " and sweep.h5" : "");
+        lp_search_say(s, S, "search: rank 0 answered %llu work requests, %.1f us each (%.3f s)",
+                      (unsigned long long)s->served,
+                      s->served ? 1e6 * s->serve_s / (double)s->served : 0.0, s->serve_s);
+    lp_search_say(s, S, "search: wrote %s/plans.json%s", s->opt.out_dir,
+                  s->opt.dataset ? " and sweep.h5" : "");
 }
 
 /* Everything after MPI set-up. Collective. Returns LP_OK, LP_EINTERRUPT or
@@ -385,8 +413,9 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_search_outcom
     bool resumed = false;
     if ((rc = restore(s, &resumed, err)) < 0) return rc;
     if (s->rank == 0 && !s->opt.quiet)
-        fprintf(stderr, "search: %s: %llu configurations on %d ranks%s\n", s->opt.sweep_path,
-                (unsigned long long)lp_space_size(&s->space), s->size, resumed ? " (resumed)" : "");
+        lp_search_say(s, LP_SEARCH_NOTE_SUMMARY, "search: %s: %llu configurations on %d ranks%s",
+                      s->opt.sweep_path, (unsigned long long)lp_space_size(&s->space), s->size,
+                      resumed ? " (resumed)" : "");
     s->t_start = now_s();
 
     rc = lp_sched_run(s, err);
@@ -408,7 +437,7 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_search_outcom
     /* order: dataset closed and renamed, then plans.json, then the
      * checkpoint removed; a kill in between leaves a resumable state */
     rc = LP_OK;
-    if (s->opt.dataset) rc = agree(s, lp_h5_close(s, !interrupted, &total, err));
+    if (s->opt.dataset) rc = agree(s, lp_dataset_close(s, !interrupted, &total, err));
     if (rc == LP_OK && !interrupted && s->rank == 0) {
         char path[LP_SWEEP_PATH_LEN + 32];
         if (s->opt.dataset) {
@@ -448,7 +477,7 @@ static void search_free(struct lp_search *s)
 {
     struct lp_err ignore;
     lp_err_clear(&ignore);
-    if (s->h5) lp_h5_close(s, false, NULL, &ignore);
+    if (s->h5) lp_dataset_close(s, false, NULL, &ignore);
     for (int i = 0; i < LP_SWEEP_MAX_VALUES; i++) {
         lp_sim_destroy(&s->sim[i]);
         lp_profile_destroy(&s->prof[i]);
@@ -460,6 +489,8 @@ static void search_free(struct lp_search *s)
     lp_sweep_destroy(&s->sweep);
     lp_trust_destroy(&s->trust);
     free(s->sweep_text);
+    free(s->h5_names);
+    free(s->h5_params);
     if (s->lock_fd >= 0) close(s->lock_fd); /* releases the lock */
 }
 

@@ -5,7 +5,7 @@
  *   eval.c        the per-rank walk of a range: decode, simulate, reduce
  *   reduce.c      tree reduction of fronts / top-k / counters to rank 0
  *   checkpoint.c  checkpoint file (atomic) and resume
- *   sweep_h5.c    the parallel HDF5 dataset sweep.h5
+ *   dataset.c     what the dataset writer (llmplan/sweep_h5.h) is told
  *
  * Every function that takes the context's communicator says whether it is
  * collective. The driver works on its own duplicate of the caller's
@@ -23,21 +23,7 @@
 #include "llmplan/io.h"
 #include "llmplan/search.h"
 #include "llmplan/search_mpi.h"
-
-/* One dataset row (a configuration evaluated: feasible or not). */
-struct lp_row {
-    uint64_t index;
-    int32_t model, system, gpus, tp, pp, dp, cp, ep, vp, micro_batch, sequence_parallel, recompute,
-        zero, schedule, feasible, reason, microbatches;
-    double iteration_time_s, tokens_per_s, mfu, model_tflops_per_gpu, memory_per_gpu_gib;
-    double compute_s, tp_comm_s, pp_bubble_s, pp_comm_s, dp_comm_exposed_s, optimizer_s;
-    double weights_gib, gradients_gib, optimizer_gib, activations_gib, temporary_gib;
-    double cost_per_iteration_usd, cost_usd, gpu_hours, time_days, zero3_gather_s;
-    int32_t framework, attention, precision; /* the settings dimensions (#17) */
-    int32_t gpus_per_node, seq_len;
-    double price_per_gpu_hour_usd, tokens_per_usd;
-    int32_t global_batch, finetune; /* the run dimensions (#17) */
-};
+#include "llmplan/sweep_h5.h"
 
 /* A completed index range and its rows (in the owner's row buffer). */
 struct lp_range {
@@ -57,9 +43,6 @@ struct lp_rows {
     struct lp_row *r;
     size_t n, cap;
 };
-
-struct lp_h5;          /* sweep_h5.c */
-#define LP_H5_NCOLS 48 /* columns of sweep.h5 (struct lp_row) */
 
 struct lp_search {
     MPI_Comm comm;
@@ -98,21 +81,30 @@ struct lp_search {
     uint64_t served;
     double serve_s;
     struct lp_h5 *h5;
+    /* what the dataset writer is told (dataset.c); names and params are
+     * its storage */
+    struct lp_h5_desc h5_desc;
+    const char **h5_names;
+    double *h5_params;
     char h5_path[LP_SWEEP_PATH_LEN + 32];
     /* the dataset's rows [0, h5_rows) as of the last write, and a checksum
      * per column of them (h5_sum) and of the final rows [0, rows_base)
      * (h5_sum_base); the checkpoint records them so that --resume can
-     * verify the file (sweep_h5.c) */
+     * verify the file (src/io_par/sweep_h5.c) */
     uint64_t h5_rows;
     uint64_t h5_sum[LP_H5_NCOLS];
     uint64_t h5_sum_base[LP_H5_NCOLS];
     int lock_fd;               /* the output directory's lock (rank 0; -1 = none) */
-    bool h5_unclosable;        /* HDF5 failed to close sweep.h5.partial (sweep_h5.c) */
+    bool h5_unclosable;        /* HDF5 failed to close sweep.h5.partial */
     struct lp_run scratch_run; /* decode target (large; kept off the stack) */
 };
 
 /* ---- search.c ---- */
 bool lp_search_stop_requested(void);
+/* Hand one line (printf format, without its '\n') to the caller's note
+ * handler (opt.note; none: dropped). Rank 0's. */
+void lp_search_say(const struct lp_search *s, enum lp_search_note kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Wall time of the sweep so far: previous interrupted runs + this one. */
 double lp_search_wall_s(const struct lp_search *s);
 
@@ -154,28 +146,24 @@ int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err);
 void lp_checkpoint_remove(const struct lp_search *s);
 uint64_t lp_sweep_hash(const struct lp_search *s);
 
-/* ---- dataset (sweep_h5.c); all collective ---- */
-int lp_h5_open(struct lp_search *s, bool resume, struct lp_err *err);
+/* ---- dataset (dataset.c, through llmplan/sweep_h5.h); collective unless said ---- */
+int lp_dataset_open(struct lp_search *s, bool resume, struct lp_err *err);
 /* Write the rows of the current segment: each rank its own ranges at the
  * offsets of the range table (sorted by lo, all ranks the same), then set
- * the row count to rows_base + total. */
-int lp_h5_write_segment(struct lp_search *s, const struct lp_range *table, size_t n,
-                        struct lp_err *err);
-/* Rank 0 only, before lp_h5_open(resume): check the partial dataset left
- * by an interrupted run against the checkpoint (every column readable over
- * [0, h5_rows), each column's checksum equal) and copy those rows into a
- * fresh file that replaces it, in a child process under a time limit, so
- * that a damaged file (a hard kill mid-write) can neither crash nor hang
- * the job. *ok = false: the file is damaged or missing (renamed to
- * sweep.h5.partial.damaged when present; why[] says what was wrong); the
- * file is never opened for writing then. */
-int lp_h5_recover(struct lp_search *s, bool *ok, char *why, size_t why_len, struct lp_err *err);
+ * the row count to rows_base + total; s->h5_sum and s->h5_rows follow. */
+int lp_dataset_write_segment(struct lp_search *s, const struct lp_range *table, size_t n,
+                             struct lp_err *err);
+/* Rank 0 only, before lp_dataset_open(resume): lp_h5_recover of the partial
+ * dataset against the checkpoint's s->h5_rows and s->h5_sum. */
+int lp_dataset_recover(struct lp_search *s, bool *ok, char *why, size_t why_len,
+                       struct lp_err *err);
 /* Read rows [first, first + n) into rank 0's row buffer (resume). */
-int lp_h5_read_rows(struct lp_search *s, uint64_t first, uint64_t n, struct lp_err *err);
+int lp_dataset_read_rows(struct lp_search *s, uint64_t first, uint64_t n, struct lp_err *err);
 /* total: the reduced counters, the same on every rank (or NULL: no
- * attributes, e.g. after an error). */
-int lp_h5_close(struct lp_search *s, bool complete, const struct lp_counts *total,
-                struct lp_err *err);
+ * attributes, e.g. after an error). Sets s->h5_unclosable when HDF5 could
+ * not close the file. */
+int lp_dataset_close(struct lp_search *s, bool complete, const struct lp_counts *total,
+                     struct lp_err *err);
 
 /* ---- plans.json (src/io/plans_json.c, declared in search.h) ---- */
 

@@ -27,6 +27,7 @@ const char *lp_data_dir(void);
  * A malformed file is an error naming the file and the key. Run and sweep
  * parsing take their frameworks' defaults from it. */
 int lp_calib_load(const char *path, struct lp_calib *out, struct lp_err *err);
+/* Read once per process (per data directory); not thread-safe. */
 int lp_calib_load_default(struct lp_calib *out, struct lp_err *err);
 
 /* Validation error bands per domain (framework x GPU), the file
@@ -134,6 +135,9 @@ int lp_profile_info_h5(const char *path, FILE *f, struct lp_err *err);
 
 /* Default profile file for a GPU preset: data/profiles/<gpu>.h5 */
 int lp_profile_default_path(const char *gpu_name, char *buf, size_t len);
+/* The profiles that are not files ("synth", "roofline"), by position; NULL
+ * past the last. */
+const char *lp_profile_builtin_name(int i);
 
 /* The cost model of one system, as every command chooses it (one rule,
  * src/io/cost_model.c): which profile applies (the command line's, the

@@ -1,10 +1,10 @@
 /* The MPI search driver (search/, docs/search.md): sweeps the configuration
  * space of a sweep description over a communicator into plans.json and
  * sweep.h5. A library: it returns errors (code + message) instead of
- * printing them or aborting; what to print and whether to end the job is its
- * caller's decision (cli/cmd_search.c). It still writes its progress line,
- * its warnings and the summary on stderr (--quiet turns the progress line and
- * the summary off). */
+ * printing them or aborting, and hands its progress line, warnings and
+ * summary to the caller's note handler; it never writes to stdout or stderr
+ * itself. What to print and whether to end the job is its caller's decision
+ * (cli/cmd_search.c). */
 #ifndef LLMPLAN_SEARCH_MPI_H
 #define LLMPLAN_SEARCH_MPI_H
 
@@ -15,6 +15,18 @@
 
 #include "llmplan/io.h"
 #include "llmplan/status.h"
+
+/* What the driver says besides its errors (--quiet turns off the progress
+ * line and the summary: the driver does not make those notes then). */
+enum lp_search_note {
+    LP_SEARCH_NOTE_PROGRESS, /* "search: 123/456 (27.0%) ..." every --progress seconds */
+    LP_SEARCH_NOTE_WARNING, /* outputs replaced, a profile of another GPU, a damaged partial dataset
+                             */
+    LP_SEARCH_NOTE_SUMMARY  /* the start line and the lines after a completed sweep */
+};
+/* A note: one whole line, ending in '\n'; made on rank 0 only, from the
+ * calling thread. */
+typedef void (*lp_search_note_fn)(void *ctx, enum lp_search_note kind, const char *line);
 
 struct lp_search_opts {
     const char *sweep_path;
@@ -32,6 +44,8 @@ struct lp_search_opts {
     uint64_t trace_top;  /* --trace-top: timelines of the N fastest plans */
     enum lp_trace_detail trace_detail; /* --trace-detail */
     char cmdline[4096];
+    lp_search_note_fn note; /* NULL: notes are dropped */
+    void *note_ctx;
 };
 
 /* What a run of the driver leaves for its caller besides the status. */

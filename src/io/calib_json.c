@@ -87,15 +87,40 @@ int lp_calib_load(const char *path, struct lp_calib *out, struct lp_err *err)
     return LP_OK;
 }
 
+/* The process's one reading of the data directory's calibration.json,
+ * owned by lp_calib_load_default (every loader that needs the fitted
+ * constants calls it: each run description, each sweep, each cost model):
+ * read on the first call and kept for the life of the process. Keyed by the
+ * file's path, so a process that changes LLMPLAN_DATA (a test) reads the new
+ * directory's file. A missing file is remembered as the built-in values; a
+ * malformed one is not remembered: every call fails naming the file and the
+ * key. Not thread-safe: the io's loaders run on one thread (the commands,
+ * the search driver's calling thread). */
+static struct {
+    bool valid;
+    char path[1024];
+    struct lp_calib cal;
+} g_calib;
+
 int lp_calib_load_default(struct lp_calib *out, struct lp_err *err)
 {
-    char path[1024];
+    char path[sizeof(g_calib.path)];
     snprintf(path, sizeof(path), "%s/calibration.json", lp_data_dir());
-    FILE *f = fopen(path, "r");
-    if (!f) { /* no file: the built-in values, which are the shipped file's */
-        lp_calib_builtin(out);
+    if (g_calib.valid && !strcmp(g_calib.path, path)) {
+        *out = g_calib.cal;
         return LP_OK;
     }
-    fclose(f);
-    return lp_calib_load(path, out, err);
+    struct lp_calib cal;
+    FILE *f = fopen(path, "r");
+    if (!f) { /* no file: the built-in values, which are the shipped file's */
+        lp_calib_builtin(&cal);
+    } else {
+        fclose(f);
+        LP_TRY(err, lp_calib_load(path, &cal, err));
+    }
+    g_calib.cal = cal;
+    snprintf(g_calib.path, sizeof(g_calib.path), "%s", path);
+    g_calib.valid = true;
+    *out = cal;
+    return LP_OK;
 }

@@ -15,7 +15,18 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "json_util.h"
 #include "llmplan/io.h"
+
+/* The profiles that are not files, in the order lp_profile_builtin_name
+ * lists them: the one table the chooser compares with and every message
+ * names. */
+enum { BUILTIN_SYNTH, BUILTIN_ROOFLINE, BUILTIN_COUNT };
+const char *lp_profile_builtin_name(int i)
+{
+    static const char *const n[BUILTIN_COUNT] = {"synth", "roofline"};
+    return i >= 0 && i < BUILTIN_COUNT ? n[i] : NULL;
+}
 
 const char *lp_profile_choice(const char *cli_arg, const struct lp_system *sys,
                               const char *sweep_default)
@@ -35,13 +46,13 @@ int lp_cost_model_choose(const char *choice, const struct lp_system *sys, bool a
     /* the speed of older attention kernels (data/calibration.json) */
     struct lp_calib cal;
     LP_TRY(err, lp_calib_load_default(&cal, err));
-    if (choice && strcmp(choice, "roofline") == 0) {
+    if (choice && strcmp(choice, lp_profile_builtin_name(BUILTIN_ROOFLINE)) == 0) {
         lp_cost_model_roofline(cm, gpu);
         cm->attn_old_ratio = cal.attn_old_ratio;
         snprintf(used, used_len, "roofline");
         return LP_OK;
     }
-    if (choice && strcmp(choice, "synth") == 0) {
+    if (choice && strcmp(choice, lp_profile_builtin_name(BUILTIN_SYNTH)) == 0) {
         LP_TRY(err, lp_profile_synth(gpu, sys, prof, err));
         lp_cost_model_table(cm, *prof, gpu);
         cm->attn_old_ratio = cal.attn_old_ratio;
@@ -54,11 +65,12 @@ int lp_cost_model_choose(const char *choice, const struct lp_system *sys, bool a
     } else {
         lp_profile_default_path(gpu->name, path, sizeof(path));
         struct stat st;
+        char ex[64];
         if (stat(path, &st) != 0)
             LP_FAIL(err, LP_ENOTFOUND,
                     "no kernel profile for GPU '%s' (%s); generate one with `llmplan profile synth "
-                    "--gpu %s`, or use the profile \"synth\" or \"roofline\"",
-                    gpu->name, path, gpu->name);
+                    "--gpu %s`, or use the profile %s",
+                    gpu->name, path, gpu->name, NAMES_FN(ex, lp_profile_builtin_name));
     }
     int rc = lp_profile_read_h5(path, prof, err);
     if (rc == LP_OK) rc = lp_profile_match_gpu(*prof, gpu, allow_mismatch, mismatch, err);

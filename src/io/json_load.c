@@ -328,6 +328,18 @@ static const char *framework_n(int i)
 {
     return i >= 0 && i < LP_FW_COUNT ? lp_framework_name((enum lp_framework)i) : NULL;
 }
+static const char *rc_method_n(int i)
+{
+    return i >= 0 && i < LP_RC_METHOD_COUNT ? lp_rc_method_name((enum lp_rc_method)i) : NULL;
+}
+static const char *fp8_scaling_n(int i)
+{
+    return i >= 0 && i < LP_FP8_SCALING_COUNT ? lp_fp8_scaling_name((enum lp_fp8_scaling)i) : NULL;
+}
+static const char *dispatcher_n(int i)
+{
+    return i >= 0 && i < LP_DISPATCH_COUNT ? lp_dispatcher_name((enum lp_dispatcher)i) : NULL;
+}
 static const char *xent_n(int i)
 {
     return i >= 0 && i < LP_XENT_COUNT ? lp_xent_name((enum lp_xent)i) : NULL;
@@ -340,19 +352,12 @@ static const char *attention_n(int i)
                : NULL;
 }
 
-/* A name table: an int-indexed function or a NULL-terminated array. */
-struct name_src {
-    const char *(*fn)(int);
-    const char *const *tab;
-};
-static const char *name_at(const struct name_src *n, int i)
+static const char *name_at(const struct lp_name_src *n, int i)
 {
     return n->fn ? n->fn(i) : n->tab[i];
 }
 
-/* "\"a\", \"b\" or \"c\"" (`last` joins the last two: " or ", or ", " for a
- * list) from a name table; into buf. */
-static const char *names_of(char *buf, size_t len, struct name_src n, const char *last)
+const char *lp_json_names(char *buf, size_t len, struct lp_name_src n, const char *last)
 {
     size_t at = 0;
     buf[0] = '\0';
@@ -364,18 +369,16 @@ static const char *names_of(char *buf, size_t len, struct name_src n, const char
     }
     return buf;
 }
-#define NAMES_FN(buf, f) names_of(buf, sizeof(buf), (struct name_src){.fn = (f)}, " or ")
-#define NAMES_TAB(buf, t) names_of(buf, sizeof(buf), (struct name_src){.tab = (t)}, " or ")
 
+static const char *const act_names[] = {"gelu", "swiglu", NULL};
 static int parse_act(const char *s, int *o)
 {
-    static const char *const n[] = {"gelu", "swiglu", NULL};
-    return parse_among(s, o, n);
+    return parse_among(s, o, act_names);
 }
+static const char *const norm_names[] = {"layernorm", "rmsnorm", NULL};
 static int parse_norm(const char *s, int *o)
 {
-    static const char *const n[] = {"layernorm", "rmsnorm", NULL};
-    return parse_among(s, o, n);
+    return parse_among(s, o, norm_names);
 }
 static const char *const pos_names[] = {"learned", "rotary", "alibi", "none", NULL};
 static int parse_pos(const char *s, int *o)
@@ -431,7 +434,7 @@ static int parse_graph_scopes(const struct lp_jctx *c, const cJSON *o, const cha
     char ex[128];
     return parse_name_set(
         c, o, path, "cuda_graphs", lp_graph_scope_name,
-        names_of(ex, sizeof(ex), (struct name_src){.fn = lp_graph_scope_name}, ", "), out);
+        lp_json_names(ex, sizeof(ex), (struct lp_name_src){.fn = lp_graph_scope_name}, ", "), out);
 }
 
 static int parse_dispatcher(const char *s, int *o)
@@ -441,15 +444,15 @@ static int parse_dispatcher(const char *s, int *o)
     *o = (int)v;
     return LP_OK;
 }
+static const char *const router_names[] = {"softmax", "sigmoid", NULL};
 static int parse_router(const char *s, int *o)
 {
-    static const char *const n[] = {"softmax", "sigmoid", NULL};
-    return parse_among(s, o, n);
+    return parse_among(s, o, router_names);
 }
+static const char *const routing_names[] = {"capacity", "dropless", NULL};
 static int parse_routing(const char *s, int *o)
 {
-    static const char *const n[] = {"capacity", "dropless", NULL};
-    return parse_among(s, o, n);
+    return parse_among(s, o, routing_names);
 }
 static int parse_recompute(const char *s, int *o)
 {
@@ -490,15 +493,15 @@ static int parse_framework(const char *s, int *o)
     *o = (int)f;
     return LP_OK;
 }
+static const char *const moe_impl_names[] = {"grouped", "eager", NULL}; /* enum lp_moe_impl */
 static int parse_moe_impl(const char *s, int *o)
 {
-    static const char *const n[] = {"grouped", "eager", NULL}; /* enum lp_moe_impl */
-    return parse_among(s, o, n);
+    return parse_among(s, o, moe_impl_names);
 }
+static const char *const lora_target_names[] = {"all", "moe", NULL}; /* enum lp_lora_targets */
 static int parse_lora_targets(const char *s, int *o)
 {
-    static const char *const n[] = {"all", "moe", NULL}; /* enum lp_lora_targets */
-    return parse_among(s, o, n);
+    return parse_among(s, o, lora_target_names);
 }
 
 /* ---- presets ---- */
@@ -570,8 +573,9 @@ static int parse_moe_ext(const struct lp_jctx *c, const cJSON *moe, const char *
                               &e->first_dense_layers));
     /* dropless unless a capacity factor is given */
     int routing = cJSON_GetObjectItemCaseSensitive(moe, "capacity_factor") ? 0 : 1;
+    char ex[64];
     LP_TRY(err, lp_json_enum(c, moe, mp, "routing", false, parse_routing,
-                             "\"capacity\" or \"dropless\"", &routing));
+                             NAMES_TAB(ex, routing_names), &routing));
     e->dropless = routing == 1;
     e->imbalance = 1.0;
     LP_TRY(err, lp_json_num(c, moe, mp, "imbalance", false, 0, true, &e->imbalance));
@@ -583,8 +587,7 @@ static int parse_moe_ext(const struct lp_jctx *c, const cJSON *moe, const char *
     LP_TRY(err, lp_json_int32(c, moe, mp, "latent_size", false, 1, 1 << 24, &e->latent));
     LP_TRY(err, lp_json_num(c, moe, mp, "activation_clamp", false, 0, false, &e->act_clamp));
     int r = 0; /* the score function costs the same either way: checked, not kept */
-    return lp_json_enum(c, moe, mp, "router", false, parse_router, "\"softmax\" or \"sigmoid\"",
-                        &r);
+    return lp_json_enum(c, moe, mp, "router", false, parse_router, NAMES_TAB(ex, router_names), &r);
 }
 
 /* head_dim, MLA, sliding windows, Mamba, layer pattern, MTP. */
@@ -710,17 +713,16 @@ static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *
     m->ffn_hidden = 4 * m->hidden;
     LP_TRY(err, lp_json_int32(c, o, path, "ffn_hidden", false, 1, 1 << 26, &m->ffn_hidden));
     int e = LP_ACT_GELU;
+    char ex[128];
     LP_TRY(err,
-           lp_json_enum(c, o, path, "ffn_act", false, parse_act, "\"gelu\" or \"swiglu\"", &e));
+           lp_json_enum(c, o, path, "ffn_act", false, parse_act, NAMES_TAB(ex, act_names), &e));
     m->ffn_act = (enum lp_act)e;
     LP_TRY(err, lp_json_int32(c, o, path, "vocab", true, 1, 1 << 26, &m->vocab));
     LP_TRY(err, lp_json_int32(c, o, path, "seq_len", true, 1, 1 << 26, &m->seq_len));
     e = LP_NORM_LAYERNORM;
-    LP_TRY(err,
-           lp_json_enum(c, o, path, "norm", false, parse_norm, "\"layernorm\" or \"rmsnorm\"", &e));
+    LP_TRY(err, lp_json_enum(c, o, path, "norm", false, parse_norm, NAMES_TAB(ex, norm_names), &e));
     m->norm = (enum lp_norm)e;
     e = LP_POS_LEARNED;
-    char ex[128];
     LP_TRY(err,
            lp_json_enum(c, o, path, "position", false, parse_pos, NAMES_TAB(ex, pos_names), &e));
     m->pos = (enum lp_pos)e;
@@ -871,12 +873,15 @@ static int parse_bill(const struct lp_jctx *c, const cJSON *o, const char *path,
 {
     static const char *const ekeys[] = {"pue", "usd_per_kwh", "power_w", NULL};
     static const char *const gkeys[] = {"mtbf_gpu_hours", "checkpoint_s", "restart_s", NULL};
-    char kp[256], billing[8] = "gpu";
+    /* by lp_system.billing_per_node: false, true */
+    static const char *const billing_names[] = {"gpu", "node", NULL};
+    char kp[256], billing[8] = "gpu", ex[32];
+    int per_node = 0;
     LP_TRY(c->err, lp_json_str(c, o, path, "billing", false, billing, sizeof(billing)));
-    if (strcmp(billing, "gpu") != 0 && strcmp(billing, "node") != 0)
-        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected \"gpu\" or \"node\", got \"%s\"",
-                c->file, lp_jpath(kp, sizeof(kp), path, "billing"), billing);
-    s->billing_per_node = !strcmp(billing, "node");
+    if (parse_among(billing, &per_node, billing_names) != LP_OK)
+        LP_FAIL(c->err, LP_EINVAL, "%s: key '%s': expected %s, got \"%s\"", c->file,
+                lp_jpath(kp, sizeof(kp), path, "billing"), NAMES_TAB(ex, billing_names), billing);
+    s->billing_per_node = per_node == 1;
     const cJSON *e = cJSON_GetObjectItemCaseSensitive(o, "energy");
     if (e) {
         lp_jpath(kp, sizeof(kp), path, "energy");
@@ -1189,9 +1194,10 @@ static int parse_recompute_details(const struct lp_jctx *c, const cJSON *o, cons
         unsigned m = 0;
         char ex[160];
         LP_TRY(err,
-               parse_name_set(
-                   c, o, path, "recompute_modules", lp_rc_module_name,
-                   names_of(ex, sizeof(ex), (struct name_src){.fn = lp_rc_module_name}, ", "), &m));
+               parse_name_set(c, o, path, "recompute_modules", lp_rc_module_name,
+                              lp_json_names(ex, sizeof(ex),
+                                            (struct lp_name_src){.fn = lp_rc_module_name}, ", "),
+                              &m));
         if (!given) p->recompute = LP_RECOMPUTE_SELECTIVE;
         lp_jpath(kp, sizeof(kp), path, "recompute_modules");
         if (p->recompute != LP_RECOMPUTE_SELECTIVE)
@@ -1209,8 +1215,9 @@ static int parse_recompute_details(const struct lp_jctx *c, const cJSON *o, cons
             LP_FAIL(err, LP_EINVAL, "%s: key '%s': needs recompute \"full\"", c->file, kp);
     }
     int e = (int)p->recompute_method;
+    char ex[64];
     LP_TRY(err, lp_json_enum(c, o, path, "recompute_method", false, parse_rc_method,
-                             "\"uniform\" or \"block\"", &e));
+                             NAMES_FN(ex, rc_method_n), &e));
     p->recompute_method = (enum lp_rc_method)e;
     LP_TRY(err,
            lp_json_int32(c, o, path, "recompute_layers", false, 1, 1 << 20, &p->recompute_layers));
@@ -1360,7 +1367,7 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
     t->precision = (enum lp_prec)e;
     e = (int)t->fp8_scaling;
     LP_TRY(err, lp_json_enum(c, o, path, "fp8_scaling", false, parse_fp8_scaling,
-                             "\"delayed\" or \"current\"", &e));
+                             NAMES_FN(ex, fp8_scaling_n), &e));
     t->fp8_scaling = (enum lp_fp8_scaling)e;
     LP_TRY(err, lp_json_bool(c, o, path, "flash_attention", false, &t->flash_attention));
     if (cJSON_GetObjectItemCaseSensitive(o, "attention")) {
@@ -1416,8 +1423,9 @@ int lp_json_finetune(const struct lp_jctx *c, const cJSON *ft, const char *fp,
         LP_FAIL(err, LP_EINVAL, "%s: key '%s.base_bits': expected 4, 8 or 16, got %d", c->file, fp,
                 t->lora_base_bits);
     int e2 = (int)LP_LORA_ALL;
-    LP_TRY(err, lp_json_enum(c, ft, fp, "targets", false, parse_lora_targets, "\"all\" or \"moe\"",
-                             &e2));
+    char ex[64];
+    LP_TRY(err, lp_json_enum(c, ft, fp, "targets", false, parse_lora_targets,
+                             NAMES_TAB(ex, lora_target_names), &e2));
     t->lora_targets = (enum lp_lora_targets)e2;
     LP_TRY(err, lp_json_num(c, ft, fp, "dropout", false, 0, false, &t->lora_dropout));
     return LP_OK;
@@ -1485,8 +1493,9 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     LP_TRY(err, lp_json_bool(c, item, path, "grad_fp32", false, &f->grad_fp32));
     LP_TRY(err, lp_json_bool(c, item, path, "ep_overlap", false, &f->ep_overlap));
     int dsp = (int)f->dispatcher;
+    char dx[64];
     LP_TRY(err, lp_json_enum(c, item, path, "moe_dispatcher", false, parse_dispatcher,
-                             "\"alltoall\" or \"hybridep\"", &dsp));
+                             NAMES_FN(dx, dispatcher_n), &dsp));
     f->dispatcher = (enum lp_dispatcher)dsp;
     LP_TRY(err, parse_graph_scopes(c, item, path, &f->cuda_graphs));
     LP_TRY(err, lp_json_bool(c, item, path, "hybrid_shard", false, &f->hybrid_shard));
@@ -1498,7 +1507,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     f->xent = (enum lp_xent)x;
     x = (int)f->moe_impl;
     LP_TRY(err, lp_json_enum(c, item, path, "moe_impl", false, parse_moe_impl,
-                             "\"grouped\" or \"eager\"", &x));
+                             NAMES_TAB(xe, moe_impl_names), &x));
     f->moe_impl = (enum lp_moe_impl)x;
     double mb = f->bucket_bytes / 1e6, ms = f->step_overhead_s * 1e3, us = f->host_op_s * 1e6;
     LP_TRY(err, lp_json_num(c, item, path, "bucket_MB", false, 0, true, &mb));

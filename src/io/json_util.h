@@ -41,6 +41,18 @@ int lp_json_bool(const struct lp_jctx *c, const cJSON *obj, const char *path, co
 int lp_json_str(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
                 bool required, char *out, size_t len);
 /* A string that must be one of names[0..n-1]; *out gets its index. */
+/* A name table: an int-indexed function (NULL past the last name) or a
+ * NULL-terminated array; the one table of an enum, which its parser reads. */
+struct lp_name_src {
+    const char *(*fn)(int);
+    const char *const *tab;
+};
+/* "\"a\", \"b\" or \"c\"" (`last` joins the last two: " or ", or ", " for a
+ * list) from a name table; into buf, which it returns. */
+const char *lp_json_names(char *buf, size_t len, struct lp_name_src n, const char *last);
+#define NAMES_FN(buf, f) lp_json_names(buf, sizeof(buf), (struct lp_name_src){.fn = (f)}, " or ")
+#define NAMES_TAB(buf, t) lp_json_names(buf, sizeof(buf), (struct lp_name_src){.tab = (t)}, " or ")
+
 int lp_json_enum(const struct lp_jctx *c, const cJSON *obj, const char *path, const char *key,
                  bool required, int (*parse)(const char *, int *), const char *expected, int *out);
 

@@ -558,6 +558,7 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
  * "profile" key does); src/io/cost_model.c decides which applies. */
 static int parse_profile(const struct lp_jctx *c, const cJSON *v, struct lp_sweep *sw)
 {
+    char ex[64];
     if (!v) return LP_OK;
     if (cJSON_IsString(v)) {
         if (strlen(v->valuestring) >= sizeof(sw->profile))
@@ -568,9 +569,9 @@ static int parse_profile(const struct lp_jctx *c, const cJSON *v, struct lp_swee
     }
     if (!cJSON_IsObject(v))
         LP_FAIL(c->err, LP_EINVAL,
-                "%s: key 'profile': expected a profile (a file, \"synth\" or \"roofline\") or "
-                "an object {system name: profile}",
-                c->file);
+                "%s: key 'profile': expected a profile (a file, %s) or an object {system name: "
+                "profile}",
+                c->file, NAMES_FN(ex, lp_profile_builtin_name));
     for (const cJSON *it = v->child; it; it = it->next) {
         int k = 0;
         while (k < sw->nvalues[LP_DIM_SYSTEM] && strcmp(sw->systems[k].name, it->string) != 0)
@@ -582,9 +583,9 @@ static int parse_profile(const struct lp_jctx *c, const cJSON *v, struct lp_swee
                     c->file, it->string);
         if (!cJSON_IsString(it) || strlen(it->valuestring) >= sizeof(sw->systems[k].profile))
             LP_FAIL(c->err, LP_EINVAL,
-                    "%s: key 'profile.%s': expected a profile file, \"synth\" or \"roofline\" "
-                    "(at most %zu characters)",
-                    c->file, it->string, sizeof(sw->systems[k].profile) - 1);
+                    "%s: key 'profile.%s': expected a profile file, %s (at most %zu characters)",
+                    c->file, it->string, NAMES_FN(ex, lp_profile_builtin_name),
+                    sizeof(sw->systems[k].profile) - 1);
         for (int i = 0; i < sw->nvalues[LP_DIM_SYSTEM]; i++)
             if (!strcmp(sw->systems[i].name, it->string))
                 snprintf(sw->systems[i].profile, sizeof(sw->systems[i].profile), "%s",
@@ -688,12 +689,28 @@ static int parse_best_by(const struct lp_jctx *c, const cJSON *v, struct lp_swee
  * uses: include/llmplan/loss.h). The loss of Hoffmann et al.'s fit is that
  * of pre-training from scratch on the token budget, so it needs a budget and
  * is refused for fine-tuning (LoRA or a dataset of queries). */
+/* Int-indexed views (NULL past the end) of the name tables the parsers
+ * below read, for their messages: the objectives one may ask for, the loss
+ * fits (src/core/loss.c). */
+static const char *objective_opt_n(int i)
+{
+    return i >= 0 && i < LP_OBJ_COUNT - LP_OBJ_ALWAYS
+               ? lp_objective_name((enum lp_objective)(LP_OBJ_ALWAYS + i))
+               : NULL;
+}
+static const char *loss_fit_n(int i)
+{
+    return i >= 0 && i < LP_LOSS_FIT_COUNT ? lp_loss_fit_name((enum lp_loss_fit)i) : NULL;
+}
+
 static int parse_objectives(const struct lp_jctx *c, const cJSON *root, struct lp_sweep *sw)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "objectives");
     const cJSON *fit = cJSON_GetObjectItemCaseSensitive(root, "loss_fit");
-    const char *expected = "expected a list of \"tokens_per_usd\" and \"loss\" (time and cost "
-                           "are always ranked)";
+    char names[128], expected[256], ex[128];
+    snprintf(
+        expected, sizeof(expected), "expected a list of %s (time and cost are always ranked)",
+        lp_json_names(names, sizeof(names), (struct lp_name_src){.fn = objective_opt_n}, " and "));
     if (v && !cJSON_IsArray(v) && !cJSON_IsString(v))
         LP_FAIL(c->err, LP_EINVAL, "%s: key 'objectives': %s", c->file, expected);
     for (const cJSON *it = cJSON_IsArray(v) ? v->child : v; it;
@@ -711,8 +728,8 @@ static int parse_objectives(const struct lp_jctx *c, const cJSON *root, struct l
     if (fit) {
         enum lp_loss_fit f = LP_LOSS_HOFFMANN2022;
         if (!cJSON_IsString(fit) || lp_loss_fit_parse(fit->valuestring, &f) != LP_OK)
-            LP_FAIL(c->err, LP_EINVAL,
-                    "%s: key 'loss_fit': expected \"hoffmann2022\" or \"besiroglu2024\"", c->file);
+            LP_FAIL(c->err, LP_EINVAL, "%s: key 'loss_fit': expected %s", c->file,
+                    NAMES_FN(ex, loss_fit_n));
         if (!sw->objectives[LP_OBJ_LOSS])
             LP_FAIL(c->err, LP_EINVAL,
                     "%s: key 'loss_fit': expected only with \"loss\" in 'objectives'", c->file);

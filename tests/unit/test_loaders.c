@@ -358,7 +358,56 @@ TEST(calibration_file)
     remove(dir);
 }
 
+/* lp_calib_load_default reads the data directory's file once per process:
+ * a file rewritten after the first read is not read again, another data
+ * directory's is, and a malformed default file fails naming file and key on
+ * every call. */
+TEST(calibration_read_once)
+{
+    const char *was = getenv("LLMPLAN_DATA");
+    char *saved = was ? strdup(was) : NULL;
+    char dir[] = "/tmp/lp_test_XXXXXX", dir2[] = "/tmp/lp_test_XXXXXX", path[128], path2[128];
+    ASSERT_TRUE(mkdtemp(dir) != NULL);
+    ASSERT_TRUE(mkdtemp(dir2) != NULL);
+    static const char *const body[] = {
+        "{\"format\": 1, \"sustained_frac\": 0.9, \"host_overlap\": 2,"
+        " \"host_op_us\": {}, \"attn_old_ratio\": 0.5}",
+        "{\"format\": 1, \"sustained_frac\": 0.8, \"host_overlap\": 2,"
+        " \"host_op_us\": {}, \"attn_old_ratio\": 0.5}",
+        "{\"format\": 1, \"sustained_frac\": 0.8, \"host_overlap\": 2,"
+        " \"host_op_us\": {\"hf\": -1}, \"attn_old_ratio\": 0.5}"};
+    struct lp_calib c;
+    ASSERT_OK(calib_text(dir, body[0], path, sizeof(path)));
+    setenv("LLMPLAN_DATA", dir, 1);
+    ASSERT_OK(lp_calib_load_default(&c, NULL));
+    ASSERT_NEAR(c.sustained_frac, 0.9, 1e-15);
+    ASSERT_OK(calib_text(dir, body[1], path, sizeof(path)));
+    ASSERT_OK(lp_calib_load_default(&c, NULL));
+    ASSERT_NEAR(c.sustained_frac, 0.9, 1e-15); /* the first reading */
+    ASSERT_OK(calib_text(dir2, body[2], path2, sizeof(path2)));
+    setenv("LLMPLAN_DATA", dir2, 1);
+    for (int i = 0; i < 2; i++) {
+        struct lp_err err;
+        lp_err_clear(&err);
+        ASSERT_TRUE(lp_calib_load_default(&c, &err) < 0);
+        ASSERT_CONTAINS(err.msg, path2);
+        ASSERT_CONTAINS(err.msg, "'host_op_us.hf'");
+    }
+    ASSERT_OK(calib_text(dir2, body[1], path2, sizeof(path2)));
+    ASSERT_OK(lp_calib_load_default(&c, NULL));
+    ASSERT_NEAR(c.sustained_frac, 0.8, 1e-15);
+    if (saved)
+        setenv("LLMPLAN_DATA", saved, 1);
+    else
+        unsetenv("LLMPLAN_DATA");
+    free(saved);
+    remove(path);
+    remove(path2);
+    remove(dir);
+    remove(dir2);
+}
+
 TH_MAIN(TH_CASE(all_presets_load), TH_CASE(preset_values), TH_CASE(run_inline_and_defaults),
         TH_CASE(run_errors_name_file_and_key), TH_CASE(attention_kernel),
         TH_CASE(framework_round_trip), TH_CASE(framework_defaults), TH_CASE(atomic_write),
-        TH_CASE(calibration_file))
+        TH_CASE(calibration_file), TH_CASE(calibration_read_once))

@@ -1,9 +1,10 @@
-/* sweep.h5: one row per evaluated configuration, written in parallel.
+/* sweep.h5: one row per evaluated configuration, written in parallel
+ * (llmplan/sweep_h5.h).
  *
- * This file includes hdf5.h outside src/io: a documented exception (docs/design.md
- * "Layout"), because the dataset is written collectively by the MPI ranks
- * that computed the rows, through the MPI-IO driver, with no funnelling
- * through rank 0.
+ * The parallel io (library llmplan_sweep_h5, docs/design.md "Layout"): the
+ * dataset is written collectively by the MPI ranks that computed the rows,
+ * through the MPI-IO driver, with no funnelling through rank 0. It knows the
+ * sweep only through struct lp_h5_desc, which the driver (search/) builds.
  *
  * Layout (docs/search.md):
  *   /configs/<column>   1-D datasets, one per column of struct lp_row, all of
@@ -27,7 +28,9 @@
 
 #include <hdf5.h>
 
-#include "search_internal.h"
+#include "llmplan/config.h"
+#include "llmplan/sim.h"
+#include "llmplan/sweep_h5.h"
 
 #define CHUNK_ROWS 16384
 #define DEFLATE_LEVEL 1
@@ -129,9 +132,11 @@ static const struct col cols[] = {
 #undef COL
 #undef ECOL
 #define NCOLS (sizeof(cols) / sizeof(cols[0]))
-_Static_assert(NCOLS == LP_H5_NCOLS, "LP_H5_NCOLS (search_internal.h) counts the columns");
+_Static_assert(NCOLS == LP_H5_NCOLS, "LP_H5_NCOLS (llmplan/sweep_h5.h) counts the columns");
 
 struct lp_h5 {
+    struct lp_h5_desc d; /* the driver's (its pointers stay valid while open) */
+    int rank, size;
     hid_t file;
     hid_t dset[NCOLS];
     hid_t etype[NCOLS]; /* the enumeration type of a C_ENUM column (memory = file type) */
@@ -162,16 +167,11 @@ static size_t type_size(enum ctype t)
         if ((call) < 0) {                                                                          \
             int e_ = errno;                                                                        \
             char sys_[200];                                                                        \
-            LP_FAIL((err), LP_EHDF5, "%s: HDF5 error in %s%s", path_of(s), (what),                 \
+            LP_FAIL((err), LP_EHDF5, "%s: HDF5 error in %s%s", d->path, (what),                    \
                     h5_syserr(sys_, sizeof(sys_), e_));                                            \
         }                                                                                          \
     } while (0)
 static const char *h5_syserr(char *buf, size_t len, int e);
-
-static const char *path_of(const struct lp_search *s)
-{
-    return s->h5_path;
-}
 
 /* What the innermost HDF5 error says about the system: the errno text of a
  * failed write (ENOSPC, EROFS, ...) that the generic message would drop. */
@@ -239,7 +239,7 @@ static uint64_t cell_hash(uint64_t pos, const void *value, size_t size)
     return mix64(bits + mix64(pos + UINT64_C(0x9e3779b97f4a7c15)));
 }
 
-static int attr_str(const struct lp_search *s, hid_t obj, const char *name, const char *value,
+static int attr_str(const struct lp_h5_desc *d, hid_t obj, const char *name, const char *value,
                     struct lp_err *err)
 {
     if (H5Aexists(obj, name) > 0) H5_TRY(err, H5Adelete(obj, name), name);
@@ -257,7 +257,7 @@ static int attr_str(const struct lp_search *s, hid_t obj, const char *name, cons
     return LP_OK;
 }
 
-static int attr_u64(const struct lp_search *s, hid_t obj, const char *name, uint64_t v,
+static int attr_u64(const struct lp_h5_desc *d, hid_t obj, const char *name, uint64_t v,
                     struct lp_err *err)
 {
     if (H5Aexists(obj, name) > 0) H5_TRY(err, H5Adelete(obj, name), name);
@@ -271,7 +271,7 @@ static int attr_u64(const struct lp_search *s, hid_t obj, const char *name, uint
 }
 
 /* A one-dimensional attribute of n values (an empty one for n = 0). */
-static int attr_array(const struct lp_search *s, hid_t obj, const char *name, hid_t ftype,
+static int attr_array(const struct lp_h5_desc *d, hid_t obj, const char *name, hid_t ftype,
                       hid_t mtype, int n, const void *buf, struct lp_err *err)
 {
     hsize_t dim = (hsize_t)n;
@@ -284,95 +284,89 @@ static int attr_array(const struct lp_search *s, hid_t obj, const char *name, hi
     return LP_OK;
 }
 
-/* model_params: each model's parameter count (lp_model_params), in the
+/* model_params: each model's parameter count (the driver's lp_model_params), in the
  * order of model_names: what a loss fit L(N, D) needs of a generated shape. */
-static int attr_model_params(const struct lp_search *s, hid_t obj, struct lp_err *err)
+static int attr_model_params(const struct lp_h5_desc *d, hid_t obj, struct lp_err *err)
 {
     const char *name = "model_params";
-    int n = s->sweep->nvalues[LP_DIM_MODEL];
     if (H5Aexists(obj, name) > 0) H5_TRY(err, H5Adelete(obj, name), name);
-    double *v = malloc((size_t)(n > 0 ? n : 1) * sizeof(double));
-    if (!v) LP_FAIL(err, LP_ENOMEM, "out of memory");
-    for (int i = 0; i < n; i++)
-        v[i] = lp_model_params(&s->sweep->models[i]);
-    int rc = attr_array(s, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, n, v, err);
-    free(v);
-    return rc;
+    return attr_array(d, obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, d->models.n, d->model_params,
+                      err);
 }
 
 /* An array of fixed-length strings. */
-static int attr_names(const struct lp_search *s, hid_t obj, const char *name,
-                      const char *(*get)(const struct lp_search *, int), int n, struct lp_err *err)
+static int attr_names(const struct lp_h5_desc *d, hid_t obj, const char *name,
+                      const char *(*get)(const struct lp_h5_desc *, int), int n, struct lp_err *err)
 {
     if (H5Aexists(obj, name) > 0) H5_TRY(err, H5Adelete(obj, name), name);
     size_t w = 1;
     for (int i = 0; i < n; i++)
-        if (strlen(get(s, i)) + 1 > w) w = strlen(get(s, i)) + 1;
+        if (strlen(get(d, i)) + 1 > w) w = strlen(get(d, i)) + 1;
     size_t count = n > 0 ? (size_t)n : 1;
     char *buf = calloc(count, w);
     if (!buf) LP_FAIL(err, LP_ENOMEM, "out of memory");
     for (int i = 0; i < n; i++)
-        memcpy(buf + (size_t)i * w, get(s, i), strlen(get(s, i)));
+        memcpy(buf + (size_t)i * w, get(d, i), strlen(get(d, i)));
     hid_t t = H5Tcopy(H5T_C_S1);
     H5Tset_size(t, w);
     H5Tset_strpad(t, H5T_STR_NULLTERM);
-    int rc = attr_array(s, obj, name, t, t, n, buf, err);
+    int rc = attr_array(d, obj, name, t, t, n, buf, err);
     H5Tclose(t);
     free(buf);
     return rc;
 }
 
-static const char *model_name(const struct lp_search *s, int i)
+static const char *model_name(const struct lp_h5_desc *d, int i)
 {
-    return s->sweep->models[i].name;
+    return d->models.name[i];
 }
-static const char *system_name(const struct lp_search *s, int i)
+static const char *system_name(const struct lp_h5_desc *d, int i)
 {
-    return s->sweep->systems[i].name;
+    return d->systems.name[i];
 }
-static const char *reason_name(const struct lp_search *s, int i)
+static const char *reason_name(const struct lp_h5_desc *d, int i)
 {
-    (void)s;
+    (void)d;
     return lp_reason_name((enum lp_reason)i);
 }
-static const char *recompute_name(const struct lp_search *s, int i)
+static const char *recompute_name(const struct lp_h5_desc *d, int i)
 {
-    (void)s;
+    (void)d;
     return lp_recompute_name((enum lp_recompute)i);
 }
-static const char *framework_name(const struct lp_search *s, int i)
+static const char *framework_name(const struct lp_h5_desc *d, int i)
 {
-    return lp_framework_name(s->sweep->fws[i].kind);
+    return d->frameworks.name[i];
 }
-static const char *attention_name(const struct lp_search *s, int i)
+static const char *attention_name(const struct lp_h5_desc *d, int i)
 {
-    (void)s;
+    (void)d;
     return lp_attention_name(i != LP_ATTENTION_COUNT, (enum lp_attention)(i % LP_ATTENTION_COUNT));
 }
-static const char *precision_name(const struct lp_search *s, int i)
+static const char *precision_name(const struct lp_h5_desc *d, int i)
 {
-    (void)s;
+    (void)d;
     return lp_prec_name((enum lp_prec)i);
 }
-static const char *finetune_name(const struct lp_search *s, int i)
+static const char *finetune_name(const struct lp_h5_desc *d, int i)
 {
-    return s->sweep->fts[i].name;
+    return d->finetunes.name[i];
 }
-static const char *schedule_name(const struct lp_search *s, int i)
+static const char *schedule_name(const struct lp_h5_desc *d, int i)
 {
-    (void)s;
+    (void)d;
     return lp_schedule_name((enum lp_schedule)i);
 }
 
 /* The names of each enumeration: the core's one table per enum (config.h,
- * sim.h), or the sweep's models and systems. */
-static int enum_count(const struct lp_search *s, enum cenum e)
+ * sim.h), or the sweep's (the description's lists). */
+static int enum_count(const struct lp_h5_desc *d, enum cenum e)
 {
     switch (e) {
     case E_MODEL:
-        return s->sweep->nvalues[LP_DIM_MODEL];
+        return d->models.n;
     case E_SYSTEM:
-        return s->sweep->nvalues[LP_DIM_SYSTEM];
+        return d->systems.n;
     case E_RECOMPUTE:
         return LP_RECOMPUTE_COUNT;
     case E_SCHEDULE:
@@ -382,17 +376,17 @@ static int enum_count(const struct lp_search *s, enum cenum e)
     case E_PREC:
         return LP_PREC_COUNT;
     case E_FW:
-        return s->sweep->nvalues[LP_DIM_FRAMEWORK];
+        return d->frameworks.n;
     case E_ATT:
         return LP_ATTENTION_COUNT + 1;
     case E_FT:
-        return s->sweep->nvalues[LP_DIM_FINETUNE];
+        return d->finetunes.n;
     case E_NONE:
         break;
     }
     return 0;
 }
-typedef const char *(*name_fn)(const struct lp_search *, int);
+typedef const char *(*name_fn)(const struct lp_h5_desc *, int);
 static name_fn enum_names(enum cenum e)
 {
     static const name_fn fn[] = {
@@ -405,35 +399,36 @@ static name_fn enum_names(enum cenum e)
 
 /* An HDF5 enumeration of the names of e (base: native int32). Member names
  * must be unique: a model or system name given twice gets "#<position>". */
-static int enum_type(const struct lp_search *s, enum cenum e, hid_t *out, struct lp_err *err)
+static int enum_type(const struct lp_h5_desc *d, enum cenum e, hid_t *out, struct lp_err *err)
 {
     hid_t t = H5Tenum_create(H5T_NATIVE_INT32);
     H5_TRY(err, t, "H5Tenum_create");
-    const int n = enum_count(s, e);
+    const int n = enum_count(d, e);
     name_fn get = enum_names(e);
     for (int i = 0; i < n; i++) {
         char name[LP_NAME_LEN + 16];
-        snprintf(name, sizeof(name), "%s", get(s, i));
+        snprintf(name, sizeof(name), "%s", get(d, i));
         for (int j = 0; j < i; j++)
-            if (!strcmp(get(s, j), get(s, i))) snprintf(name, sizeof(name), "%s#%d", get(s, i), i);
+            if (!strcmp(get(d, j), get(d, i))) snprintf(name, sizeof(name), "%s#%d", get(d, i), i);
         int32_t v = i;
         if (H5Tenum_insert(t, name, &v) < 0) {
             H5Tclose(t);
-            LP_FAIL(err, LP_EHDF5, "%s: HDF5 error in H5Tenum_insert(%s)", path_of(s), name);
+            LP_FAIL(err, LP_EHDF5, "%s: HDF5 error in H5Tenum_insert(%s)", d->path, name);
         }
     }
     *out = t;
     return LP_OK;
 }
 
-static const char *column_name(const struct lp_search *s, int i)
+static const char *column_name(const struct lp_h5_desc *d, int i)
 {
-    (void)s;
+    (void)d;
     return cols[i].name;
 }
 
-static int create_columns(struct lp_search *s, struct lp_h5 *h, struct lp_err *err)
+static int create_columns(struct lp_h5 *h, struct lp_err *err)
 {
+    const struct lp_h5_desc *d = &h->d;
     hid_t g = H5Gcreate2(h->file, "configs", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     H5_TRY(err, g, "H5Gcreate2(/configs)");
     int rc = LP_OK;
@@ -451,7 +446,7 @@ static int create_columns(struct lp_search *s, struct lp_h5 *h, struct lp_err *e
         H5Pset_alloc_time(dcpl, H5D_ALLOC_TIME_EARLY);
         hid_t ft = file_type(cols[c].type);
         if (cols[c].type == C_ENUM) {
-            rc = enum_type(s, cols[c].names, &h->etype[c], err);
+            rc = enum_type(d, cols[c].names, &h->etype[c], err);
             ft = h->etype[c];
         }
         h->dset[c] = rc < 0 ? H5I_INVALID_HID
@@ -461,112 +456,113 @@ static int create_columns(struct lp_search *s, struct lp_h5 *h, struct lp_err *e
         if (rc < 0) break;
         if (h->dset[c] < 0) {
             rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: cannot create /configs/%s",
-                               path_of(s), cols[c].name);
+                               d->path, cols[c].name);
             break;
         }
-        rc = attr_str(s, h->dset[c], "doc", cols[c].doc, err);
-        if (rc == LP_OK) rc = attr_str(s, h->dset[c], "units", cols[c].units, err);
+        rc = attr_str(d, h->dset[c], "doc", cols[c].doc, err);
+        if (rc == LP_OK) rc = attr_str(d, h->dset[c], "units", cols[c].units, err);
     }
     H5Gclose(g);
     return rc;
 }
 
-static int open_columns(struct lp_search *s, struct lp_h5 *h, struct lp_err *err)
+static int open_columns(struct lp_h5 *h, struct lp_err *err)
 {
+    const char *path = h->d.path;
     for (size_t c = 0; c < NCOLS; c++) {
         char name[96];
         snprintf(name, sizeof(name), "/configs/%s", cols[c].name);
         h->dset[c] = H5Dopen2(h->file, name, H5P_DEFAULT);
         if (h->dset[c] < 0)
-            LP_FAIL(err, LP_EHDF5, "%s: no dataset %s: not a sweep.h5 of this version", path_of(s),
-                    name);
+            LP_FAIL(err, LP_EHDF5, "%s: no dataset %s: not a sweep.h5 of this version", path, name);
         if (cols[c].type != C_ENUM) continue;
         h->etype[c] = H5Dget_type(h->dset[c]);
         if (H5Tget_class(h->etype[c]) != H5T_ENUM)
             LP_FAIL(err, LP_EHDF5, "%s: %s is not an enumeration: not a sweep.h5 of this version",
-                    path_of(s), name);
+                    path, name);
     }
     return LP_OK;
 }
 
-static int set_rows(struct lp_search *s, uint64_t rows, struct lp_err *err)
+static int set_rows(struct lp_h5 *h, uint64_t rows, struct lp_err *err)
 {
+    const struct lp_h5_desc *d = &h->d;
     hsize_t dim = rows;
     for (size_t c = 0; c < NCOLS; c++)
-        H5_TRY(err, H5Dset_extent(s->h5->dset[c], &dim), "H5Dset_extent");
+        H5_TRY(err, H5Dset_extent(h->dset[c], &dim), "H5Dset_extent");
     return LP_OK;
 }
 
-int lp_h5_open(struct lp_search *s, bool resume, struct lp_err *err)
+int lp_h5_open(const struct lp_h5_desc *d, bool resume, struct lp_h5 **out, struct lp_err *err)
 {
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    *out = NULL;
     struct lp_h5 *h = calloc(1, sizeof(*h));
     if (!h) LP_FAIL(err, LP_ENOMEM, "out of memory");
+    h->d = *d;
+    MPI_Comm_rank(d->comm, &h->rank);
+    MPI_Comm_size(d->comm, &h->size);
     for (size_t c = 0; c < NCOLS; c++)
         h->dset[c] = h->etype[c] = H5I_INVALID_HID;
-    s->h5 = h;
+    h->file = H5I_INVALID_HID;
+    *out = h;
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    H5Pset_fapl_mpio(fapl, s->comm, MPI_INFO_NULL);
+    H5Pset_fapl_mpio(fapl, d->comm, MPI_INFO_NULL);
     H5Pset_all_coll_metadata_ops(fapl, true);
     H5Pset_coll_metadata_write(fapl, true);
     errno = 0;
     if (resume)
-        h->file = H5Fopen(path_of(s), H5F_ACC_RDWR, fapl);
+        h->file = H5Fopen(d->path, H5F_ACC_RDWR, fapl);
     else
-        h->file = H5Fcreate(path_of(s), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+        h->file = H5Fcreate(d->path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     const int e = errno;
     char sys[200];
     h5_syserr(sys, sizeof(sys), e);
     H5Pclose(fapl);
     if (h->file < 0)
-        LP_FAIL(err, LP_EHDF5, "%s: cannot %s the dataset%s", path_of(s),
+        LP_FAIL(err, LP_EHDF5, "%s: cannot %s the dataset%s", d->path,
                 resume ? "open (to resume)" : "create", sys);
     if (resume) {
-        LP_TRY(err, open_columns(s, h, err));
+        LP_TRY(err, open_columns(h, err));
     } else {
-        LP_TRY(err, create_columns(s, h, err));
-        LP_TRY(err, attr_u64(s, h->file, "complete", 0, err));
+        LP_TRY(err, create_columns(h, err));
+        LP_TRY(err, attr_u64(d, h->file, "complete", 0, err));
     }
     return LP_OK;
 }
 
-/* My ranges of the table, in file order, with their buffer positions. */
-static int my_selection(struct lp_search *s, const struct lp_range *table, size_t n, hid_t fsp,
-                        size_t **order, uint64_t **pos, size_t *nrows, struct lp_err *err)
+/* Select this rank's blocks in fsp (adjacent blocks coalesced into one
+ * hyperslab); order[i] / pos[i]: the buffer row and the file row of the
+ * i-th row written. */
+static int my_selection(const struct lp_h5_block *b, size_t nb, hid_t fsp, size_t **order,
+                        uint64_t **pos, size_t *nrows, struct lp_err *err)
 {
-    lp_ranges_sort(&s->mine);
-    size_t k = 0, total = 0;
+    size_t total = 0;
     bool any = false;
     H5Sselect_none(fsp);
-    for (size_t i = 0; i < n; i++)
-        if (table[i].owner == s->rank) total += (size_t)table[i].rows;
+    for (size_t i = 0; i < nb; i++)
+        total += (size_t)b[i].rows;
     *order = malloc((total ? total : 1) * sizeof(size_t));
     *pos = malloc((total ? total : 1) * sizeof(uint64_t));
     if (!*order || !*pos) LP_FAIL(err, LP_ENOMEM, "out of memory");
     size_t w = 0;
     hsize_t run_start = 0, run_len = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (table[i].owner != s->rank || table[i].rows == 0) continue;
-        while (k < s->mine.n && s->mine.r[k].lo < table[i].lo)
-            k++;
-        if (k >= s->mine.n || s->mine.r[k].lo != table[i].lo || s->mine.r[k].rows != table[i].rows)
-            LP_FAIL(err, LP_EINVAL, "internal: range [%llu, %llu) of rank %d not found locally",
-                    (unsigned long long)table[i].lo, (unsigned long long)table[i].hi, s->rank);
-        for (uint64_t j = 0; j < table[i].rows; j++) {
-            (*pos)[w] = table[i].row_start + j;
-            (*order)[w++] = (size_t)(s->mine.r[k].row_start + j);
+    for (size_t i = 0; i < nb; i++) {
+        if (b[i].rows == 0) continue;
+        for (uint64_t j = 0; j < b[i].rows; j++) {
+            (*pos)[w] = b[i].file_row + j;
+            (*order)[w++] = (size_t)(b[i].buf_row + j);
         }
-        /* coalesce adjacent blocks into one hyperslab */
-        if (run_len && run_start + run_len == table[i].row_start) {
-            run_len += table[i].rows;
+        if (run_len && run_start + run_len == b[i].file_row) {
+            run_len += b[i].rows;
         } else {
             if (run_len) {
                 H5Sselect_hyperslab(fsp, any ? H5S_SELECT_OR : H5S_SELECT_SET, &run_start, NULL,
                                     &run_len, NULL);
                 any = true;
             }
-            run_start = table[i].row_start;
-            run_len = table[i].rows;
+            run_start = b[i].file_row;
+            run_len = b[i].rows;
         }
     }
     if (run_len)
@@ -576,17 +572,15 @@ static int my_selection(struct lp_search *s, const struct lp_range *table, size_
     return LP_OK;
 }
 
-int lp_h5_write_segment(struct lp_search *s, const struct lp_range *table, size_t n,
-                        struct lp_err *err)
+int lp_h5_write(struct lp_h5 *h, const struct lp_row *rows, const struct lp_h5_block *b, size_t nb,
+                uint64_t end, uint64_t sum_out[LP_H5_NCOLS], struct lp_err *err)
 {
-    uint64_t end = s->rows_base;
-    for (size_t i = 0; i < n; i++)
-        if (table[i].row_start + table[i].rows > end) end = table[i].row_start + table[i].rows;
-    LP_TRY(err, set_rows(s, end, err));
-    hid_t fsp = H5Dget_space(s->h5->dset[0]);
+    const char *path = h->d.path;
+    LP_TRY(err, set_rows(h, end, err));
+    hid_t fsp = H5Dget_space(h->dset[0]);
     size_t *order = NULL, nrows = 0;
     uint64_t *pos = NULL;
-    int rc = my_selection(s, table, n, fsp, &order, &pos, &nrows, err);
+    int rc = my_selection(b, nb, fsp, &order, &pos, &nrows, err);
     hsize_t mdim = nrows ? nrows : 1;
     hid_t msp = H5Screate_simple(1, &mdim, NULL);
     if (!nrows) H5Sselect_none(msp);
@@ -601,16 +595,16 @@ int lp_h5_write_segment(struct lp_search *s, const struct lp_range *table, size_
     for (size_t c = 0; c < NCOLS && rc == LP_OK; c++) {
         size_t sz = type_size(cols[c].type);
         for (size_t i = 0; i < nrows; i++) {
-            const char *v = (const char *)&s->rows.r[order[i]] + cols[c].off;
+            const char *v = (const char *)&rows[order[i]] + cols[c].off;
             memcpy(col + i * sz, v, sz);
             sum[c] += cell_hash(pos[i], v, sz);
         }
         errno = 0;
-        if (H5Dwrite(s->h5->dset[c], mem_type(s->h5, c), msp, fsp, dxpl, col) < 0) {
+        if (H5Dwrite(h->dset[c], mem_type(h, c), msp, fsp, dxpl, col) < 0) {
             const int e = errno;
             rc =
                 lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: writing /configs/%s failed%s",
-                              path_of(s), cols[c].name, h5_syserr(sys, sizeof(sys), e));
+                              path, cols[c].name, h5_syserr(sys, sizeof(sys), e));
         }
     }
     free(col);
@@ -620,31 +614,26 @@ int lp_h5_write_segment(struct lp_search *s, const struct lp_range *table, size_
     H5Sclose(msp);
     H5Sclose(fsp);
     errno = 0;
-    if (rc == LP_OK && H5Fflush(s->h5->file, H5F_SCOPE_GLOBAL) < 0) {
+    if (rc == LP_OK && H5Fflush(h->file, H5F_SCOPE_GLOBAL) < 0) {
         const int e = errno;
-        rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: flush failed%s", path_of(s),
+        rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: flush failed%s", path,
                            h5_syserr(sys, sizeof(sys), e));
     }
-    /* the checksums of rows [0, end): the final rows' and this write's */
-    uint64_t all[NCOLS];
-    if (MPI_Allreduce(sum, all, (int)NCOLS, MPI_UINT64_T, MPI_SUM, s->comm) != MPI_SUCCESS &&
+    /* the checksums of this write's rows, over all ranks */
+    if (MPI_Allreduce(sum, sum_out, (int)NCOLS, MPI_UINT64_T, MPI_SUM, h->d.comm) != MPI_SUCCESS &&
         rc == LP_OK)
         rc = lp_err_set_at(err, LP_EMPI, __FILE__, __LINE__, "MPI_Allreduce of checksums failed");
-    for (size_t c = 0; c < NCOLS; c++)
-        s->h5_sum[c] = s->h5_sum_base[c] + all[c];
-    s->h5_rows = end;
     return rc;
 }
 
-int lp_h5_read_rows(struct lp_search *s, uint64_t first, uint64_t n, struct lp_err *err)
+int lp_h5_read(struct lp_h5 *h, uint64_t first, uint64_t n, bool me, struct lp_row *dst,
+               struct lp_err *err)
 {
     /* drop rows past the checkpoint's (a write the checkpoint does not know) */
-    LP_TRY(err, set_rows(s, first + n, err));
-    uint64_t mine = s->rank == 0 ? n : 0;
-    size_t base = s->rows.n;
-    if (mine) LP_TRY(err, lp_rows_reserve(&s->rows, base + (size_t)mine, err));
-    if (mine) memset(&s->rows.r[base], 0, (size_t)mine * sizeof(struct lp_row));
-    hid_t fsp = H5Dget_space(s->h5->dset[0]);
+    LP_TRY(err, set_rows(h, first + n, err));
+    uint64_t mine = me ? n : 0;
+    if (mine) memset(dst, 0, (size_t)mine * sizeof(struct lp_row));
+    hid_t fsp = H5Dget_space(h->dset[0]);
     hsize_t start = first, count = mine;
     if (mine)
         H5Sselect_hyperslab(fsp, H5S_SELECT_SET, &start, NULL, &count, NULL);
@@ -659,19 +648,18 @@ int lp_h5_read_rows(struct lp_search *s, uint64_t first, uint64_t n, struct lp_e
     int rc = col ? LP_OK : lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
     for (size_t c = 0; c < NCOLS && rc == LP_OK; c++) {
         size_t sz = type_size(cols[c].type);
-        if (H5Dread(s->h5->dset[c], mem_type(s->h5, c), msp, fsp, dxpl, col) < 0) {
+        if (H5Dread(h->dset[c], mem_type(h, c), msp, fsp, dxpl, col) < 0) {
             rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: reading /configs/%s failed",
-                               path_of(s), cols[c].name);
+                               h->d.path, cols[c].name);
             break;
         }
         for (uint64_t i = 0; i < mine; i++)
-            memcpy((char *)&s->rows.r[base + i] + cols[c].off, col + i * sz, sz);
+            memcpy((char *)&dst[i] + cols[c].off, col + i * sz, sz);
     }
     free(col);
     H5Pclose(dxpl);
     H5Sclose(msp);
     H5Sclose(fsp);
-    if (rc == LP_OK) s->rows.n = base + (size_t)mine;
     return rc;
 }
 
@@ -679,14 +667,13 @@ int lp_h5_read_rows(struct lp_search *s, uint64_t first, uint64_t n, struct lp_e
 
 #define RECOVER_BLOCK_ROWS (UINT64_C(1) << 20)
 
-/* The child's work: copy rows [0, s->h5_rows) of every column of `from`
- * into a new dataset file `to`, checking each column's checksum against
- * the checkpoint's. Serial HDF5 (sec2 driver): no MPI in a forked child.
+/* The child's work: copy rows [0, rows) of every column of `from` into a
+ * new dataset file `to`, checking each column's checksum against sums[]
+ * (the checkpoint's). Serial HDF5 (sec2 driver): no MPI in a forked child.
  * Returns 0 when every column matched, 1 (why[] says what) otherwise. */
-static int copy_verified(struct lp_search *s, const char *from, const char *to, char *why,
-                         size_t len)
+static int copy_verified(const struct lp_h5_desc *d, uint64_t rows, const uint64_t *sums,
+                         const char *from, const char *to, char *why, size_t len)
 {
-    const uint64_t rows = s->h5_rows;
     int bad = 0;
     H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
@@ -694,6 +681,7 @@ static int copy_verified(struct lp_search *s, const char *from, const char *to, 
     hid_t in = H5Fopen(from, H5F_ACC_RDONLY, fapl);
     struct lp_h5 out;
     memset(&out, 0, sizeof(out));
+    out.d = *d;
     for (size_t c = 0; c < NCOLS; c++)
         out.dset[c] = out.etype[c] = H5I_INVALID_HID;
     out.file = in < 0 ? H5I_INVALID_HID : H5Fcreate(to, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
@@ -704,8 +692,8 @@ static int copy_verified(struct lp_search *s, const char *from, const char *to, 
     if (in < 0) {
         snprintf(why, len, "HDF5 cannot open it");
         bad = 1;
-    } else if (out.file < 0 || !buf || create_columns(s, &out, &err) != LP_OK ||
-               attr_u64(s, out.file, "complete", 0, &err) != LP_OK) {
+    } else if (out.file < 0 || !buf || create_columns(&out, &err) != LP_OK ||
+               attr_u64(d, out.file, "complete", 0, &err) != LP_OK) {
         snprintf(why, len, "cannot write %.200s: %.200s", to, err.msg[0] ? err.msg : "HDF5 error");
         bad = 1;
     }
@@ -748,7 +736,7 @@ static int copy_verified(struct lp_search *s, const char *from, const char *to, 
             }
             H5Sclose(msp);
         }
-        if (!bad && sum != s->h5_sum[c]) {
+        if (!bad && sum != sums[c]) {
             snprintf(why, len, "column %s: checksum of rows 0..%llu differs from the checkpoint's",
                      cols[c].name, (unsigned long long)rows);
             bad = 1;
@@ -770,11 +758,11 @@ static int copy_verified(struct lp_search *s, const char *from, const char *to, 
     return bad;
 }
 
-int lp_h5_recover(struct lp_search *s, bool *ok, char *why, size_t why_len, struct lp_err *err)
+static int recover_at(const struct lp_h5_desc *d, uint64_t rows, const uint64_t *sum,
+                      const char *tmp, const char *damaged, bool *ok, char *why, size_t why_len,
+                      struct lp_err *err)
 {
-    char tmp[sizeof(s->h5_path) + 16], damaged[sizeof(s->h5_path) + 16];
-    snprintf(tmp, sizeof(tmp), "%s.new", s->h5_path);
-    snprintf(damaged, sizeof(damaged), "%s.damaged", s->h5_path);
+    const char *path = d->path;
     *ok = false;
     why[0] = '\0';
     int pfd[2];
@@ -789,7 +777,7 @@ int lp_h5_recover(struct lp_search *s, bool *ok, char *why, size_t why_len, stru
     if (pid == 0) { /* the child: HDF5 only, no MPI; _exit skips every atexit */
         close(pfd[0]);
         char msg[512] = "";
-        int code = copy_verified(s, s->h5_path, tmp, msg, sizeof(msg));
+        int code = copy_verified(d, rows, sum, path, tmp, msg, sizeof(msg));
         ssize_t wrote = write(pfd[1], msg, strlen(msg));
         (void)wrote;
         _exit(code);
@@ -797,7 +785,7 @@ int lp_h5_recover(struct lp_search *s, bool *ok, char *why, size_t why_len, stru
     close(pfd[1]);
     /* time limit: 2 minutes plus 5M values a second (reading, checksum,
      * compression); a child past it is taken to hang on a damaged file */
-    const double limit_s = 120.0 + (double)s->h5_rows * (double)NCOLS / 5e6;
+    const double limit_s = 120.0 + (double)rows * (double)NCOLS / 5e6;
     int status = 0;
     double waited = 0;
     pid_t r;
@@ -818,71 +806,87 @@ int lp_h5_recover(struct lp_search *s, bool *ok, char *why, size_t why_len, stru
     }
     close(pfd[0]);
     if (r > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        if (rename(tmp, s->h5_path) != 0)
-            LP_FAIL(err, LP_EIO, "%s: rename to %s failed: %s", tmp, s->h5_path, strerror(errno));
+        if (rename(tmp, path) != 0)
+            LP_FAIL(err, LP_EIO, "%s: rename to %s failed: %s", tmp, path, strerror(errno));
         *ok = true;
         return LP_OK;
     }
     (void)unlink(tmp);
-    if (access(s->h5_path, F_OK) != 0) {
+    if (access(path, F_OK) != 0) {
         snprintf(why, why_len, "it is missing");
-    } else if (rename(s->h5_path, damaged) != 0) {
-        LP_FAIL(err, LP_EIO, "%s: rename to %s failed: %s", s->h5_path, damaged, strerror(errno));
+    } else if (rename(path, damaged) != 0) {
+        LP_FAIL(err, LP_EIO, "%s: rename to %s failed: %s", path, damaged, strerror(errno));
     }
     if (!why[0]) snprintf(why, why_len, "it failed the check");
     return LP_OK;
 }
 
-static int write_attrs(struct lp_search *s, bool complete, const struct lp_counts *total,
-                       struct lp_err *err)
+int lp_h5_recover(const struct lp_h5_desc *d, uint64_t rows, const uint64_t sum[LP_H5_NCOLS],
+                  bool *ok, char *why, size_t why_len, struct lp_err *err)
 {
-    hid_t f = s->h5->file;
+    const char *path = d->path;
+    const size_t plen = strlen(path) + 16;
+    char *tmp = malloc(plen), *damaged = malloc(plen);
+    if (!tmp || !damaged) {
+        free(tmp);
+        free(damaged);
+        LP_FAIL(err, LP_ENOMEM, "out of memory");
+    }
+    snprintf(tmp, plen, "%s.new", path);
+    snprintf(damaged, plen, "%s.damaged", path);
+    int rc = recover_at(d, rows, sum, tmp, damaged, ok, why, why_len, err);
+    free(tmp);
+    free(damaged);
+    return rc;
+}
+
+static int write_attrs(struct lp_h5 *h, const struct lp_h5_totals *total, struct lp_err *err)
+{
+    const struct lp_h5_desc *d = &h->d;
+    hid_t f = h->file;
     char date[64], sum[64];
     /* attribute values must be the same on every rank: rank 0's clock */
     time_t t = time(NULL);
     struct tm tmv;
     gmtime_r(&t, &tmv);
     strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tmv);
-    MPI_Bcast(date, (int)sizeof(date), MPI_CHAR, 0, s->comm);
-    snprintf(sum, sizeof(sum), "%016llx", (unsigned long long)lp_sweep_hash(s));
-    LP_TRY(err, attr_str(s, f, "format", "llmplan-sweep", err));
-    LP_TRY(err, attr_u64(s, f, "format_version", SWEEP_FORMAT_VERSION, err));
-    LP_TRY(err, attr_str(s, f, "llmplan_version", LLMPLAN_VERSION, err));
-    LP_TRY(err, attr_str(s, f, "command_line", s->opt.cmdline, err));
-    LP_TRY(err, attr_str(s, f, "sweep_file", s->opt.sweep_path, err));
-    LP_TRY(err, attr_str(s, f, "sweep_json", s->sweep_text, err));
-    LP_TRY(err, attr_str(s, f, "profile", s->profile_desc, err));
-    LP_TRY(err, attr_str(s, f, "sweep_hash", sum, err));
-    LP_TRY(err, attr_str(s, f, "date", date, err));
-    LP_TRY(err, attr_u64(s, f, "ranks", (uint64_t)s->size, err));
-    LP_TRY(err, attr_u64(s, f, "space_size", lp_space_size(&s->space), err));
-    LP_TRY(err, attr_u64(s, f, "rows", total->v[LP_COUNT_EVALUATED], err));
-    LP_TRY(err, attr_u64(s, f, "skipped", total->v[LP_COUNT_SKIPPED], err));
-    LP_TRY(err, attr_u64(s, f, "complete", complete, err));
-    LP_TRY(err, attr_names(s, f, "model_names", model_name, s->sweep->nvalues[LP_DIM_MODEL], err));
-    LP_TRY(err, attr_model_params(s, f, err));
-    LP_TRY(err,
-           attr_names(s, f, "system_names", system_name, s->sweep->nvalues[LP_DIM_SYSTEM], err));
-    LP_TRY(err, attr_names(s, f, "reason_names", reason_name, LP_REASON_COUNT, err));
-    LP_TRY(err, attr_names(s, f, "recompute_names", recompute_name, LP_RECOMPUTE_COUNT, err));
-    LP_TRY(err, attr_names(s, f, "schedule_names", schedule_name, LP_SCHED_COUNT, err));
-    LP_TRY(err, attr_names(s, f, "framework_names", framework_name,
-                           s->sweep->nvalues[LP_DIM_FRAMEWORK], err));
-    LP_TRY(err, attr_names(s, f, "attention_names", attention_name, LP_ATTENTION_COUNT + 1, err));
-    LP_TRY(err, attr_names(s, f, "precision_names", precision_name, LP_PREC_COUNT, err));
-    LP_TRY(err, attr_names(s, f, "finetune_names", finetune_name,
-                           s->sweep->nvalues[LP_DIM_FINETUNE], err));
-    LP_TRY(err, attr_names(s, f, "columns", column_name, (int)NCOLS, err));
+    MPI_Bcast(date, (int)sizeof(date), MPI_CHAR, 0, d->comm);
+    snprintf(sum, sizeof(sum), "%016llx", (unsigned long long)d->sweep_hash);
+    LP_TRY(err, attr_str(d, f, "format", "llmplan-sweep", err));
+    LP_TRY(err, attr_u64(d, f, "format_version", SWEEP_FORMAT_VERSION, err));
+    LP_TRY(err, attr_str(d, f, "llmplan_version", LLMPLAN_VERSION, err));
+    LP_TRY(err, attr_str(d, f, "command_line", d->command_line, err));
+    LP_TRY(err, attr_str(d, f, "sweep_file", d->sweep_file, err));
+    LP_TRY(err, attr_str(d, f, "sweep_json", d->sweep_json, err));
+    LP_TRY(err, attr_str(d, f, "profile", d->profile, err));
+    LP_TRY(err, attr_str(d, f, "sweep_hash", sum, err));
+    LP_TRY(err, attr_str(d, f, "date", date, err));
+    LP_TRY(err, attr_u64(d, f, "ranks", (uint64_t)h->size, err));
+    LP_TRY(err, attr_u64(d, f, "space_size", d->space_size, err));
+    LP_TRY(err, attr_u64(d, f, "rows", total->rows, err));
+    LP_TRY(err, attr_u64(d, f, "skipped", total->skipped, err));
+    LP_TRY(err, attr_u64(d, f, "complete", total->complete, err));
+    LP_TRY(err, attr_names(d, f, "model_names", model_name, d->models.n, err));
+    LP_TRY(err, attr_model_params(d, f, err));
+    LP_TRY(err, attr_names(d, f, "system_names", system_name, d->systems.n, err));
+    LP_TRY(err, attr_names(d, f, "reason_names", reason_name, LP_REASON_COUNT, err));
+    LP_TRY(err, attr_names(d, f, "recompute_names", recompute_name, LP_RECOMPUTE_COUNT, err));
+    LP_TRY(err, attr_names(d, f, "schedule_names", schedule_name, LP_SCHED_COUNT, err));
+    LP_TRY(err, attr_names(d, f, "framework_names", framework_name, d->frameworks.n, err));
+    LP_TRY(err, attr_names(d, f, "attention_names", attention_name, LP_ATTENTION_COUNT + 1, err));
+    LP_TRY(err, attr_names(d, f, "precision_names", precision_name, LP_PREC_COUNT, err));
+    LP_TRY(err, attr_names(d, f, "finetune_names", finetune_name, d->finetunes.n, err));
+    LP_TRY(err, attr_names(d, f, "columns", column_name, (int)NCOLS, err));
     return LP_OK;
 }
 
-int lp_h5_close(struct lp_search *s, bool complete, const struct lp_counts *total,
+int lp_h5_close(struct lp_h5 *h, const struct lp_h5_totals *totals, bool *unclosable,
                 struct lp_err *err)
 {
-    struct lp_h5 *h = s->h5;
+    *unclosable = false;
     if (!h) return LP_OK;
     int rc = LP_OK;
-    if (total && h->file >= 0) rc = write_attrs(s, complete, total, err);
+    if (totals && h->file >= 0) rc = write_attrs(h, totals, err);
     for (size_t c = 0; c < NCOLS; c++) {
         if (h->dset[c] >= 0) H5Dclose(h->dset[c]);
         if (h->etype[c] >= 0) H5Tclose(h->etype[c]);
@@ -894,12 +898,11 @@ int lp_h5_close(struct lp_search *s, bool complete, const struct lp_counts *tota
         h5_syserr(sys, sizeof(sys), e);
         /* HDF5 1.10 keeps a file it failed to flush on close (ENOSPC) and
          * crashes closing it again when MPI_Finalize ends the library */
-        s->h5_unclosable = true;
+        *unclosable = true;
         if (rc == LP_OK)
-            rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: close failed%s", path_of(s),
+            rc = lp_err_set_at(err, LP_EHDF5, __FILE__, __LINE__, "%s: close failed%s", h->d.path,
                                sys);
     }
     free(h);
-    s->h5 = NULL;
     return rc;
 }

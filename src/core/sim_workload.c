@@ -780,8 +780,8 @@ static void ssd_run(const struct wl *w, const struct ssd_kernel *k, int n, doubl
     const double P = m->mamba.head_dim, N = m->mamba.d_state, Q = LP_SSD_CHUNK;
     const double X = nh * P, BC = G * N, S = nh * P * N / Q, CB = G * Q;
     for (int i = 0; i < n; i++) {
-        const double bytes = w->T * (k[i].x * X + k[i].bc * BC + k[i].hd * nh + k[i].st * S +
-                                     k[i].cb * CB);
+        const double bytes =
+            w->T * (k[i].x * X + k[i].bc * BC + k[i].hd * nh + k[i].st * S + k[i].cb * CB);
         const double tm = mem(w, LP_MEM_COPY, bytes), tc = ssd_dot_s(w, k[i].dot, nh, G);
         addk(a, tc > tm ? LP_OPC_ATTN : LP_OPC_MEM, fmax(tm, tc));
     }
@@ -793,37 +793,37 @@ static void ssd_kernels(const struct wl *w, double nh, double G, struct acc *f, 
     /* forward (_mamba_chunk_scan_combined_fwd with z: the gate is applied in
      * _chunk_scan_fwd, which also writes out_x, saved for the backward) */
     const struct ssd_kernel fwd[] = {
-        {0, 0, e + 8.0, 0, 0, SSD_NONE},         /* _chunk_cumsum_fwd: dt -> dt, dA_cumsum (fp32) */
-        {e, e, 8.0, 4.0, 0, SSD_XN},             /* _chunk_state_fwd: x, B -> states (fp32) */
-        {0, 0, 0, 4.0 + e, 0, SSD_NONE},         /* _state_passing_fwd: -> states (C's dtype) */
-        {0, 2.0 * e, 0, 0, 4.0, SSD_BMM},        /* _bmm_chunk_fwd: C, B -> C B^T (fp32) */
-        {4.0 * e, e, 8.0, e, 4.0, SSD_XQ_XN},    /* _chunk_scan_fwd: x, z, C, states -> out, out_x */
+        {0, 0, e + 8.0, 0, 0, SSD_NONE},      /* _chunk_cumsum_fwd: dt -> dt, dA_cumsum (fp32) */
+        {e, e, 8.0, 4.0, 0, SSD_XN},          /* _chunk_state_fwd: x, B -> states (fp32) */
+        {0, 0, 0, 4.0 + e, 0, SSD_NONE},      /* _state_passing_fwd: -> states (C's dtype) */
+        {0, 2.0 * e, 0, 0, 4.0, SSD_BMM},     /* _bmm_chunk_fwd: C, B -> C B^T (fp32) */
+        {4.0 * e, e, 8.0, e, 4.0, SSD_XQ_XN}, /* _chunk_scan_fwd: x, z, C, states -> out, out_x */
     };
     /* backward (_mamba_chunk_scan_combined_bwd, z given): the states
      * recomputed (fp32 out of state passing), then the gradients; the
      * reversed cumsum of ddA_prev (flip, cumsum, flip) and the two adds into
      * ddA are PyTorch ops on per-head fp32 vectors */
     const struct ssd_kernel bwd[] = {
-        {0, 0, e + 8.0, 0, 0, SSD_NONE},         /* _chunk_cumsum_fwd */
-        {0, 2.0 * e, 0, 0, 4.0, SSD_BMM},        /* _bmm_chunk_fwd */
-        {e, e, 8.0, 4.0, 0, SSD_XN},             /* _chunk_state_fwd */
-        {0, 0, 0, 8.0, 0, SSD_NONE},             /* _state_passing_fwd */
-        {6.0 * e, 0, 0, 0, 0, SSD_NONE},         /* _chunk_scan_bwd_dz: x, z, out_x, dout -> dz, dout */
-        {e, e, 4.0, 4.0, 0, SSD_XN},             /* _chunk_scan_bwd_dstates: C, dout -> dstates */
-        {0, 0, 0, 8.0 + 2.0 * e, 0, SSD_NONE},   /* _state_passing_bwd */
-        {3.0 * e, e, 12.0, e, 4.0, SSD_XQ_XN},   /* _chunk_scan_chunk_state_bwd_dx -> dx, ddt */
-        {e, e + 4.0, 12.0, e, 0, SSD_XN},        /* _chunk_state_bwd_db -> dB (fp32), ddA_next */
-        {e, e + 4.0, 8.0, e, 0, SSD_XN},         /* _chunk_scan_bwd_dC -> dC (fp32), ddA_prev */
-        {2.0 * e, 0, 8.0, 0, 4.0, SSD_XQ},       /* _chunk_scan_bwd_dcb -> dCB (fp32) */
-        {0, 2.0 * e + 4.0, 0, 0, 4.0, SSD_BMM},  /* _bmm_chunk_bwd (dB) */
-        {0, 2.0 * e + 4.0, 0, 0, 4.0, SSD_BMM},  /* _bmm_chunk_bwd (dC) */
-        {0, 0, 8.0, 0, 0, SSD_NONE},             /* flip */
-        {0, 0, 8.0, 0, 0, SSD_NONE},             /* cumsum */
-        {0, 0, 8.0, 0, 0, SSD_NONE},             /* flip */
-        {2.0 * e, 0, 12.0, 0, 4.0, SSD_XQ},      /* _chunk_scan_bwd_ddAcs_stable -> ddA */
-        {0, 0, 12.0, 0, 0, SSD_NONE},            /* ddA += ddA_next */
-        {0, 0, 12.0, 0, 0, SSD_NONE},            /* ddA += ddA_prev */
-        {0, 0, 8.0 + 2.0 * e, 0, 0, SSD_NONE},   /* _chunk_cumsum_bwd -> ddt, dA, ddt_bias */
+        {0, 0, e + 8.0, 0, 0, SSD_NONE},  /* _chunk_cumsum_fwd */
+        {0, 2.0 * e, 0, 0, 4.0, SSD_BMM}, /* _bmm_chunk_fwd */
+        {e, e, 8.0, 4.0, 0, SSD_XN},      /* _chunk_state_fwd */
+        {0, 0, 0, 8.0, 0, SSD_NONE},      /* _state_passing_fwd */
+        {6.0 * e, 0, 0, 0, 0, SSD_NONE},  /* _chunk_scan_bwd_dz: x, z, out_x, dout -> dz, dout */
+        {e, e, 4.0, 4.0, 0, SSD_XN},      /* _chunk_scan_bwd_dstates: C, dout -> dstates */
+        {0, 0, 0, 8.0 + 2.0 * e, 0, SSD_NONE},  /* _state_passing_bwd */
+        {3.0 * e, e, 12.0, e, 4.0, SSD_XQ_XN},  /* _chunk_scan_chunk_state_bwd_dx -> dx, ddt */
+        {e, e + 4.0, 12.0, e, 0, SSD_XN},       /* _chunk_state_bwd_db -> dB (fp32), ddA_next */
+        {e, e + 4.0, 8.0, e, 0, SSD_XN},        /* _chunk_scan_bwd_dC -> dC (fp32), ddA_prev */
+        {2.0 * e, 0, 8.0, 0, 4.0, SSD_XQ},      /* _chunk_scan_bwd_dcb -> dCB (fp32) */
+        {0, 2.0 * e + 4.0, 0, 0, 4.0, SSD_BMM}, /* _bmm_chunk_bwd (dB) */
+        {0, 2.0 * e + 4.0, 0, 0, 4.0, SSD_BMM}, /* _bmm_chunk_bwd (dC) */
+        {0, 0, 8.0, 0, 0, SSD_NONE},            /* flip */
+        {0, 0, 8.0, 0, 0, SSD_NONE},            /* cumsum */
+        {0, 0, 8.0, 0, 0, SSD_NONE},            /* flip */
+        {2.0 * e, 0, 12.0, 0, 4.0, SSD_XQ},     /* _chunk_scan_bwd_ddAcs_stable -> ddA */
+        {0, 0, 12.0, 0, 0, SSD_NONE},           /* ddA += ddA_next */
+        {0, 0, 12.0, 0, 0, SSD_NONE},           /* ddA += ddA_prev */
+        {0, 0, 8.0 + 2.0 * e, 0, 0, SSD_NONE},  /* _chunk_cumsum_bwd -> ddt, dA, ddt_bias */
     };
     ssd_run(w, fwd, (int)(sizeof fwd / sizeof fwd[0]), nh, G, f);
     ssd_run(w, bwd, (int)(sizeof bwd / sizeof bwd[0]), nh, G, b);
@@ -876,8 +876,7 @@ static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
      * fused path (MambaSplitConv1dScanCombinedFn) saves only its input and
      * runs causal_conv1d_fwd again in the backward */
     addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * T * conv_ch * w->e));
-    if (m->mamba.version == 2)
-        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * T * conv_ch * w->e));
+    if (m->mamba.version == 2) addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * T * conv_ch * w->e));
     addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 3.0 * T * conv_ch * w->e));
     linear(w, T, h, di, &f, &b);
     double comm = tp_comm(w);

@@ -404,8 +404,8 @@ static double attn_bench_wave(int attn_class, double d)
 
 static double attn_frac(const struct sy_ctx *c, bool causal, enum lp_pass pass, double s, double d)
 {
-    const double f64 =
-        attn_frac_seq(sy_fa2[c->attn_class][0][causal][pass], s) / attn_bench_wave(c->attn_class, 64);
+    const double f64 = attn_frac_seq(sy_fa2[c->attn_class][0][causal][pass], s) /
+                       attn_bench_wave(c->attn_class, 64);
     const double f128 = attn_frac_seq(sy_fa2[c->attn_class][1][causal][pass], s) /
                         attn_bench_wave(c->attn_class, 128);
     if (d >= 128) return f128;

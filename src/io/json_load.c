@@ -1297,7 +1297,7 @@ static int parse_dataset(const struct lp_jctx *c, const cJSON *o, const char *pa
                          struct lp_dataset *d)
 {
     static const char *const keys[] = {"queries", "epochs",       "median_len", "histogram",
-                                       "source",  "pad_multiple", "max_len",   NULL};
+                                       "source",  "pad_multiple", "max_len",    NULL};
     struct lp_err *err = c->err;
     char kp[300];
     memset(d, 0, sizeof(*d));

@@ -412,9 +412,13 @@ TEST(mamba2_ssd_kernels)
     r.model.moe = (struct lp_moe){0};
     r.model.dropout = false;
     r.model.norm = LP_NORM_RMSNORM;
-    r.model.mamba = (struct lp_mamba){
-        .version = 2, .d_state = 128, .d_conv = 4, .expand = 2, .head_dim = 64, .n_groups = 8,
-        .heads = 32};
+    r.model.mamba = (struct lp_mamba){.version = 2,
+                                      .d_state = 128,
+                                      .d_conv = 4,
+                                      .expand = 2,
+                                      .head_dim = 64,
+                                      .n_groups = 8,
+                                      .heads = 32};
     snprintf(r.model.layer_pattern, sizeof(r.model.layer_pattern), "MMMM");
     r.par.ep = 1;
     ASSERT_EQ_INT(lp_sim_validate(&r), LP_REASON_NONE);
@@ -430,12 +434,11 @@ TEST(mamba2_ssd_kernels)
      * dA_cumsum in, fp32 states out; state passing: fp32 in, bf16 out;
      * C B^T: C, B in, fp32 out; chunk scan: C B^T, x, z, C, dt, dA_cumsum,
      * states in, out and out_x out */
-    const double ssd = hand_mem(g, T * nh * (e + 8)) +
-                       fmax(hand_mem(g, T * (e * X + e * BC + 8 * nh + 4 * S)), xn) +
-                       hand_mem(g, T * (4 + e) * S) +
-                       fmax(hand_mem(g, T * (2 * e * BC + 4 * CB)), bmm) +
-                       fmax(hand_mem(g, T * (4 * e * X + e * BC + 8 * nh + e * S + 4 * CB)),
-                            xq + xn);
+    const double ssd =
+        hand_mem(g, T * nh * (e + 8)) +
+        fmax(hand_mem(g, T * (e * X + e * BC + 8 * nh + 4 * S)), xn) +
+        hand_mem(g, T * (4 + e) * S) + fmax(hand_mem(g, T * (2 * e * BC + 4 * CB)), bmm) +
+        fmax(hand_mem(g, T * (4 * e * X + e * BC + 8 * nh + e * S + 4 * CB)), xq + xn);
     /* the rest of the block's non-GEMM kernels: pre-norm and residual over
      * h, conv1d over d_i + 2 G N channels, the RMSNorm over d_i */
     const double rest = hand_mem(g, 2 * T * h * e) + hand_mem(g, 3 * T * h * e) +

@@ -84,10 +84,13 @@ static double shape_num(const char *shape, const char *key)
 }
 
 enum series { S_FA2_FB, S_FA1_FB, S_STD_FB, S_FA2_F, S_STD_F, S_CUDNN_F, S_GEMM, S_COUNT };
-static const char *const series_name[S_COUNT] = {
-    "FlashAttention-2 fwd+bwd", "FlashAttention v1 fwd+bwd", "standard fwd+bwd",
-    "FlashAttention-2 fwd",     "standard fwd",              "cuDNN fwd",
-    "GEMM MAMF"};
+static const char *const series_name[S_COUNT] = {"FlashAttention-2 fwd+bwd",
+                                                 "FlashAttention v1 fwd+bwd",
+                                                 "standard fwd+bwd",
+                                                 "FlashAttention-2 fwd",
+                                                 "standard fwd",
+                                                 "cuDNN fwd",
+                                                 "GEMM MAMF"};
 /* the bound on each series' mean absolute error: 1% for the fused kernels
  * (their tables are these rows); for standard attention and the GEMM what
  * the profile reproduces today (printed by this test), rounded up */
@@ -139,7 +142,8 @@ static void compare(const char *gpu, const char *rows, const double *bound, int 
         enum lp_attn_impl ai = LP_ATTN_FUSED;
         if (fb && !strcmp(impl, "FlashAttention-2")) s_id = S_FA2_FB;
         if (fb && !strcmp(impl, "FlashAttention (v1)")) s_id = S_FA1_FB, ai = LP_ATTN_FLASH1;
-        if (fb && !strcmp(impl, "PyTorch standard attention")) s_id = S_STD_FB, ai = LP_ATTN_UNFUSED;
+        if (fb && !strcmp(impl, "PyTorch standard attention"))
+            s_id = S_STD_FB, ai = LP_ATTN_UNFUSED;
         if (fwd && !strcmp(impl, "FlashAttention-2")) s_id = S_FA2_F;
         if (fwd && !strcmp(impl, "Standard attention")) s_id = S_STD_F, ai = LP_ATTN_UNFUSED;
         if (fwd && !strcmp(impl, "cuDNN")) s_id = S_CUDNN_F, ai = LP_ATTN_CUDNN;
@@ -155,7 +159,8 @@ static void compare(const char *gpu, const char *rows, const double *bound, int 
             pred = 2.0 * m * nn * kk / t / 1e12;
             s_id = S_GEMM;
         } else if (s_id >= 0) {
-            const double s = shape_num(f[c_shape], "seqlen="), d = shape_num(f[c_shape], "headdim=");
+            const double s = shape_num(f[c_shape], "seqlen="),
+                         d = shape_num(f[c_shape], "headdim=");
             if (s <= 0 || d <= 0) continue;
             const double bh = (16384.0 / s) * (2048.0 / d);
             const bool causal = !strcmp(f[c_causal], "yes");
@@ -191,8 +196,8 @@ static void compare(const char *gpu, const char *rows, const double *bound, int 
         if (!count[i]) continue;
         const double mape = sum[i] / count[i];
         printf("  %-26s %2d rows  mean |err| %5.1f%%  mean err %+5.1f%%  worst %5.1f%% (%s)%s\n",
-               series_name[i], count[i], 100.0 * mape, 100.0 * bias[i] / count[i],
-               100.0 * worst[i], worst_id[i], mape < bound[i] ? "" : "  ABOVE BOUND");
+               series_name[i], count[i], 100.0 * mape, 100.0 * bias[i] / count[i], 100.0 * worst[i],
+               worst_id[i], mape < bound[i] ? "" : "  ABOVE BOUND");
         ok = ok && mape < bound[i];
     }
     ASSERT_TRUE(ok);

@@ -340,8 +340,8 @@ TEST(synth_a100)
      * waves of 64*16 blocks over 108 SMs (1024/1080) */
     const double xa[3] = {64, 2048, 128};
     double ta = lp_table_lookup(&p->attn[LP_ATTN_FUSED][0][LP_PASS_FWD][LP_BF16], xa, NULL);
-    double fa = 4.0 * 64 * 2048.0 * 2048.0 * 128 / 312e12 /
-                (0.678 / (2048.0 / 2052.0) * 1024.0 / 1080.0);
+    double fa =
+        4.0 * 64 * 2048.0 * 2048.0 * 128 / 312e12 / (0.678 / (2048.0 / 2052.0) * 1024.0 / 1080.0);
     ASSERT_NEAR(ta, 3e-6 + fa, 1e-3);
     /* fwd+bwd TFLOP/s ~ the K0075 row (187) for the benchmark's batch*heads 128 */
     const double xb[3] = {128, 2048, 128};

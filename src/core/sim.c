@@ -480,8 +480,9 @@ static void trace_torch_colls(struct lp_event *ev, int n0, struct lp_dp_rec *rec
 
 /* The projection of an iteration time (res->iteration_time_s) onto
  * throughput, MFU and the bill: each a monotone function of the time, so a
- * lower bound on the time gives bounds on all of them (lp_sim_bound). */
-static void project(const struct lp_sim *s, const struct lp_run *r, struct lp_result *res)
+ * lower bound on the time gives bounds on all of them (lp_sim_bound).
+ * Returns whether the run has a token budget (numbers_sound's question). */
+static bool project(const struct lp_sim *s, const struct lp_run *r, struct lp_result *res)
 {
     const struct lp_model *m = &r->model;
     double tokens = (double)r->train.global_batch * m->seq_len;
@@ -494,7 +495,9 @@ static void project(const struct lp_sim *s, const struct lp_run *r, struct lp_re
     res->mfu = res->model_tflops_per_gpu * 1e12 / r->system.gpu.peak_flops[r->train.precision];
     double price = r->system.price_per_gpu_hour_usd;
     res->cost_per_iteration_usd = res->iteration_time_s / 3600.0 * res->gpus * price;
-    lp_bill_project(r, lp_bill_budget_tokens(r), res); /* bill.c: price, billing, energy, goodput */
+    const double budget = lp_bill_budget_tokens(r);
+    lp_bill_project(r, budget, res); /* bill.c: price, billing, energy, goodput */
+    return budget > 0;
 }
 
 /* Lower bounds on the ends of the first and the last pipeline stage,
@@ -739,8 +742,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     double end = fmax(end0, endl) + dpc.emb_sync_s;
     res->iteration_time_s = end + dpc.opt_s + r->fw.step_overhead_s;
     if (bound) { /* the rest of the iteration is a monotone function of the ends */
-        project(s, r, res);
-        if (!numbers_sound(res, lp_bill_budget_tokens(r) > 0)) refuse_numeric(res);
+        if (!numbers_sound(res, project(s, r, res))) refuse_numeric(res);
         return 0;
     }
 
@@ -797,8 +799,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
                                   (lastst ? in.b_last_extra : 0.0));
     }
 
-    project(s, r, res);
-    if (!numbers_sound(res, lp_bill_budget_tokens(r) > 0)) {
+    if (!numbers_sound(res, project(s, r, res))) {
         refuse_numeric(res);
         if (nev) *nev = 0;
         return 0;

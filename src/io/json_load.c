@@ -312,38 +312,20 @@ static int parse_among(const char *s, int *out, const char *const *names)
 /* Int-indexed views of config.c's name tables (NULL past the end), so that
  * the error messages below list the names the parsers accept from the same
  * table. */
-static const char *prec_n(int i)
-{
-    return i >= 0 && i < LP_PREC_COUNT ? lp_prec_name((enum lp_prec)i) : NULL;
-}
-static const char *recompute_n(int i)
-{
-    return i >= 0 && i < LP_RECOMPUTE_COUNT ? lp_recompute_name((enum lp_recompute)i) : NULL;
-}
-static const char *schedule_n(int i)
-{
-    return i >= 0 && i < LP_SCHED_COUNT ? lp_schedule_name((enum lp_schedule)i) : NULL;
-}
-static const char *framework_n(int i)
-{
-    return i >= 0 && i < LP_FW_COUNT ? lp_framework_name((enum lp_framework)i) : NULL;
-}
-static const char *rc_method_n(int i)
-{
-    return i >= 0 && i < LP_RC_METHOD_COUNT ? lp_rc_method_name((enum lp_rc_method)i) : NULL;
-}
-static const char *fp8_scaling_n(int i)
-{
-    return i >= 0 && i < LP_FP8_SCALING_COUNT ? lp_fp8_scaling_name((enum lp_fp8_scaling)i) : NULL;
-}
-static const char *dispatcher_n(int i)
-{
-    return i >= 0 && i < LP_DISPATCH_COUNT ? lp_dispatcher_name((enum lp_dispatcher)i) : NULL;
-}
-static const char *xent_n(int i)
-{
-    return i >= 0 && i < LP_XENT_COUNT ? lp_xent_name((enum lp_xent)i) : NULL;
-}
+#define NAME_VIEW(fn, name, type, count)                                                           \
+    static const char *fn(int i)                                                                   \
+    {                                                                                              \
+        return i >= 0 && i < (count) ? name((type)i) : NULL;                                       \
+    }
+NAME_VIEW(prec_n, lp_prec_name, enum lp_prec, LP_PREC_COUNT)
+NAME_VIEW(recompute_n, lp_recompute_name, enum lp_recompute, LP_RECOMPUTE_COUNT)
+NAME_VIEW(schedule_n, lp_schedule_name, enum lp_schedule, LP_SCHED_COUNT)
+NAME_VIEW(framework_n, lp_framework_name, enum lp_framework, LP_FW_COUNT)
+NAME_VIEW(rc_method_n, lp_rc_method_name, enum lp_rc_method, LP_RC_METHOD_COUNT)
+NAME_VIEW(fp8_scaling_n, lp_fp8_scaling_name, enum lp_fp8_scaling, LP_FP8_SCALING_COUNT)
+NAME_VIEW(dispatcher_n, lp_dispatcher_name, enum lp_dispatcher, LP_DISPATCH_COUNT)
+NAME_VIEW(xent_n, lp_xent_name, enum lp_xent, LP_XENT_COUNT)
+#undef NAME_VIEW
 /* the order of enum lp_attention, then "unfused" (LP_ATTENTION_COUNT) */
 static const char *attention_n(int i)
 {

@@ -341,11 +341,29 @@ void lp_sim_peak_memory(const struct lp_run *r, const struct lp_kinds *ks,
     const struct lp_model *m = &r->model;
     struct lp_bytes_per_param b;
     lp_sim_param_bytes(r, &b);
+    /* ZeRO shards a parameter's states over the ranks that hold the same
+     * parameter: the dense DP group (dp cp ranks) for most, the expert-data-
+     * parallel group for the routed experts (Megatron-Core
+     * get_megatron_optimizer: the expert parameter groups get their own
+     * DistributedOptimizer over intra_expt_dp_group, as
+     * DistributedDataParallel's expert_parallel_buffers do;
+     * lp_sim_expert_group) */
     double nd = (double)p->dp * p->cp;
     double w = b.w, g = b.g, o = b.o;
     if (p->zero >= 1) o /= nd;
     if (p->zero >= 2) g /= nd;
     if (p->zero >= 3) w /= nd;
+    const double routed = m->moe.experts > 0 && r->train.lora_rank <= 0
+                              ? lp_arch_routed_params(m, etp_of(r), p->ep)
+                              : 0.0;
+    int ne_i = 1, se_i = 1;
+    const bool own_group = lp_sim_expert_group(r, 1.0, &ne_i, &se_i) > 0;
+    /* what each routed-expert parameter adds beyond the dense per-parameter
+     * bytes w, g, o: its states sharded over ne ranks, not nd */
+    const double ne = ne_i;
+    const double xw = own_group && p->zero >= 3 ? b.w / ne - w : 0.0;
+    const double xg = own_group && p->zero >= 2 ? b.g / ne - g : 0.0;
+    const double xo = own_group && p->zero >= 1 ? b.o / ne - o : 0.0;
     double e = r->train.precision == LP_FP32 ? 4.0 : 2.0;
     double T = p->micro_batch * (double)m->seq_len / p->cp;
     double t = p->tp;
@@ -376,7 +394,7 @@ void lp_sim_peak_memory(const struct lp_run *r, const struct lp_kinds *ks,
     }
     double best = -1;
     for (int s = 0; s < p->pp; s++) {
-        double params = 0, trained = 0, chunk_act = 0;
+        double params = 0, trained = 0, chunk_act = 0, experts = 0;
         for (int c = 0; c < p->vp; c++) {
             int n[LP_KINDS], nr[LP_KINDS], covered = 0;
             lp_chunk_kinds(ks, first, c * p->pp + s, n);
@@ -387,12 +405,14 @@ void lp_sim_peak_memory(const struct lp_run *r, const struct lp_kinds *ks,
                 covered += nr[k];
                 params += n[k] * kp[k];
                 trained += n[k] * kl[k];
+                if (k % LP_FFN_COUNT == LP_FFN_MOE) experts += n[k] * routed;
             }
             /* the checkpoints' inputs: one per layer, one per group */
             chunk_act += input * ((covered + group - 1) / group);
         }
         if (s == 0) params = pr->stage0;
         if (s == p->pp - 1) params = pr->stage_last;
+        if (s == p->pp - 1) experts = pr->expert_last; /* with the MTP layers' */
         if (r->train.lora_rank <= 0) trained = params;
         if (s == p->pp - 1 && r->train.lora_rank > 0) trained = pr->train_last;
         if (s == 0 && r->train.lora_rank > 0) trained = pr->train0;
@@ -440,12 +460,14 @@ void lp_sim_peak_memory(const struct lp_run *r, const struct lp_kinds *ks,
              * list _foreach_sqrt(exp_avg_sqs) makes, one element per trained
              * parameter (torch/optim/adamw.py, _multi_tensor_adamw) */
             temp = fmax(temp, RUNTIME_RESERVE_BYTES + trained * e - a);
-        double tot = wbytes + trained * (g + o) + a + temp;
+        wbytes += experts * xw;
+        const double gbytes = trained * g + experts * xg, obytes = trained * o + experts * xo;
+        double tot = wbytes + gbytes + obytes + a + temp;
         if (tot > best) {
             best = tot;
             mem->weights_bytes = wbytes;
-            mem->grads_bytes = trained * g;
-            mem->optimizer_bytes = trained * o;
+            mem->grads_bytes = gbytes;
+            mem->optimizer_bytes = obytes;
             mem->activations_bytes = a;
             mem->temp_bytes = temp;
             mem->total_bytes = tot;

@@ -1144,11 +1144,19 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     double comm_f = tpc + (r->fw.ep_overlap ? fmax(0.0, a2a - b.s) : a2a);
     double comm_b = tpc + (r->fw.ep_overlap ? fmax(0.0, a2a - f.s) : a2a);
     int ncoll = (tpc > 0 ? (r->par.sequence_parallel ? 2 : 1) : 0) + (r->par.ep > 1 ? 2 : 0);
-    /* recompute module "moe" (moe_layer.py): the whole layer, its dispatch
-     * and combine too, as a full recomputation would; it subsumes the
-     * finer MoE modules */
+    /* recompute module "moe" (moe_layer.py MoELayer.forward: custom_forward
+     * under tensor_parallel.checkpoint, or te_checkpoint in fp8/fp4): the
+     * whole layer is rerun in the backward, router, shared experts,
+     * permutation, the dispatch and combine (with their host
+     * synchronisation) and the experts, as a full recomputation would. The
+     * finer modules add to it: the first pass runs without grad, so their
+     * CheckpointWithoutOutput registers nothing, but the recomputing pass
+     * runs with grad and discards and reruns them once more in the
+     * backward ("moe_act", "shared_experts"); "layernorm"'s pre-MLP norm is
+     * outside the MoE layer (transformer_layer.py pre_mlp_norm_checkpoint),
+     * so it is rerun either way */
     const bool whole = (mods & LP_RC_MOE) != 0;
-    close_block(w, c, &f, &b, whole ? NULL : &rc, comm_f, comm_b, ncoll, false);
+    close_block(w, c, &f, &b, &rc, comm_f, comm_b, ncoll, false);
     if (whole) {
         c->recompute_s += c->full_s;
         c->comm_recompute_s += c->comm_full_s;

@@ -21,7 +21,7 @@ qwen3-30b-a3b        dgx-b200    1   1  8 1 4  512    8 mxfp8 none
 qwen3-235b-a22b      dgx-h100    2   8 32 4 1 8192  256 fp8   none
 gpt-oss-20b          dgx-h100    1   1  8 1 1  256    8 bf16  selective
 gpt-oss-120b         dgx-h100    1   4  8 1 1 1280   64 bf16  selective
-nemotron-3-nano      dgx-h100    1   1  8 1 1 1024   16 fp8   selective
+nemotron-3-nano      dgx-h100    1   1  8 1 1 1024   16 fp8   moe+layernorm+core_attn+moe_act
 nemotron-3-super     dgx-b200    1   1 64 1 1  512   64 mxfp8 moe_act+layernorm
 nemotron-h-8b        dgx-h100    2   1  1 1 1  256    8 fp8   none
 nemotron-h-56b       dgx-h100    8   2  1 1 1  256   64 fp8   selective

@@ -323,6 +323,71 @@ TEST(expert_data_parallel_group)
     CLOSE(dc.red_s[0], lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, pr.train0 * 2, 4, 1));
 }
 
+/* ZeRO-1 (Megatron's distributed optimizer) shards a routed expert's
+ * optimizer state over the ranks holding that expert, the expert-data-
+ * parallel group (Megatron-Core get_megatron_optimizer: a DistributedOptimizer
+ * over intra_expt_dp_group for the expert parameter groups), the rest over
+ * the DP group: with DP 4, EP 4 every expert lives on one rank, so its 12
+ * bytes per parameter (fp32 master, two fp32 moments) stay whole, the dense
+ * part's are divided by 4; with EP 2 the experts' by 2. */
+TEST(expert_optimizer_over_expert_dp)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    r.par.zero = 0;
+    struct lp_memory m0, m1;
+    lp_sim_memory(&r, &m0);
+    const double P = m0.weights_bytes / 2.0; /* bf16 weights */
+    CLOSE(m0.optimizer_bytes, 12.0 * P);
+    /* as in expert_data_parallel_group: 4 layers x 2 local experts x
+     * (2 h f + f + h) */
+    const double Pe = 4 * 2 * (2.0 * 1024 * 2048 + 2048 + 1024);
+    r.par.zero = 1;
+    lp_sim_memory(&r, &m1);
+    CLOSE(m1.optimizer_bytes, 12.0 * ((P - Pe) / 4.0 + Pe));
+    CLOSE(m1.weights_bytes, m0.weights_bytes);
+    r.par.ep = 2; /* twice the local experts, each on 2 ranks */
+    r.par.zero = 0;
+    lp_sim_memory(&r, &m0);
+    const double P2 = m0.weights_bytes / 2.0;
+    r.par.zero = 1;
+    lp_sim_memory(&r, &m1);
+    CLOSE(m1.optimizer_bytes, 12.0 * ((P2 - 2 * Pe) / 4.0 + 2 * Pe / 2.0));
+    r.par.ep = 1; /* experts in the dense group: everything over DP 4 */
+    r.par.zero = 0;
+    lp_sim_memory(&r, &m0);
+    r.par.zero = 1;
+    lp_sim_memory(&r, &m1);
+    CLOSE(m1.optimizer_bytes, m0.optimizer_bytes / 4.0);
+}
+
+/* Megatron-Core's "moe" recomputation (moe_layer.py MoELayer.forward:
+ * custom_forward under tensor_parallel.checkpoint) reruns the whole layer,
+ * its dispatch and combine included; "moe_act" adds one more run of the
+ * experts' activation on top (the recomputing pass runs with grad, so the
+ * experts' CheckpointWithoutOutput discards and reruns it once more). On the
+ * roofline with no host time: the difference is the activation kernel of the
+ * 2 local experts, a GELU over te x 2048 values (read and write). */
+TEST(moe_recompute_whole_and_act)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost sa, sb;
+    moe_run(&r);
+    r.fw.host_op_s = 0;
+    r.par.recompute = LP_RECOMPUTE_SELECTIVE;
+    r.par.recompute_modules = LP_RC_MOE;
+    shape_cost(&r, &sa);
+    const struct lp_layer_cost *a = &sa.ffn[LP_FFN_MOE];
+    CLOSE(a->recompute_s, a->full_s);
+    CLOSE(a->comm_recompute_s, a->comm_full_s);
+    ASSERT_TRUE(a->comm_recompute_s > 0); /* the all-to-alls run again */
+    r.par.recompute_modules = LP_RC_MOE | LP_RC_MOE_ACT;
+    shape_cost(&r, &sb);
+    const double te = 10240, e = 2;
+    CLOSE(sb.ffn[LP_FFN_MOE].recompute_s - a->recompute_s,
+          2 * hand_mem(&r.system.gpu, 2 * te * 2048 * e));
+}
+
 TEST(cp_ring_exchange)
 {
     static struct lp_run r;
@@ -453,4 +518,5 @@ TEST(mamba2_ssd_kernels)
 TH_MAIN(TH_CASE(ep_all_to_all_inside_a_node), TH_CASE(ep_all_to_all_across_nodes),
         TH_CASE(expert_gemms), TH_CASE(expert_activation_clamp), TH_CASE(expert_bias_per_expert),
         TH_CASE(alltoall_sort_by_local_expert), TH_CASE(expert_data_parallel_group),
+        TH_CASE(expert_optimizer_over_expert_dp), TH_CASE(moe_recompute_whole_and_act),
         TH_CASE(cp_ring_exchange), TH_CASE(tp_backward_overlap), TH_CASE(mamba2_ssd_kernels))

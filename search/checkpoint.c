@@ -21,10 +21,11 @@
 
 #define CK_MAGIC "LPCKPT1"
 #define CK_VERSION                                                                                 \
-    8 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                        \
+    9 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                        \
        * optional objectives, the run dimensions and their columns (#17);                          \
        * 6: framework option fused_softmax; 7: tp_async_dgrad, train_metrics;                      \
-       * 8: training.dataset.max_len (#14), the --prune counters (#20) */
+       * 8: training.dataset.max_len (#14), the --prune counters (#20);                            \
+       * 9: framework option ckpt_reentrant (#14) */
 
 struct ck_header {
     char magic[8];
@@ -139,21 +140,15 @@ static bool terminated(const char *p, size_t n)
 #define ESTR(member) terminated(raw + EOFF(member), sizeof(((struct lp_entry *)0)->member))
 static bool entry_valid(const char *raw)
 {
-    static const size_t bools[] = {EOFF(run.model.tied_embeddings),
-                                   EOFF(run.model.bias),
-                                   EOFF(run.model.dropout),
-                                   EOFF(run.par.sequence_parallel),
-                                   EOFF(run.train.flash_attention),
-                                   EOFF(run.fw.dp_overlap),
-                                   EOFF(run.fw.tp_overlap),
-                                   EOFF(run.fw.pp_overlap),
-                                   EOFF(run.fw.param_gather_overlap),
-                                   EOFF(run.fw.fused_kernels),
-                                   EOFF(run.fw.fused_softmax),
-                                   EOFF(run.fw.tp_async_dgrad),
-                                   EOFF(run.fw.zero3_per_tensor),
-                                   EOFF(run.fw.train_metrics),
-                                   EOFF(res.feasible)};
+    static const size_t bools[] = {
+        EOFF(run.model.tied_embeddings),   EOFF(run.model.bias),
+        EOFF(run.model.dropout),           EOFF(run.par.sequence_parallel),
+        EOFF(run.train.flash_attention),   EOFF(run.fw.dp_overlap),
+        EOFF(run.fw.tp_overlap),           EOFF(run.fw.pp_overlap),
+        EOFF(run.fw.param_gather_overlap), EOFF(run.fw.fused_kernels),
+        EOFF(run.fw.fused_softmax),        EOFF(run.fw.tp_async_dgrad),
+        EOFF(run.fw.zero3_per_tensor),     EOFF(run.fw.train_metrics),
+        EOFF(run.fw.ckpt_reentrant),       EOFF(res.feasible)};
     for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++)
         if (!byte_bool(raw + bools[i])) return false;
     return int_below(raw + EOFF(run.model.ffn_act), 2) &&

@@ -349,6 +349,12 @@ struct lp_framework_opts {
      * llm-foundry's LanguageCrossEntropy and LanguagePerplexity: a
      * cross-entropy each under bf16 autocast; docs/frameworks.md) */
     bool train_metrics;
+    /* gradient checkpointing re-enters autograd (torch.utils.checkpoint
+     * use_reentrant=True, Megatron's CheckpointFunction): the checkpointed
+     * forward runs under no_grad and keeps nothing, not even what a custom
+     * autograd function holds outside save_for_backward (bitsandbytes'
+     * ctx.tensors: hf_qlora_held_bytes; docs/frameworks.md) */
+    bool ckpt_reentrant;
     /* the calibration the defaults came from (its sustained_frac applies to
      * GPUs without their own: lp_run_sustained) */
     struct lp_calib cal;

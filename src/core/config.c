@@ -261,6 +261,11 @@ void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *ca
     o->bucket_bytes = 40e6;              /* Megatron DDP bucket (bytes); docs/frameworks.md */
     o->grad_fp32 = kind != LP_FW_FSDP;   /* FSDP mixed precision reduces in bf16 */
     o->step_overhead_s = 0.0;
+    /* checkpointing that re-enters autograd: Megatron's CheckpointFunction
+     * (forward under torch.no_grad), torch.utils.checkpoint's default
+     * use_reentrant=True (torch 2.1), Composer's FSDPConfig
+     * activation_checkpointing_reentrant=True; hf below */
+    o->ckpt_reentrant = true;
     switch (kind) {
     case LP_FW_MEGATRON:
         o->dp_overlap = true;
@@ -307,6 +312,9 @@ void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *ca
         o->fused_kernels = false;   /* eager RMSNorm, SiLU * up, rotary: one kernel per op */
         o->xent = LP_XENT_UPCAST;   /* modeling_mixtral.py: logits.float(), shift, CE */
         o->moe_impl = LP_MOE_EAGER; /* MixtralSparseMoeBlock: loop over experts */
+        /* LLaMA-Factory 0.4.0 (model/patcher.py, _prepare_model_for_training):
+         * gradient_checkpointing_kwargs={"use_reentrant": False}; 0.6+ passes True */
+        o->ckpt_reentrant = false;
         break;
     case LP_FW_DDP:
         /* torch.nn.parallel.DistributedDataParallel: gradient buckets of

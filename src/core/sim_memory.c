@@ -188,11 +188,16 @@ static double hf_layer_activation_bytes(const struct lp_run *r, bool attn_layer,
  * projection's (dense). Column-parallel inputs are whole, row-parallel
  * ones split by TP. Not counted: Mamba mixers' linears, and the first
  * layer's attention and expert inputs, which need no gradient (1% of the
- * term for Mixtral). */
+ * term for Mixtral). With reentrant checkpointing (fw.ckpt_reentrant:
+ * LLaMA-Factory 0.6+, model/utils/checkpointing.py, use_reentrant True)
+ * torch.utils.checkpoint's CheckpointFunction runs the layer's forward
+ * under torch.no_grad(): no autograd graph is built, so MatMul4Bit's ctx
+ * (and its ctx.tensors) dies with the call and nothing is held. */
 static double hf_qlora_held_bytes(const struct lp_run *r, int k)
 {
     const struct lp_model *m = &r->model;
-    if (r->fw.kind != LP_FW_HF || r->train.lora_rank <= 0 || r->train.lora_base_bits >= 16)
+    if (r->fw.kind != LP_FW_HF || r->train.lora_rank <= 0 || r->train.lora_base_bits >= 16 ||
+        r->fw.ckpt_reentrant)
         return 0.0;
     const enum lp_mixer mx = (enum lp_mixer)(k / LP_FFN_COUNT);
     const enum lp_ffn ff = (enum lp_ffn)(k % LP_FFN_COUNT);

@@ -1445,6 +1445,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
                                        "fused_softmax",
                                        "tp_async_dgrad",
                                        "train_metrics",
+                                       "ckpt_reentrant",
                                        NULL};
     struct lp_err *err = c->err;
     char ex[160];
@@ -1482,6 +1483,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     LP_TRY(err, parse_graph_scopes(c, item, path, &f->cuda_graphs));
     LP_TRY(err, lp_json_bool(c, item, path, "hybrid_shard", false, &f->hybrid_shard));
     LP_TRY(err, lp_json_bool(c, item, path, "train_metrics", false, &f->train_metrics));
+    LP_TRY(err, lp_json_bool(c, item, path, "ckpt_reentrant", false, &f->ckpt_reentrant));
     int x = (int)f->xent;
     char xe[96];
     LP_TRY(err, lp_json_enum(c, item, path, "cross_entropy", false, parse_xent,

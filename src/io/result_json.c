@@ -32,7 +32,7 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
         f->xent == d.xent && f->grad_fp32 == d.grad_fp32 && f->ep_overlap == d.ep_overlap &&
         f->dispatcher == d.dispatcher && f->cuda_graphs == d.cuda_graphs &&
         f->moe_impl == d.moe_impl && f->hybrid_shard == d.hybrid_shard &&
-        f->train_metrics == d.train_metrics;
+        f->train_metrics == d.train_metrics && f->ckpt_reentrant == d.ckpt_reentrant;
     if (same) return !cJSON_AddStringToObject(c, "framework", lp_framework_name(f->kind));
     cJSON *o = cJSON_AddObjectToObject(c, "framework");
     if (!o) return 1;
@@ -61,6 +61,10 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
     bad |= !cJSON_AddStringToObject(o, "moe_impl", lp_moe_impl_name(f->moe_impl));
     bad |= !cJSON_AddBoolToObject(o, "hybrid_shard", f->hybrid_shard);
     bad |= !cJSON_AddBoolToObject(o, "train_metrics", f->train_metrics);
+    /* written where it is not the framework's default only (the key came
+     * later: the object stays as it was for every run that keeps it) */
+    if (f->ckpt_reentrant != d.ckpt_reentrant)
+        bad |= !cJSON_AddBoolToObject(o, "ckpt_reentrant", f->ckpt_reentrant);
     return bad;
 }
 

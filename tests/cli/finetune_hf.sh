@@ -96,6 +96,25 @@ check("4-bit inputs held across checkpointed layers", abs(per[0] - per[2] - want
       f"{(per[0] - per[2]) / 1e9:.3f} GB per 1024-token query vs {want / 1e9:.3f}")
 check("8-bit: the input and its int8 transpose",
       abs(per[1] - per[2] - 1.5 * want) < 1e-6 * want, f"{(per[1] - per[2]) / 1e9:.3f} GB")
+# reentrant checkpointing (ckpt_reentrant: LLaMA-Factory 0.6+ passes
+# use_reentrant True) runs each checkpointed forward under no_grad: the
+# 4-bit inputs die with it, so a query costs what the 16-bit base's does;
+# the key is written back only where it is not the framework's default
+def reent(r, v=True):
+    r["framework"] = {"name": "hf", "ckpt_reentrant": v}
+    return r
+rr = sim([reent(q(4, b)) for b in (1, 2)] + [reent(q(4, 1), False)])
+per_r = (rr[1]["memory_per_gpu_gib"] - rr[0]["memory_per_gpu_gib"]) * 2**30
+check("reentrant checkpointing holds no 4-bit inputs", abs(per_r - per[2]) < 1e-6 * want,
+      f"{per_r / 1e9:.3f} GB per query vs {per[2] / 1e9:.3f} (16-bit base)")
+check("reentrant: the time unchanged",
+      abs(rr[0]["iteration_time_s"] / res[0]["iteration_time_s"] - 1) < 1e-12,
+      f"{rr[0]['iteration_time_s']:.4f} s")
+check("ckpt_reentrant recorded only where not the default",
+      rr[0]["framework"].get("ckpt_reentrant") is True and
+      "ckpt_reentrant" not in json.dumps(rr[2]["framework"]) and
+      rr[2]["memory_per_gpu_gib"] == res[0]["memory_per_gpu_gib"],
+      f"{rr[0]['framework']['ckpt_reentrant']} / {rr[2]['framework']}")
 # cost of the dataset: queries x epochs / queries per second x price
 c, cd = sim([run(4, prices="cudo-2024"), run(4, prices="2024")])
 want = 15000 * 10 / c["queries_per_s"] / 3600 * 0.79
@@ -114,6 +133,8 @@ refused(run(1, dataset={"queries": 10}), "median_len")
 refused(run(1, dataset={"queries": 10, "median_len": 148, "max_len": 100}), "max_len")
 bad = run(1); bad["framework"] = {"name": "hf", "moe_impl": "loop"}
 refused(bad, "moe_impl")
+bad = run(1); bad["framework"] = {"name": "hf", "ckpt_reentrant": "yes"}
+refused(bad, "ckpt_reentrant")
 bad = run(1); bad["training"]["finetune"]["targets"] = "attention"
 refused(bad, "targets")
 bad = run(1); bad["model"]["moe"]["imbalance"] = 0.5

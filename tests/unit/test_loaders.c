@@ -249,6 +249,9 @@ TEST(framework_defaults)
     for (int k = 0; k < LP_FW_COUNT; k++) { /* Composer's metrics: a run option only */
         lp_framework_defaults((enum lp_framework)k, &o);
         ASSERT_TRUE(!o.train_metrics);
+        /* reentrant checkpointing everywhere but hf (LLaMA-Factory 0.4.0:
+         * use_reentrant False; docs/frameworks.md) */
+        ASSERT_TRUE(o.ckpt_reentrant == (k != LP_FW_HF));
     }
     enum lp_framework f;
     ASSERT_OK(lp_framework_parse("fsdp", &f));

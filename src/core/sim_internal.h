@@ -195,6 +195,7 @@ struct lp_sim {
     struct lp_sched_out sout; /* solver output scratch (16 KiB) */
     bool sched_reference;     /* bench_sim: solve with the reference solvers */
     bool sched_every_op;      /* bench_sim: no steady-state shortcut */
+    bool memo_fnv;            /* bench_sim: memo slots from FNV-1a (before #20's word hash) */
     uint64_t sched_hits, sched_misses;
     uint64_t sched_ops_total, sched_ops_skipped; /* ops to solve, of them extrapolated */
     /* the layer kinds of the last model seen, and their prefix counts over
@@ -207,9 +208,17 @@ struct lp_sim {
     /* per-virtual-stage times handed to the solver */
     double vs_f[LP_SCHED_MAX_VSTAGES], vs_b[LP_SCHED_MAX_VSTAGES], vs_w[LP_SCHED_MAX_VSTAGES];
     int vs_first[LP_SCHED_MAX_VSTAGES + 1]; /* the layer split */
+    /* lp_sim_bound's work up to the schedule (sim.c), for lp_sim_finish:
+     * valid for mid_run with the parallel layout mid_par until the next
+     * simulation (NULL: none) */
+    struct lp_sim_mid *mid;
+    const struct lp_run *mid_run;
+    struct lp_parallel mid_par;
 };
 
 uint64_t lp_hash_bytes(const void *p, size_t n, uint64_t h);
+/* the memos' slot hash: words at a time, not FNV-1a; never in an output */
+uint64_t lp_hash_words(const void *p, size_t n, uint64_t h);
 
 /* ---- parameters and data-parallel communication (sim.c, sim_dp.c) ---- */
 

@@ -208,6 +208,10 @@ struct lp_sim {
     /* per-virtual-stage times handed to the solver */
     double vs_f[LP_SCHED_MAX_VSTAGES], vs_b[LP_SCHED_MAX_VSTAGES], vs_w[LP_SCHED_MAX_VSTAGES];
     int vs_first[LP_SCHED_MAX_VSTAGES + 1]; /* the layer split */
+    /* the last model simulated and its model_hash (sim.c) */
+    struct lp_model last_model;
+    uint64_t last_model_hash;
+    bool last_model_valid;
     /* lp_sim_bound's work up to the schedule (sim.c), for lp_sim_finish:
      * valid for mid_run with the parallel layout mid_par until the next
      * simulation (NULL: none) */

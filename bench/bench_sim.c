@@ -220,9 +220,10 @@ static uint64_t kept_hash(const struct lp_results *r)
 
 /* How once_ranked runs the list: every configuration simulated or the
  * search's pruning, each as the tree before this stop of #20 ran it
- * (memo slots from FNV-1a; a configuration the pruning keeps simulated
- * again from the start) and as it runs now (the word hash; lp_sim_finish
- * takes up the bound's work). */
+ * (d7debed: memo slots from FNV-1a, the model hashed, the layers split and
+ * every layer kind visited for each configuration; a configuration the
+ * pruning keeps simulated again from the start) and as it runs now
+ * (sim->bench_baseline off; lp_sim_finish takes up the bound's work). */
 enum ranked { ALL_BEFORE, ALL_NOW, PRUNE_BEFORE, PRUNE_NOW, RANKED };
 
 /* The list once in one of those ways: configurations per CPU-second, how
@@ -234,7 +235,7 @@ static int once_ranked(const struct lp_cost_model *cm, const struct lp_run *list
     struct lp_results res;
     const bool prune = how == PRUNE_BEFORE || how == PRUNE_NOW;
     if (lp_sim_create(cm, &sim, NULL) < 0) return -1;
-    sim->memo_fnv = how == ALL_BEFORE || how == PRUNE_BEFORE;
+    sim->bench_baseline = how == ALL_BEFORE || how == PRUNE_BEFORE;
     if (lp_results_init(&res, 10, NULL) < 0) {
         lp_results_free(&res);
         lp_sim_destroy(&sim);

@@ -1000,7 +1000,7 @@ enum lp_bound lp_sim_bound(struct lp_sim *s, const struct lp_run *run, struct lp
     simulate_tail(s, r, s->mid, res, NULL, 0, NULL, true);
     /* what lp_sim_finish may take up: this run, as it is now */
     s->mid_run = run;
-    s->mid_par = run->par;
+    memcpy(&s->mid_par, &run->par, sizeof(run->par)); /* padding too: memcmp reads it */
     if (res->feasible) return LP_BOUND_LOWER;
     return res->reason == LP_REASON_NUMERIC ? LP_BOUND_NONE : LP_BOUND_EXACT;
 }
@@ -1012,6 +1012,7 @@ void lp_sim_finish(struct lp_sim *s, const struct lp_run *run, struct lp_result 
         return;
     }
     s->mid_run = NULL;
+    s->finish_hits++;
     struct lp_run tmp_mem, tmp_time;
     const struct lp_run *rm, *r = views(run, &tmp_mem, &tmp_time, &rm);
     (void)rm;

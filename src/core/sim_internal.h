@@ -222,6 +222,7 @@ struct lp_sim {
     struct lp_sim_mid *mid;
     const struct lp_run *mid_run;
     struct lp_parallel mid_par;
+    uint64_t finish_hits; /* lp_sim_finish calls that took up the bound's work */
 };
 
 uint64_t lp_hash_bytes(const void *p, size_t n, uint64_t h);

@@ -24,6 +24,7 @@
 
 #include "fixtures.h"
 #include "harness.h"
+#include "sim_internal.h"
 
 struct tally {
     int checked, exact, lower, bad;
@@ -56,9 +57,12 @@ static void compare(struct lp_sim *sim, const struct lp_run *r, struct tally *t)
     struct lp_result res, lb, fin;
     lp_sim_run(sim, r, &res);
     const enum lp_bound b = lp_sim_bound(sim, r, &lb);
+    const uint64_t hits = sim->finish_hits;
     lp_sim_finish(sim, r, &fin);
     t->checked++;
     CHECK(same_result(&fin, &res));
+    /* right after a bound that timed, the finish takes up its work */
+    CHECK(sim->finish_hits == hits + (b != LP_BOUND_EXACT));
     if (!res.feasible && res.reason != LP_REASON_NUMERIC) {
         CHECK(b == LP_BOUND_EXACT);
         CHECK(lb.reason == res.reason);

@@ -218,15 +218,24 @@ static uint64_t kept_hash(const struct lp_results *r)
     return h;
 }
 
-/* The list once with every configuration simulated (prune false) or with
- * the search's pruning: configurations per CPU-second, how many were
- * pruned, and the kept plans' hash. */
-static int once_ranked(const struct lp_cost_model *cm, const struct lp_run *list, int n, bool prune,
-                       double *rate, long *pruned, uint64_t *kept)
+/* How once_ranked runs the list: every configuration simulated or the
+ * search's pruning, each as the tree before this stop of #20 ran it
+ * (d7debed: memo slots from FNV-1a, the model hashed, the layers split and
+ * every layer kind visited for each configuration; a configuration the
+ * pruning keeps simulated again from the start) and as it runs now
+ * (sim->bench_baseline off; lp_sim_finish takes up the bound's work). */
+enum ranked { ALL_BEFORE, ALL_NOW, PRUNE_BEFORE, PRUNE_NOW, RANKED };
+
+/* The list once in one of those ways: configurations per CPU-second, how
+ * many were pruned, and the kept plans' hash. */
+static int once_ranked(const struct lp_cost_model *cm, const struct lp_run *list, int n,
+                       enum ranked how, double *rate, long *pruned, uint64_t *kept)
 {
     struct lp_sim *sim = NULL;
     struct lp_results res;
+    const bool prune = how == PRUNE_BEFORE || how == PRUNE_NOW;
     if (lp_sim_create(cm, &sim, NULL) < 0) return -1;
+    sim->bench_baseline = how == ALL_BEFORE || how == PRUNE_BEFORE;
     if (lp_results_init(&res, 10, NULL) < 0) {
         lp_results_free(&res);
         lp_sim_destroy(&sim);
@@ -245,7 +254,10 @@ static int once_ranked(const struct lp_cost_model *cm, const struct lp_run *list
                 continue;
             }
         }
-        if (b != LP_BOUND_EXACT) lp_sim_run(sim, &list[i], &r);
+        if (b != LP_BOUND_EXACT && how == PRUNE_NOW)
+            lp_sim_finish(sim, &list[i], &r);
+        else if (b != LP_BOUND_EXACT)
+            lp_sim_run(sim, &list[i], &r);
         rc = lp_results_offer(&res, (uint64_t)i, &list[i], &r, NULL);
     }
     *rate = (double)n / (now() - t0);
@@ -255,28 +267,36 @@ static int once_ranked(const struct lp_cost_model *cm, const struct lp_run *list
     return rc;
 }
 
-/* Pruning on one list, alternately with the full run, best of rounds. */
+/* Pruning on one list, alternately with the full run, each before this
+ * stop and now, best of rounds. */
 static int bench_prune(const struct lp_cost_model *cm, const struct lp_run *base, int gpus,
                        int rounds)
 {
     static struct lp_run list[20000];
     const int n = build_list(base, gpus, list, 20000);
-    double best[2] = {0, 0};
+    double best[RANKED] = {0};
     long pruned = 0;
-    uint64_t kept[2] = {0, 0};
+    uint64_t kept[RANKED] = {0};
     for (int k = 0; k < rounds; k++)
-        for (int v = 0; v < 2; v++) {
+        for (int v = 0; v < RANKED; v++) {
             double rate;
             long p;
-            if (once_ranked(cm, list, n, v == 1, &rate, &p, &kept[v]) < 0) return -1;
+            if (once_ranked(cm, list, n, (enum ranked)v, &rate, &p, &kept[v]) < 0) return -1;
             if (rate > best[v]) best[v] = rate;
-            if (v == 1) pruned = p;
+            if (v == PRUNE_NOW) pruned = p;
         }
-    const bool same = kept[0] && kept[0] == kept[1];
-    printf("  %4d GPUs, %5d configurations: %8.0f / CPU-s every one simulated, %8.0f with "
-           "pruning (%ld pruned, %.1f%%): x%.2f; plans identical: %s\n",
-           gpus, n, best[0], best[1], pruned, 100.0 * (double)pruned / n, best[1] / best[0],
-           same ? "yes" : "NO");
+    bool same = true;
+    for (int v = 0; v < RANKED; v++)
+        same = same && kept[v] && kept[v] == kept[0];
+    printf("  %4d GPUs, %5d configurations (%ld pruned, %.1f%%), configs per CPU-second:\n", gpus,
+           n, pruned, 100.0 * (double)pruned / n);
+    printf("    every one simulated: %8.0f before this stop, %8.0f now: x%.2f\n", best[ALL_BEFORE],
+           best[ALL_NOW], best[ALL_NOW] / best[ALL_BEFORE]);
+    printf("    with pruning:        %8.0f before this stop, %8.0f now: x%.2f"
+           " (now / every one simulated now: x%.2f)\n",
+           best[PRUNE_BEFORE], best[PRUNE_NOW], best[PRUNE_NOW] / best[PRUNE_BEFORE],
+           best[PRUNE_NOW] / best[ALL_NOW]);
+    printf("    plans identical (all four): %s\n", same ? "yes" : "NO");
     return same ? 0 : 1;
 }
 

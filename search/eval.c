@@ -185,7 +185,9 @@ int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_ev
         if (++steps % POLL_EVERY == 0 && poll && poll(s)) break;
         enum lp_reason why = LP_REASON_NONE;
         uint64_t span = 1;
-        if (lp_space_decode(sp, i, run, &why, &span) == LP_SPACE_SKIP) {
+        int digit[LP_DIM_COUNT];
+        lp_space_digits(sp, i, digit);
+        if (lp_space_decode_digits(sp, i, digit, run, &why, &span) == LP_SPACE_SKIP) {
             if (span > hi - i) span = hi - i;
             cnt[LP_COUNT_SKIPPED] += span;
             cnt[LP_COUNT_SKIPPED_BY_REASON + why] += span;
@@ -193,8 +195,6 @@ int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_ev
             i += span;
             continue;
         }
-        int digit[LP_DIM_COUNT];
-        lp_space_digits(sp, i, digit);
         int sys = s->sweep->values[LP_DIM_SYSTEM][digit[LP_DIM_SYSTEM]];
         bool exact = false;
         if (s->opt.prune && pruned(s, i, s->sim[sys], run, &res, &exact)) {
@@ -202,7 +202,10 @@ int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_ev
             if (max_evals && ++evals >= max_evals) break;
             continue;
         }
-        if (!exact) lp_space_evaluate(s->sim[sys], run, &res);
+        if (s->opt.prune && !exact) /* from the bound's work: nothing computed twice */
+            lp_sim_finish(s->sim[sys], run, &res);
+        else if (!exact)
+            lp_space_evaluate(s->sim[sys], run, &res);
         /* the loss objective (issue #17): the fit's loss on the budget */
         if (res.feasible && s->sweep->objectives[LP_OBJ_LOSS])
             res.loss = lp_loss_run((enum lp_loss_fit)s->sweep->loss_fit, run);

@@ -180,6 +180,14 @@ void lp_sim_run(struct lp_sim *s, const struct lp_run *run, struct lp_result *re
 enum lp_bound { LP_BOUND_EXACT, LP_BOUND_LOWER, LP_BOUND_NONE };
 enum lp_bound lp_sim_bound(struct lp_sim *s, const struct lp_run *run, struct lp_result *res);
 
+/* lp_sim_run's result for the run lp_sim_bound has just bounded, from the
+ * work the bound did (everything up to the pipeline schedule): the same
+ * floating-point operations in the same order, so a bit-identical result
+ * (issue #20: a configuration the pruning keeps is not simulated twice).
+ * `run` must be the same object, unchanged, with no other simulation on `s`
+ * in between; otherwise (a different object or layout) it runs lp_sim_run. */
+void lp_sim_finish(struct lp_sim *s, const struct lp_run *run, struct lp_result *res);
+
 /* Timeline of the simulated iteration, for --trace. Events are appended by
  * lp_sim_trace into a caller-provided buffer. */
 enum lp_event_kind {

@@ -184,6 +184,11 @@ uint64_t lp_space_encode(const struct lp_space *s, const int digit[LP_DIM_COUNT]
  * then lp_sim_validate), never on where a walk started. No allocation. */
 enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, struct lp_run *run,
                                       enum lp_reason *reason, uint64_t *span);
+/* The same with the index's digits (lp_space_digits) given: a walk that
+ * needs them too computes them once. */
+enum lp_space_verdict lp_space_decode_digits(const struct lp_space *s, uint64_t index,
+                                             const int dg[LP_DIM_COUNT], struct lp_run *run,
+                                             enum lp_reason *reason, uint64_t *span);
 
 /* Evaluate one valid configuration: the memory footprint first (over the
  * GPU's capacity: infeasible, LP_REASON_OOM, without timing; lp_sim_run does

@@ -145,15 +145,46 @@ uint64_t lp_hash_bytes(const void *p, size_t n, uint64_t h)
 
 #define FNV_OFFSET 14695981039346656037ULL
 
-static uint64_t model_hash(const struct lp_model *m)
+/* The memos' keys (issue #20): eight bytes a step instead of FNV's one, with
+ * a final avalanche (MurmurHash3's fmix64, Appleby), since the slot is the
+ * hash modulo a power of two. Only a memo slot or the kinds cache's model
+ * identity depend on it (every slot's key is compared in full), never an
+ * output; FNV-1a byte by byte was a sixth of a pruned sweep's time. */
+uint64_t lp_hash_words(const void *p, size_t n, uint64_t h)
+{
+    const unsigned char *c = p;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, c + i, 8);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+        h = (h << 31) | (h >> 33);
+    }
+    for (; i < n; i++)
+        h = (h ^ c[i]) * 1099511628211ULL;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
+
+/* bench_sim's baseline (bench_baseline): the slots as before #20's word hash */
+static uint64_t key_hash(const struct lp_sim *s, const void *p, size_t n, uint64_t h)
+{
+    return s->bench_baseline ? lp_hash_bytes(p, n, h) : lp_hash_words(p, n, h);
+}
+
+static uint64_t model_hash(const struct lp_sim *s, const struct lp_model *m)
 {
     int v[12] = {m->layers,     m->hidden,   m->heads,       m->kv_heads,
                  m->ffn_hidden, m->vocab,    m->seq_len,     (int)m->ffn_act,
                  (int)m->norm,  (int)m->pos, m->moe.experts, m->moe.top_k};
-    uint64_t h = lp_hash_bytes(v, sizeof(v), FNV_OFFSET);
+    uint64_t h = key_hash(s, v, sizeof(v), FNV_OFFSET);
     int w[4] = {m->moe.ffn_hidden, m->moe.layer_freq, (int)m->bias, (int)m->dropout};
-    h = lp_hash_bytes(w, sizeof(w), h);
-    h = lp_hash_bytes(&m->moe.capacity_factor, sizeof(double), h);
+    h = key_hash(s, w, sizeof(w), h);
+    h = key_hash(s, &m->moe.capacity_factor, sizeof(double), h);
     /* the architecture keys beyond GPT/Llama */
     int x[20] = {m->moe.shared_experts,
                  m->moe.shared_ffn_hidden,
@@ -175,12 +206,12 @@ static uint64_t model_hash(const struct lp_model *m)
                  m->mamba.n_groups,
                  m->mamba.dt_rank,
                  m->mtp_layers};
-    h = lp_hash_bytes(x, sizeof(x), h);
-    h = lp_hash_bytes(&m->moe.imbalance, sizeof(double), h);
-    return lp_hash_bytes(m->layer_pattern, strnlen(m->layer_pattern, LP_PATTERN_LEN), h);
+    h = key_hash(s, x, sizeof(x), h);
+    h = key_hash(s, &m->moe.imbalance, sizeof(double), h);
+    return key_hash(s, m->layer_pattern, strnlen(m->layer_pattern, LP_PATTERN_LEN), h);
 }
 
-static uint64_t system_hash(const struct lp_system *s)
+static uint64_t system_hash(const struct lp_sim *sim, const struct lp_system *s)
 {
     double v[10] = {(double)lp_system_scale_up(s),
                     s->intra.bw_Bps,
@@ -193,7 +224,34 @@ static uint64_t system_hash(const struct lp_system *s)
                     (double)s->gpus_per_node,
                     s->gpu.sustained_frac};
     /* (the block-scaled peaks enter through the precision's own peak) */
-    return lp_hash_bytes(v, sizeof(v), FNV_OFFSET);
+    return key_hash(sim, v, sizeof(v), FNV_OFFSET);
+}
+
+/* What the simulation has computed when it comes to the pipeline schedule:
+ * everything the rest of the iteration needs besides the first and the last
+ * stage's ends (issue #20: lp_sim_bound keeps it, so that lp_sim_finish
+ * computes nothing twice). */
+struct lp_sim_mid {
+    struct lp_result res; /* memory, micro-batches, the shown layer's times */
+    struct lp_kinds ks;
+    struct lp_params pr;
+    struct lp_sched_in in;
+    struct lp_dp_cost dpc;
+    struct lp_torch_dp tdp;
+    struct lp_torch_pass ps;
+    const struct lp_shape_cost *sc;
+    double f_comp[2], b_comp[2], comm[2]; /* stage 0, last stage */
+    double zero3, contention, busy_first, busy_last;
+    bool torch;
+};
+
+/* The views of a run simulate reads: its memory and its timing (a dataset's
+ * worst and typical batch; the run itself without a dataset). */
+static const struct lp_run *views(const struct lp_run *run, struct lp_run *tmp_mem,
+                                  struct lp_run *tmp_time, const struct lp_run **rm)
+{
+    *rm = lp_sim_dataset_view(run, tmp_mem, true);
+    return lp_sim_dataset_view(run, tmp_time, false);
 }
 
 int lp_sim_create(const struct lp_cost_model *cm, struct lp_sim **out, struct lp_err *err)
@@ -204,7 +262,8 @@ int lp_sim_create(const struct lp_cost_model *cm, struct lp_sim **out, struct lp
     s->sched_cap = (size_t)1 << 20; /* p*v*m up to 1M: e.g. p=64, v=8, m=2048 */
     s->sched_f = malloc(s->sched_cap * sizeof(double));
     s->sched_b = malloc(s->sched_cap * sizeof(double));
-    if (!s->sched_f || !s->sched_b) {
+    s->mid = malloc(sizeof(*s->mid));
+    if (!s->sched_f || !s->sched_b || !s->mid) {
         lp_sim_destroy(&s);
         LP_FAIL(err, LP_ENOMEM, "out of memory creating the schedule scratch");
     }
@@ -217,6 +276,7 @@ void lp_sim_destroy(struct lp_sim **sp)
     if (!sp || !*sp) return;
     free((*sp)->sched_f);
     free((*sp)->sched_b);
+    free((*sp)->mid);
     free(*sp);
     *sp = NULL;
 }
@@ -230,7 +290,7 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     /* the sustained fraction of a GPU without its own is the run's
      * calibration's (lp_run_sustained): part of the key with the system */
     const double sustained = lp_run_sustained(r);
-    k.system_hash = lp_hash_bytes(&sustained, sizeof(sustained), system_hash(&r->system));
+    k.system_hash = key_hash(s, &sustained, sizeof(sustained), system_hash(s, &r->system));
     k.tp = r->par.tp;
     k.cp = r->par.cp;
     k.ep = r->par.ep;
@@ -256,7 +316,7 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.lora_targets = (int)r->train.lora_targets;
     k.lora_dropout = r->train.lora_dropout;
     k.imbalance = r->model.moe.imbalance;
-    uint64_t h = lp_hash_bytes(&k, sizeof(k), FNV_OFFSET);
+    uint64_t h = key_hash(s, &k, sizeof(k), FNV_OFFSET);
     size_t slot = (size_t)(h % LP_SIM_MEMO);
     if (s->used[slot] && memcmp(&s->key[slot], &k, sizeof(k)) == 0) {
         s->memo_hits++;
@@ -336,7 +396,7 @@ static void schedule(struct lp_sim *s, const struct lp_sched_in *in, struct lp_e
      * checks the per-stage entries too) */
     const size_t hlen =
         offsetof(struct lp_sched_key, dist) + (size_t)k.ndist * sizeof(struct lp_sched_stage);
-    size_t slot = (size_t)(lp_hash_bytes(&k, hlen, FNV_OFFSET) % LP_SCHED_MEMO);
+    size_t slot = (size_t)(key_hash(s, &k, hlen, FNV_OFFSET) % LP_SCHED_MEMO);
     if (!ev && memo && s->sused[slot] && memcmp(&s->skey[slot], &k, klen) == 0) {
         s->sched_hits++;
         *end_first = s->sval[slot].end_first;
@@ -528,28 +588,43 @@ static void ends_bound(const struct lp_sim *s, const struct lp_sched_in *in, dou
     *end_last = (fill + busy_last) * margin;
 }
 
-static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result *res,
-                    struct lp_event *ev, int cap, int *nev, struct lp_op_order *order, bool bound)
+/* The simulation up to the schedule's ends, into *x (its res is *res):
+ * false when the configuration is refused before any timing (*res then is
+ * the whole result). */
+static bool simulate_head(struct lp_sim *s, const struct lp_run *r, const struct lp_run *rm,
+                          struct lp_result *res, struct lp_sim_mid *md, struct lp_op_order *order)
 {
-    struct lp_run tmp_mem, tmp_time;
-    const struct lp_run *rm = lp_sim_dataset_view(run, &tmp_mem, true);
-    const struct lp_run *r = lp_sim_dataset_view(run, &tmp_time, false);
     const struct lp_parallel *p = &r->par;
     const struct lp_model *m = &r->model;
     memset(res, 0, sizeof(*res));
     res->reason = validate(r, &res->reason_a, &res->reason_b);
     const double gpus = (double)p->tp * p->pp * p->dp * p->cp;
     res->gpus = gpus <= LP_MAX_GPUS ? (int)gpus : 0; /* else refused: LP_REASON_RANGE */
-    if (res->reason != LP_REASON_NONE) return 0;
+    if (res->reason != LP_REASON_NONE) return false;
     int64_t micro = lp_sim_micro_batches(r);
     res->microbatches = (int)micro;
 
     int *first = s->vs_first;
-    lp_arch_split(m, p, first, LP_SCHED_MAX_VSTAGES + 1); /* validate() checked it */
-    struct lp_params pr;
+    /* the layer split, kept while what lp_arch_split reads stays the same
+     * (a sweep's inner dimensions: ZeRO, recomputation, micro-batches) */
+    const int split_key[6] = {m->layers, m->mtp_layers,         p->pp,
+                              p->vp,     p->first_stage_layers, p->last_stage_layers};
+    if (!s->split_valid || memcmp(s->split_key, split_key, sizeof(split_key)) != 0) {
+        lp_arch_split(m, p, first, LP_SCHED_MAX_VSTAGES + 1); /* validate() checked it */
+        memcpy(s->split_key, split_key, sizeof(split_key));
+        s->split_valid = !s->bench_baseline; /* bench_sim's baseline splits every time */
+    }
+    struct lp_params *const pr = &md->pr;
     /* the model's layer kinds and their prefix counts, kept while the model
      * stays the same (a sweep) */
-    const uint64_t mh = model_hash(m);
+    /* its hash, kept with a copy of the model: the same bytes hash the
+     * same, and comparing them is cheaper than hashing (issue #20) */
+    if (!s->last_model_valid || memcmp(&s->last_model, m, sizeof(*m)) != 0) {
+        memcpy(&s->last_model, m, sizeof(*m)); /* padding too: memcmp reads it */
+        s->last_model_hash = model_hash(s, m);
+        s->last_model_valid = !s->bench_baseline; /* bench_sim's baseline: hashed every time */
+    }
+    const uint64_t mh = s->last_model_hash;
     if (!s->kinds_valid || s->kinds_model != mh) {
         struct lp_kinds scan;
         lp_kinds_scan(m, &scan, s->kinds_prefix, LP_KINDS * (LP_KIND_PREFIX_LAYERS + 1));
@@ -560,27 +635,29 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         s->kinds_last = scan.last;
         memcpy(s->kinds_id, scan.id, sizeof(scan.id));
     }
-    struct lp_kinds ks = {.m = m,
-                          .n = s->kinds_n,
-                          .last = s->kinds_last,
-                          .prefix = s->kinds_valid ? s->kinds_prefix : NULL};
-    memcpy(ks.id, s->kinds_id, sizeof(ks.id));
+    struct lp_kinds *const ksp = &md->ks;
+    *ksp = (struct lp_kinds){.m = m,
+                             .n = s->kinds_n,
+                             .last = s->kinds_last,
+                             .prefix = s->kinds_valid ? s->kinds_prefix : NULL};
+    memcpy(ksp->id, s->kinds_id, sizeof(ksp->id));
     if (!s->kinds_valid) {
-        lp_kinds_scan(m, &ks, NULL, 0);
+        lp_kinds_scan(m, ksp, NULL, 0);
         s->kinds_flops = lp_model_fwd_flops_per_token(m);
     }
-    lp_sim_count_params(rm, &ks, first, &pr);
-    lp_sim_peak_memory(rm, &ks, &pr, first, micro, &res->memory);
-    if (r != rm) lp_sim_count_params(r, &ks, first, &pr); /* the same run unless a dataset's view */
+    const struct lp_kinds ks = *ksp;
+    lp_sim_count_params(rm, &ks, first, pr);
+    lp_sim_peak_memory(rm, &ks, pr, first, micro, &res->memory);
+    if (r != rm) lp_sim_count_params(r, &ks, first, pr); /* the same run unless a dataset's view */
     res->memory_per_gpu_bytes = res->memory.total_bytes;
     if (res->memory.total_bytes > r->system.gpu.mem_bytes) {
         res->reason = LP_REASON_OOM;
         res->reason_a = res->memory.total_bytes;
         res->reason_b = r->system.gpu.mem_bytes;
-        return 0;
+        return false;
     }
 
-    const struct lp_shape_cost *sc = shape_cost(s, r, mh);
+    const struct lp_shape_cost *sc = md->sc = shape_cost(s, r, mh);
     const bool full_all = lp_full_covers_all(p);
     const bool partial = p->recompute == LP_RECOMPUTE_FULL && !full_all;
     /* each layer kind's forward/backward compute and exposed TP/CP/EP comm */
@@ -617,13 +694,28 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     /* per virtual stage: compute and exposed comm of one micro-batch */
     const int pv = p->pp * p->vp;
     double *fs = s->vs_f, *bs = s->vs_b, *ws = s->vs_w;
-    double f_comp[2] = {0, 0}, b_comp[2] = {0, 0}, comm[2] = {0, 0}; /* stage 0, last stage */
+    double *const f_comp = md->f_comp, *const b_comp = md->b_comp, *const comm = md->comm;
+    for (int i = 0; i < 2; i++)
+        f_comp[i] = b_comp[i] = comm[i] = 0;
+    /* the model's kinds in ascending order: the sums below add over them in
+     * the order a loop over every kind would, skipping the kinds without a
+     * layer in the chunk (those the model lacks have none): the same
+     * additions, without visiting all LP_KINDS per stage (issue #20) */
+    int kid[LP_KINDS], nk = s->bench_baseline ? LP_KINDS : ks.n;
+    for (int j = 0; j < nk; j++) {
+        const int k = s->bench_baseline ? j : ks.id[j];
+        int i = j;
+        for (; i > 0 && kid[i - 1] > k; i--)
+            kid[i] = kid[i - 1];
+        kid[i] = k;
+    }
     for (int vs = 0; vs < pv; vs++) {
         int n[LP_KINDS], nr[LP_KINDS] = {0}; /* nr: the block method's recomputed layers */
         lp_chunk_kinds(&ks, first, vs, n);
         if (partial) lp_full_kinds(&ks, p, first, vs, nr);
         double fc = 0, fm = 0, bc = 0, bm = 0, wg = 0;
-        for (int k = 0; k < LP_KINDS; k++) {
+        for (int j = 0; j < nk; j++) {
+            const int k = kid[j];
             if (!n[k]) continue;
             const struct lp_layer_cost *c = &kc[k];
             fc += n[k] * c->fwd_s;
@@ -652,16 +744,17 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         }
     }
 
-    double contention = r->system.gpu.sms > 0 ? NCCL_CHANNEL_SMS / r->system.gpu.sms : 0.0;
-    struct lp_dp_cost dpc;
+    const double contention = md->contention =
+        r->system.gpu.sms > 0 ? NCCL_CHANNEL_SMS / r->system.gpu.sms : 0.0;
+    struct lp_dp_cost *const dpc = &md->dpc;
     double zero3 = 0;
     /* PyTorch DDP / FSDP: played out per wrapped unit (sim_dp.c) */
-    struct lp_torch_dp tdp;
-    struct lp_torch_pass ps = {0};
-    const bool torch = lp_torch_dp_applies(r);
+    struct lp_torch_dp *const tdp = &md->tdp;
+    md->ps = (struct lp_torch_pass){0};
+    const bool torch = md->torch = lp_torch_dp_applies(r);
     if (torch) { /* pp = vp = 1, every layer attention + dense MLP */
         const struct lp_layer_cost *c = &kc[lp_kind_of(m, 0)];
-        ps = (struct lp_torch_pass){
+        md->ps = (struct lp_torch_pass){
             .layer_f = c->fwd_s + c->comm_fwd_s,
             .layer_b = c->bwd_s + c->recompute_s + c->comm_bwd_s + c->comm_recompute_s,
             .emb_f = sc->edge.emb_fwd_s,
@@ -670,8 +763,8 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
             .head_b = sc->edge.head_bwd_s,
             .micro = (int)micro,
         };
-        lp_torch_dp(&s->cm, r, &pr, &ps, &tdp, NULL);
-        double z3f = tdp.fwd_extra_s / (double)micro, z3b = tdp.bwd_extra_s / (double)micro;
+        lp_torch_dp(&s->cm, r, pr, &md->ps, tdp, NULL);
+        double z3f = tdp->fwd_extra_s / (double)micro, z3b = tdp->bwd_extra_s / (double)micro;
         zero3 = z3f + z3b;
         res->zero3_fwd_s = z3f;
         res->zero3_bwd_s = z3b;
@@ -679,8 +772,8 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         bs[0] += z3b;
     } else if (p->zero >= 3 && p->dp * p->cp > 1) {
         double bw[2] = {0, 0};
-        lp_dp_costs(s, r, &pr, bw, 0, &dpc);
-        double z3f = dpc.zero3_fwd_s, z3b = dpc.zero3_bwd_s;
+        lp_dp_costs(s, r, pr, bw, 0, dpc);
+        double z3f = dpc->zero3_fwd_s, z3b = dpc->zero3_bwd_s;
         if (r->fw.param_gather_overlap) {
             /* prefetched behind the pass's compute; what is hidden still
              * takes NCCL's SMs */
@@ -698,7 +791,8 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         }
     }
 
-    struct lp_sched_in in = {
+    md->zero3 = zero3;
+    md->in = (struct lp_sched_in){
         .p = p->pp,
         .m = (int)micro,
         .v = p->vp,
@@ -713,8 +807,9 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         .p2p_s =
             p->pp > 1 ? lp_p2p_time(&s->cm, &r->system, sc->p2p_bytes, p->tp * p->cp * p->dp) : 0.0,
         .p2p_blocking = !r->fw.pp_overlap,
-        .ends_only = ev == NULL, /* a trace wants every op */
+        .ends_only = true, /* simulate_tail: a trace wants every op */
     };
+    const struct lp_sched_in in = md->in;
     /* busy time of the first / last stage: every chunk of every micro-batch */
     const double mbs = (double)micro;
     double busy_first =
@@ -722,28 +817,55 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     double busy_last =
         mbs * (f_comp[1] + b_comp[1] + comm[1] + zero3 + in.f_last_extra + in.b_last_extra);
     if (p->pp == 1) busy_first = busy_last = busy_first + mbs * (in.f_last_extra + in.b_last_extra);
+    md->busy_first = busy_first;
+    md->busy_last = busy_last;
+
+    /* DP reduction overlaps the last micro-batch's backward on each stage
+     * (independent of the schedule's ends) */
+    double bw_win[2] = {b_comp[0], b_comp[1]};
+    lp_dp_costs(s, r, pr, bw_win, f_comp[0], dpc);
+    if (torch) {
+        dpc->exposed_s[0] = dpc->exposed_s[1] = tdp->tail_s;
+        dpc->hidden_s[0] = dpc->hidden_s[1] = tdp->hidden_s;
+    }
+    md->res = *res;
+    return true;
+}
+
+/* The rest of the iteration from *md (simulate_head's) and the schedule's
+ * ends: solved, or (bound) lower bounds on them. */
+static void simulate_tail(struct lp_sim *s, const struct lp_run *r, const struct lp_sim_mid *md,
+                          struct lp_result *res, struct lp_event *ev, int cap, int *nev, bool bound)
+{
+    const struct lp_parallel *p = &r->par;
+    const int *first = s->vs_first;
+    const struct lp_kinds ks = md->ks;
+    const struct lp_shape_cost *sc = md->sc;
+    const bool full_all = lp_full_covers_all(p);
+    const bool partial = p->recompute == LP_RECOMPUTE_FULL && !full_all;
+    const double *f_comp = md->f_comp, *b_comp = md->b_comp, *comm = md->comm;
+    const double contention = md->contention, zero3 = md->zero3;
+    const double busy_first = md->busy_first, busy_last = md->busy_last;
+    const double mbs = (double)res->microbatches;
+    const bool torch = md->torch;
+    const struct lp_dp_cost *dpc = &md->dpc;
+    struct lp_sched_in in = md->in;
+    in.ends_only = ev == NULL; /* a trace wants every op */
     double end_first, end_last;
     if (bound)
         ends_bound(s, &in, busy_first, busy_last, &end_first, &end_last);
     else
         schedule(s, &in, ev, cap, nev, &end_first, &end_last);
 
-    /* DP reduction overlaps the last micro-batch's backward on each stage */
-    double bw_win[2] = {b_comp[0], b_comp[1]};
-    lp_dp_costs(s, r, &pr, bw_win, f_comp[0], &dpc);
-    if (torch) {
-        dpc.exposed_s[0] = dpc.exposed_s[1] = tdp.tail_s;
-        dpc.hidden_s[0] = dpc.hidden_s[1] = tdp.hidden_s;
-    }
     int last = p->pp - 1;
-    double end0 = end_first + dpc.exposed_s[0] + dpc.hidden_s[0] * contention;
-    double endl = end_last + dpc.exposed_s[1] + dpc.hidden_s[1] * contention;
+    double end0 = end_first + dpc->exposed_s[0] + dpc->hidden_s[0] * contention;
+    double endl = end_last + dpc->exposed_s[1] + dpc->hidden_s[1] * contention;
     int crit = endl > end0 ? last : 0;
-    double end = fmax(end0, endl) + dpc.emb_sync_s;
-    res->iteration_time_s = end + dpc.opt_s + r->fw.step_overhead_s;
+    double end = fmax(end0, endl) + dpc->emb_sync_s;
+    res->iteration_time_s = end + dpc->opt_s + r->fw.step_overhead_s;
     if (bound) { /* the rest of the iteration is a monotone function of the ends */
         if (!numbers_sound(res, project(s, r, res))) refuse_numeric(res);
-        return 0;
+        return;
     }
 
     struct lp_breakdown *bd = &res->breakdown;
@@ -756,7 +878,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     bd->pp_comm_s = p->pp > 1 ? fmin(idle, 2.0 * (p->pp - 1) * in.p2p_s) : 0.0;
     bd->pp_bubble_s = fmax(0.0, idle - bd->pp_comm_s);
     bd->dp_comm_exposed_s = end - crit_end;
-    bd->optimizer_s = dpc.opt_s + r->fw.step_overhead_s;
+    bd->optimizer_s = dpc->opt_s + r->fw.step_overhead_s;
 
     /* stage breakdown of the critical stage: per layer kind (mixers:
      * attention or Mamba; MoE; dense MLP; one norm per block), the ends, and
@@ -802,7 +924,7 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
     if (!numbers_sound(res, project(s, r, res))) {
         refuse_numeric(res);
         if (nev) *nev = 0;
-        return 0;
+        return;
     }
     if (ev && nev) {
         /* DP synchronisation on every stage's communication stream, from
@@ -816,11 +938,12 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
         const int n0 = *nev;
         if (torch) { /* PyTorch's collectives, as lp_torch_dp plays them out */
             struct lp_dp_rec rec = {ev + *nev, cap - *nev, 0};
-            lp_torch_dp(&s->cm, r, &pr, &ps, &tdp, &rec);
+            struct lp_torch_dp tdp;
+            lp_torch_dp(&s->cm, r, &md->pr, &md->ps, &tdp, &rec);
             trace_torch_colls(ev, n0, &rec);
             *nev += rec.n;
         } else if (p->zero >= 3 && p->dp * p->cp > 1) {
-            trace_zero3_colls(ev, cap, nev, n0, r, &dpc);
+            trace_zero3_colls(ev, cap, nev, n0, r, dpc);
         }
         for (int st = 0; st < p->pp && *nev < cap; st++) {
             double st_end = 0;
@@ -829,13 +952,13 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
                     st_end = fmax(st_end, ev[i].start_s + ev[i].dur_s);
             const int k = st == last ? 1 : 0;
             double dur =
-                st == crit ? end - crit_end : dpc.exposed_s[k] + dpc.hidden_s[k] * contention;
-            if (!torch) trace_dp_buckets(ev, cap, nev, r, &dpc, st, k, st_end);
-            trace_dp_add(ev, cap, nev, st, LP_DPC_CONTENTION, st_end + dpc.exposed_s[k],
-                         dpc.hidden_s[k] * contention, 0);
-            if ((st == 0 || st == last) && dpc.emb_sync_s > 0)
-                trace_dp_add(ev, cap, nev, st, LP_DPC_EMB_SYNC, end - dpc.emb_sync_s,
-                             dpc.emb_sync_s, 0);
+                st == crit ? end - crit_end : dpc->exposed_s[k] + dpc->hidden_s[k] * contention;
+            if (!torch) trace_dp_buckets(ev, cap, nev, r, dpc, st, k, st_end);
+            trace_dp_add(ev, cap, nev, st, LP_DPC_CONTENTION, st_end + dpc->exposed_s[k],
+                         dpc->hidden_s[k] * contention, 0);
+            if ((st == 0 || st == last) && dpc->emb_sync_s > 0)
+                trace_dp_add(ev, cap, nev, st, LP_DPC_EMB_SYNC, end - dpc->emb_sync_s,
+                             dpc->emb_sync_s, 0);
             ev[(*nev)++] = (struct lp_event){.stage = st,
                                              .stream = 1,
                                              .micro = -1,
@@ -848,22 +971,54 @@ static int simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result
                                                  .micro = -1,
                                                  .kind = LP_EV_OPT,
                                                  .start_s = end,
-                                                 .dur_s = dpc.opt_s};
+                                                 .dur_s = dpc->opt_s};
         }
     }
-    return 0;
+}
+
+static void simulate(struct lp_sim *s, const struct lp_run *run, struct lp_result *res,
+                     struct lp_event *ev, int cap, int *nev, struct lp_op_order *order)
+{
+    struct lp_run tmp_mem, tmp_time;
+    const struct lp_run *rm, *r = views(run, &tmp_mem, &tmp_time, &rm);
+    struct lp_sim_mid x;
+    s->mid_run = NULL; /* the head below may reuse what lp_sim_bound kept */
+    if (simulate_head(s, r, rm, res, &x, order)) simulate_tail(s, r, &x, res, ev, cap, nev, false);
 }
 
 void lp_sim_run(struct lp_sim *s, const struct lp_run *run, struct lp_result *res)
 {
-    simulate(s, run, res, NULL, 0, NULL, NULL, false);
+    simulate(s, run, res, NULL, 0, NULL, NULL);
 }
 
 enum lp_bound lp_sim_bound(struct lp_sim *s, const struct lp_run *run, struct lp_result *res)
 {
-    simulate(s, run, res, NULL, 0, NULL, NULL, true);
+    struct lp_run tmp_mem, tmp_time;
+    const struct lp_run *rm, *r = views(run, &tmp_mem, &tmp_time, &rm);
+    s->mid_run = NULL;
+    if (!simulate_head(s, r, rm, res, s->mid, NULL)) return LP_BOUND_EXACT;
+    simulate_tail(s, r, s->mid, res, NULL, 0, NULL, true);
+    /* what lp_sim_finish may take up: this run, as it is now */
+    s->mid_run = run;
+    memcpy(&s->mid_par, &run->par, sizeof(run->par)); /* padding too: memcmp reads it */
     if (res->feasible) return LP_BOUND_LOWER;
     return res->reason == LP_REASON_NUMERIC ? LP_BOUND_NONE : LP_BOUND_EXACT;
+}
+
+void lp_sim_finish(struct lp_sim *s, const struct lp_run *run, struct lp_result *res)
+{
+    if (s->mid_run != run || memcmp(&s->mid_par, &run->par, sizeof(run->par)) != 0) {
+        lp_sim_run(s, run, res); /* not the run lp_sim_bound last bounded */
+        return;
+    }
+    s->mid_run = NULL;
+    s->finish_hits++;
+    struct lp_run tmp_mem, tmp_time;
+    const struct lp_run *rm, *r = views(run, &tmp_mem, &tmp_time, &rm);
+    (void)rm;
+    s->mid->ks.m = &r->model; /* the view may live in another frame than the bound's */
+    *res = s->mid->res;
+    simulate_tail(s, r, s->mid, res, NULL, 0, NULL, false);
 }
 
 int lp_sim_trace(struct lp_sim *s, const struct lp_run *run, struct lp_result *res,
@@ -873,6 +1028,6 @@ int lp_sim_trace(struct lp_sim *s, const struct lp_run *run, struct lp_result *r
     (void)err;
     *n = 0;
     if (order) memset(order, 0, sizeof(*order));
-    simulate(s, run, res, ev, cap, n, order, false);
+    simulate(s, run, res, ev, cap, n, order);
     return LP_OK;
 }

@@ -195,6 +195,9 @@ struct lp_sim {
     struct lp_sched_out sout; /* solver output scratch (16 KiB) */
     bool sched_reference;     /* bench_sim: solve with the reference solvers */
     bool sched_every_op;      /* bench_sim: no steady-state shortcut */
+    /* bench_sim: run as the tree before this stop of #20 (d7debed) did: memo
+     * slots from FNV-1a, no model-hash, layer-split or present-kinds shortcuts */
+    bool bench_baseline;
     uint64_t sched_hits, sched_misses;
     uint64_t sched_ops_total, sched_ops_skipped; /* ops to solve, of them extrapolated */
     /* the layer kinds of the last model seen, and their prefix counts over
@@ -207,9 +210,24 @@ struct lp_sim {
     /* per-virtual-stage times handed to the solver */
     double vs_f[LP_SCHED_MAX_VSTAGES], vs_b[LP_SCHED_MAX_VSTAGES], vs_w[LP_SCHED_MAX_VSTAGES];
     int vs_first[LP_SCHED_MAX_VSTAGES + 1]; /* the layer split */
+    int split_key[6];                       /* of it: layers, mtp, pp, vp, first, last */
+    bool split_valid;
+    /* the last model simulated and its model_hash (sim.c) */
+    struct lp_model last_model;
+    uint64_t last_model_hash;
+    bool last_model_valid;
+    /* lp_sim_bound's work up to the schedule (sim.c), for lp_sim_finish:
+     * valid for mid_run with the parallel layout mid_par until the next
+     * simulation (NULL: none) */
+    struct lp_sim_mid *mid;
+    const struct lp_run *mid_run;
+    struct lp_parallel mid_par;
+    uint64_t finish_hits; /* lp_sim_finish calls that took up the bound's work */
 };
 
 uint64_t lp_hash_bytes(const void *p, size_t n, uint64_t h);
+/* the memos' slot hash: words at a time, not FNV-1a; never in an output */
+uint64_t lp_hash_words(const void *p, size_t n, uint64_t h);
 
 /* ---- parameters and data-parallel communication (sim.c, sim_dp.c) ---- */
 

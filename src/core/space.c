@@ -74,7 +74,11 @@ uint64_t lp_space_size(const struct lp_space *s)
 void lp_space_digits(const struct lp_space *s, uint64_t index, int digit[LP_DIM_COUNT])
 {
     for (int d = 0; d < LP_DIM_COUNT; d++) {
-        if (s->stride[d] == 0) {
+        /* a dimension of one value: index < stride[d] here (radix[d] *
+         * stride[d] = stride[d - 1], the remainder's bound), so the digit is
+         * 0 and the remainder stays; most of a sweep's dimensions, and the
+         * divisions were a tenth of a pruned sweep (issue #20) */
+        if (s->stride[d] == 0 || s->radix[d] == 1) {
             digit[d] = 0;
             continue;
         }
@@ -115,9 +119,16 @@ static bool in_list(const int *v, int n, int x)
 enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, struct lp_run *run,
                                       enum lp_reason *reason, uint64_t *span)
 {
-    const struct lp_sweep *sw = s->sweep;
     int dg[LP_DIM_COUNT];
     lp_space_digits(s, index, dg);
+    return lp_space_decode_digits(s, index, dg, run, reason, span);
+}
+
+enum lp_space_verdict lp_space_decode_digits(const struct lp_space *s, uint64_t index,
+                                             const int dg[LP_DIM_COUNT], struct lp_run *run,
+                                             enum lp_reason *reason, uint64_t *span)
+{
+    const struct lp_sweep *sw = s->sweep;
 #define VAL(d) (sw->values[(d)][dg[(d)]])
     /* the model digit is the index into models[] (generated shapes can be
      * more than values[] holds; sweep_json.c load_models) */

@@ -11,12 +11,20 @@
  * no lower). A bound above the exact time in a single case, by any amount,
  * would let --prune drop a plan, so the comparisons are exact. The test also
  * prints how tight the bound is (not checked: a looser bound is still
- * correct, only prunes less). */
+ * correct, only prunes less).
+ *
+ * And lp_sim_finish, which completes a bounded configuration from the
+ * bound's work: its result must be lp_sim_run's bit for bit, on every
+ * layout right after the bound, and in a random order of bounds, finishes
+ * and other simulations in between (the memos' states then vary). */
 #include <math.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "fixtures.h"
 #include "harness.h"
+#include "sim_internal.h"
 
 struct tally {
     int checked, exact, lower, bad;
@@ -35,12 +43,26 @@ struct tally {
         }                                                                                          \
     } while (0)
 
+/* bit-identical results: every field after feasible and reason (no
+ * padding from reason_a on: doubles, then two ints) */
+static bool same_result(const struct lp_result *a, const struct lp_result *b)
+{
+    const size_t o = offsetof(struct lp_result, reason_a);
+    return a->feasible == b->feasible && a->reason == b->reason &&
+           memcmp((const char *)a + o, (const char *)b + o, sizeof(*a) - o) == 0;
+}
+
 static void compare(struct lp_sim *sim, const struct lp_run *r, struct tally *t)
 {
-    struct lp_result res, lb;
+    struct lp_result res, lb, fin;
     lp_sim_run(sim, r, &res);
     const enum lp_bound b = lp_sim_bound(sim, r, &lb);
+    const uint64_t hits = sim->finish_hits;
+    lp_sim_finish(sim, r, &fin);
     t->checked++;
+    CHECK(same_result(&fin, &res));
+    /* right after a bound that timed, the finish takes up its work */
+    CHECK(sim->finish_hits == hits + (b != LP_BOUND_EXACT));
     if (!res.feasible && res.reason != LP_REASON_NUMERIC) {
         CHECK(b == LP_BOUND_EXACT);
         CHECK(lb.reason == res.reason);
@@ -134,4 +156,90 @@ TEST(bound_below_exact)
     ASSERT_TRUE(t.lower > 1000 && t.exact > 100);
 }
 
-TH_MAIN(TH_CASE(bound_below_exact))
+/* every 5th valid layout of sweep()'s kind (up to cap), for the random
+ * order below */
+static int collect(const struct lp_run *base, int gpus, struct lp_run *list, int cap)
+{
+    int n = 0, valid = 0;
+    for (int tp = 1; tp <= 8; tp *= 2)
+        for (int pp = 1; pp <= 16; pp *= 2)
+            for (int mb = 1; mb <= 4; mb *= 2)
+                for (int rc = 0; rc < 3; rc++)
+                    for (int z = 0; z < 4; z++)
+                        for (int k = 0; k < 5; k++) {
+                            if (gpus % (tp * pp) || n == cap) continue;
+                            struct lp_run r = *base;
+                            r.par.tp = tp;
+                            r.par.pp = pp;
+                            r.par.dp = gpus / (tp * pp);
+                            r.par.micro_batch = mb;
+                            r.par.recompute = (enum lp_recompute)rc;
+                            r.par.zero = z;
+                            r.par.schedule = k == 0   ? LP_SCHED_GPIPE
+                                             : k == 1 ? LP_SCHED_1F1B
+                                             : k == 2 ? LP_SCHED_ZB
+                                                      : LP_SCHED_INTERLEAVED;
+                            r.par.vp = k < 3 ? 1 : 2 * (k - 2);
+                            r.par.sequence_parallel = tp > 1 && (rc + z) % 2;
+                            if (lp_sim_validate(&r) == LP_REASON_NONE && valid++ % 5 == 0)
+                                list[n++] = r;
+                        }
+    return n;
+}
+
+/* Random walks over the layouts with one simulator: bound a configuration,
+ * then (at random) simulate another one or change the bounded run in place
+ * before finishing it (lp_sim_finish must notice and simulate afresh), and
+ * compare the finished result with a second simulator's lp_sim_run. */
+TEST(finish_random_order)
+{
+    struct lp_run base;
+    lp_fixture_gpt3_run(&base);
+    struct lp_sim *sim = lp_fixture_roofline_sim(&base), *ref = lp_fixture_roofline_sim(&base);
+    ASSERT_TRUE(sim != NULL && ref != NULL);
+    static struct lp_run list[4096];
+    int n = 0;
+    static const int gpus[] = {64, 1024};
+    for (int fw = 0; fw < LP_FW_COUNT; fw++)
+        for (int g = 0; g < 2; g++) {
+            struct lp_run r = base;
+            lp_framework_defaults((enum lp_framework)fw, &r.fw);
+            r.fw.pp_overlap = g;
+            n += collect(&r, gpus[g], list + n, 4096 / (2 * LP_FW_COUNT));
+        }
+    ASSERT_TRUE(n > 1000);
+    uint64_t x = 0x9e3779b97f4a7c15ULL;
+    int bad = 0, finished = 0, between = 0, changed = 0;
+    for (int it = 0; it < 20000; it++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        struct lp_run r = list[x % (uint64_t)n];
+        struct lp_result lb, fin, other, want;
+        const enum lp_bound b = lp_sim_bound(sim, &r, &lb);
+        const unsigned what = (unsigned)(x >> 40) % 4;
+        if (what == 1) { /* another simulation in between */
+            lp_sim_run(sim, &list[(x >> 20) % (uint64_t)n], &other);
+            between++;
+        } else if (what == 2) { /* the same object, another layout */
+            r.par.micro_batch = r.par.micro_batch == 1 ? 2 : 1;
+            changed++;
+        }
+        lp_sim_finish(sim, &r, &fin);
+        lp_sim_run(ref, &r, &want);
+        finished += b == LP_BOUND_LOWER;
+        if (!same_result(&fin, &want) && bad++ < 10)
+            fprintf(stderr, "  finish differs: tp %d pp %d dp %d vp %d sched %d mb %d (case %u)\n",
+                    r.par.tp, r.par.pp, r.par.dp, r.par.vp, (int)r.par.schedule, r.par.micro_batch,
+                    what);
+    }
+    printf("  %d layouts, 20000 draws: %d bounded and finished, %d with a simulation in between, "
+           "%d changed in place, %d differ\n",
+           n, finished, between, changed, bad);
+    lp_sim_destroy(&sim);
+    lp_sim_destroy(&ref);
+    ASSERT_EQ_INT(bad, 0);
+    ASSERT_TRUE(finished > 1000);
+}
+
+TH_MAIN(TH_CASE(bound_below_exact), TH_CASE(finish_random_order))

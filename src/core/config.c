@@ -287,6 +287,10 @@ void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *ca
         /* ZeRO-3 of 2021 (partition_parameters.py): one all_gather per
          * parameter tensor, one reduce_scatter per gradient */
         o->zero3_per_tensor = true;
+        /* ... each over a list of world-size narrow() views, which PyTorch
+         * of that era copies one kernel per rank (sim_dp.c z3_rank_copies;
+         * today's DeepSpeed gathers into one flat tensor instead) */
+        o->zero3_rank_copies = true;
         break;
     case LP_FW_FSDP:
         o->dp_overlap = true;

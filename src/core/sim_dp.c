@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "llmplan/arch.h"
+#include "llmplan/profile.h"
 #include "sim_internal.h"
 
 /* Fused Adam, mixed precision: read fp32 param, fp32 grad, m, v; write
@@ -181,6 +182,36 @@ static void zero3_gathers(const struct lp_run *r, double numel, double after, in
     }
 }
 
+/* The per-rank copies around one ZeRO-3 collective of DeepSpeed 2021
+ * (fw.zero3_rank_copies), in seconds beyond the collective's own `coll_s`.
+ * DeepSpeed 599258f97 partition_parameters.py: _allgather_param calls
+ * torch.cuda.synchronize() and hands torch.distributed.all_gather a list of
+ * world-size narrow() views of one flat tensor; _reduce_scatter_gradient
+ * hands reduce_scatter such a list of the gradient. PyTorch of that era
+ * (torch/lib/c10d/ProcessGroupNCCL.cpp allgather / reduce_scatter, 1.8-1.10)
+ * flattens the list into a new buffer (flatten_for_scatter_gather) and runs
+ * outputTensors[i][j].copy_ after the all-gather, inputFlattened[i][j].copy_
+ * before the reduce-scatter: n copy kernels of numel / n elements, each
+ * launched by the host after the synchronize drained the GPU, so nothing
+ * hides them. The n launches at h, 2h, .. nh feed one GPU
+ * queue of kernels of tg each (the copy table: read + write, its
+ * launch-bound floor included) that starts after the gather (`after`) or
+ * at once (the reduce-scatter's copies come first): the last one ends at
+ * max(ready + n tg, h + n tg, n h + tg), the FIFO queue's bound at its
+ * first and last arrival. */
+static double z3_rank_copies(const struct lp_cost_model *cm, double bytes, int n, double coll_s,
+                             bool after)
+{
+    const double tg = cm->ops->mem_s(cm, LP_MEM_COPY, 2.0 * bytes / n);
+    /* the host side of a launch issued from C++ with no Python op around
+     * it: the profile's per-kernel launch overhead (not fw.host_op_s, the
+     * eager Python op's dispatch, autograd and hooks: docs/frameworks.md) */
+    const double h = cm->profile ? cm->profile->launch_s : 0.0;
+    const double ready = after ? coll_s : 0.0;
+    const double end = fmax(ready + n * tg, fmax(h + n * tg, n * h + tg));
+    return after ? end - coll_s : end;
+}
+
 void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_params *pr,
                  double bwd_window_s[2], double fwd_window_s, struct lp_dp_cost *out)
 {
@@ -244,13 +275,17 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
                 after += sz[i];
             for (int i = 0; i < nt; i++) {
                 after -= sz[i];
-                const double g =
-                    lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, sz[i] * b.w, nd, p->tp);
-                const double x = lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER,
-                                              sz[i] * b.g_comm, nd, p->tp);
+                double g = lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, sz[i] * b.w, nd, p->tp);
+                double x = lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, sz[i] * b.g_comm,
+                                        nd, p->tp);
                 double nf = nl, nb = nl;
                 if (r->fw.zero3_per_tensor)
                     zero3_gathers(r, sz[i], after, nl_all, per_layer, fmax(ends, 0.0), &nf, &nb);
+                if (r->fw.zero3_rank_copies) {
+                    g += z3_rank_copies(cm, sz[i] * b.w, nd, g, true);
+                    x += z3_rank_copies(cm, sz[i] * b.g_comm, nd, x, false);
+                    out->z3_copy_kernels += (double)nd * (nf + nb + nl);
+                }
                 ag += nf * g;
                 ag_b += nb * g;
                 rs += nl * x;
@@ -264,6 +299,13 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
                 lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, ends * b.w, nd, p->tp);
             out->z3_ends_rs_s =
                 lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, ends * b.g_comm, nd, p->tp);
+            if (r->fw.zero3_rank_copies) { /* the ends as one tensor each way */
+                out->z3_ends_ag_s +=
+                    z3_rank_copies(cm, ends * b.w, nd, out->z3_ends_ag_s, true);
+                out->z3_ends_rs_s +=
+                    z3_rank_copies(cm, ends * b.g_comm, nd, out->z3_ends_rs_s, false);
+                out->z3_copy_kernels += 3.0 * nd;
+            }
             ag += out->z3_ends_ag_s;
             ag_b += out->z3_ends_ag_s;
             rs += out->z3_ends_rs_s;

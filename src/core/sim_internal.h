@@ -264,6 +264,9 @@ struct lp_dp_cost {
     /* one layer's all-gathers in the backward with its recomputation
      * (DeepSpeed's reuse rule: not always z3_ag_s; the mean over layers) */
     double z3_ag_bwd_s[2];
+    /* fw.zero3_rank_copies: the per-rank copy kernels of one micro-batch's
+     * ZeRO-3 gathers and reduce-scatters (their time is inside the above) */
+    double z3_copy_kernels;
 };
 
 /* The vocabulary padded to a multiple of 128 x TP (Megatron). */

@@ -61,22 +61,30 @@ TEST(nccl_ring_latency_counts_hops)
     NEAR_US(c.lat_s, 1245.5);
 }
 
+/* GPT-3 175B under Megatron-DeepSpeed's ZeRO-3 over dp ranks, TP 1, full
+ * recomputation, fp16 */
+static void z3_run(struct lp_run *r, int dp)
+{
+    lp_fixture_gpt3_run(r);
+    lp_framework_defaults(LP_FW_MEGATRON_DEEPSPEED, &r->fw);
+    r->par = (struct lp_parallel){.tp = 1,
+                                  .pp = 1,
+                                  .dp = dp,
+                                  .cp = 1,
+                                  .ep = 1,
+                                  .vp = 1,
+                                  .micro_batch = 1,
+                                  .recompute = LP_RECOMPUTE_FULL,
+                                  .zero = 3,
+                                  .schedule = LP_SCHED_1F1B};
+    r->train.precision = LP_FP16;
+}
+
 TEST(deepspeed_zero3_persistence_and_reuse)
 {
     static struct lp_run r;
-    lp_fixture_gpt3_run(&r);
-    lp_framework_defaults(LP_FW_MEGATRON_DEEPSPEED, &r.fw);
-    r.par = (struct lp_parallel){.tp = 1,
-                                 .pp = 1,
-                                 .dp = 1536,
-                                 .cp = 1,
-                                 .ep = 1,
-                                 .vp = 1,
-                                 .micro_batch = 1,
-                                 .recompute = LP_RECOMPUTE_FULL,
-                                 .zero = 3,
-                                 .schedule = LP_SCHED_1F1B};
-    r.train.precision = LP_FP16;
+    z3_run(&r, 1536);
+    r.fw.zero3_rank_copies = false; /* the collectives alone (the copies: below) */
     struct lp_params pr;
     struct lp_dp_cost dc;
     ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
@@ -98,5 +106,65 @@ TEST(deepspeed_zero3_persistence_and_reuse)
 #undef AG
 }
 
+/* DeepSpeed 2021 ZeRO-3 over PyTorch 1.8-1.10 (sim_dp.c z3_rank_copies):
+ * GPT-3 175B, DP 8, full recomputation. Per layer 4 matrices are gathered
+ * 1 + 2 + 1 + 1 + 1 + 1 + 2 = 11 times (forward 4; backward QKV, projection
+ * and fc1 twice, fc2 once: the test above) and 12 gradients reduce-scattered
+ * (2 norms x weight and bias, 4 biases, 4 matrices): 23 collectives, 8 copy
+ * kernels each; the embedding and head as one tensor: gathered twice and
+ * reduce-scattered once. 8 x (96 x 23 + 3) = 17,688 kernels per
+ * micro-batch. */
+TEST(deepspeed_zero3_rank_copies_by_hand)
+{
+    static struct lp_run r;
+    z3_run(&r, 8);
+    ASSERT_TRUE(r.fw.zero3_rank_copies);
+    struct lp_params pr;
+    struct lp_dp_cost dc, plain;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
+    ASSERT_TRUE(dc.z3_copy_kernels == 8.0 * (96 * 23 + 3));
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    const double h = 12288, n = 8;
+    /* the roofline backend has no launch overhead for the host: the GPU
+     * queue binds, n copies of 1/n of the tensor (read + write, fp16) after
+     * each gather */
+#define COPIES(p) (n * cm.ops->mem_s(&cm, LP_MEM_COPY, 2.0 * (p)*2.0 / n))
+#define AG(p) lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, (p)*2.0, (int)n, 1)
+    const double mats[4] = {3 * h * h, h * h, 4 * h * h, 4 * h * h};
+    double fwd = 0;
+    for (int i = 0; i < 4; i++)
+        fwd += AG(mats[i]) + COPIES(mats[i]);
+    CLOSE_REL(dc.z3_ag_s[0], fwd);
+    r.fw.zero3_rank_copies = false;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &plain), 0);
+    ASSERT_TRUE(plain.z3_copy_kernels == 0);
+    /* host-bound: a launch of 1 s (a profile's launch_s) dwarfs every copy
+     * and collective, so each collective ends tg after its 8th launch. A
+     * gather's collective runs while the host launches its copies: a layer's
+     * forward is 4 x 8 s + the four copies' tg, the gathers themselves
+     * hidden. A reduce-scatter's copies come before it: 8 s + tg beyond each
+     * of the 12 (fp16 gradients: 2 bytes). */
+    r.fw.zero3_rank_copies = true;
+    static struct lp_profile prof;
+    prof.launch_s = 1.0;
+    cm.profile = &prof;
+    ASSERT_EQ_INT(lp_fixture_dp_costs_cm(&r, &cm, &pr, &dc), 0);
+#define TG(p) cm.ops->mem_s(&cm, LP_MEM_COPY, 2.0 * (p)*2.0 / n)
+    double ag = 0, rs = 0;
+    for (int i = 0; i < 4; i++) {
+        ag += 8.0 + TG(mats[i]);
+        rs += 8.0 + TG(mats[i]);
+    }
+    const double small[8] = {h, h, h, h, 3 * h, h, 4 * h, h}; /* norms, biases */
+    for (int i = 0; i < 8; i++)
+        rs += 8.0 + TG(small[i]);
+    CLOSE_REL(dc.z3_ag_s[0], ag);
+    CLOSE_REL(dc.z3_rs_s[0] - plain.z3_rs_s[0], rs);
+#undef TG
+#undef AG
+#undef COPIES
+}
+
 TH_MAIN(TH_CASE(nccl_ring_allgather_by_hand), TH_CASE(nccl_ring_latency_counts_hops),
-        TH_CASE(deepspeed_zero3_persistence_and_reuse))
+        TH_CASE(deepspeed_zero3_persistence_and_reuse), TH_CASE(deepspeed_zero3_rank_copies_by_hand))

@@ -333,6 +333,11 @@ struct lp_framework_opts {
     double host_overlap;       /* p of the smooth max (kernels^p + host^p)^(1/p): 1 = serial */
     bool zero3_per_tensor;     /* ZeRO-3 gathers/reduce-scatters one collective per parameter
                                   tensor (DeepSpeed 2021) instead of one per layer */
+    bool zero3_rank_copies;    /* and each such collective is given a list of world-size views:
+                                  PyTorch 1.8/1.9 ProcessGroupNCCL copies each view out of / into
+                                  a flat buffer (one copy kernel per rank, launched from the host)
+                                  behind a torch.cuda.synchronize (DeepSpeed 2021 _allgather_param);
+                                  sim_dp.c z3_rank_copies */
     enum lp_xent xent;         /* the loss kernels */
     bool ep_overlap;           /* EP all-to-alls hidden behind another micro-batch's compute
                                   (Megatron-Core overlap_moe_expert_parallel_comm, combined 1F1B) */

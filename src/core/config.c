@@ -68,7 +68,7 @@ void lp_calib_builtin(struct lp_calib *c)
     c->host_op_s[LP_FW_MEGATRON] = 20e-6;
     c->host_op_s[LP_FW_MEGATRON_2021] = 0.0;
     c->host_op_s[LP_FW_MEGATRON_DEEPSPEED] = 83e-6;
-    c->host_op_s[LP_FW_FSDP] = 95e-6;
+    c->host_op_s[LP_FW_FSDP] = 100e-6;
     c->host_op_s[LP_FW_HF] = 91e-6;
     c->host_op_s[LP_FW_DDP] = 0.0;
     c->attn_old_ratio = 0.52;
@@ -292,6 +292,10 @@ void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *ca
         /* ZeRO-3 of 2021 (partition_parameters.py): one all_gather per
          * parameter tensor, one reduce_scatter per gradient */
         o->zero3_per_tensor = true;
+        /* ... each over a list of world-size narrow() views, which PyTorch
+         * of that era copies one kernel per rank (sim_dp.c z3_rank_copies;
+         * today's DeepSpeed gathers into one flat tensor instead) */
+        o->zero3_rank_copies = true;
         break;
     case LP_FW_FSDP:
         o->dp_overlap = true;

@@ -483,8 +483,9 @@ static void trace_dp_buckets(struct lp_event *ev, int cap, int *nev, const struc
 }
 
 /* ZeRO-3's per-micro-batch collectives as lp_dp_costs sums them (one
- * all-gather per layer in each forward pass; an all-gather and a
- * reduce-scatter per layer in each backward pass, from the last layer; the
+ * all-gather per layer in each forward pass; a layer's backward gathers
+ * (with DeepSpeed's rules zero or more, for its recomputed forward and its
+ * backward: z3_ag_bwd_s) and reduce-scatter, from the last layer; the
  * embedding and head's one each), each pass's from its start, one after
  * another on one network (pp = 1: stage 0). The accounting sums them into
  * the passes (zero3_fwd_s / zero3_bwd_s): their place inside a pass is
@@ -512,7 +513,7 @@ static void trace_zero3_colls(struct lp_event *ev, int cap, int *nev, int n0,
             enum lp_ffn ff;
             lp_arch_layer(&r->model, layer, &mx, &ff);
             const int k = ff == LP_FFN_MOE;
-            PUT(LP_DPC_UNIT_GATHER, layer, d->z3_ag_s[k]);
+            PUT(LP_DPC_UNIT_GATHER, layer, f ? d->z3_ag_s[k] : d->z3_ag_bwd_s[k]);
             if (!f) PUT(LP_DPC_UNIT_REDUCE, layer, d->z3_rs_s[k]);
         }
         if (!f && d->z3_ends_ag_s > 0) {

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "llmplan/arch.h"
+#include "llmplan/profile.h"
 #include "sim_internal.h"
 
 /* Fused Adam, mixed precision: read fp32 param, fp32 grad, m, v; write
@@ -138,6 +139,79 @@ static double dp_coll(const struct lp_cost_model *cm, const struct lp_run *r, en
     return t;
 }
 
+/* DeepSpeed ZeRO-3's gathers of one parameter tensor of `numel` elements
+ * (per TP rank) over the stage's nl layers, in the forward (*nf) and in the
+ * backward with its recomputation (*nb). Two rules of stage3.py
+ * (DeepSpeedZeroOptimizer_Stage3 defaults since its first release, 599258f97,
+ * 2021-03; deepspeed/runtime/zero/constants.py):
+ *  - param_persistence_threshold 1e5 (persistent_parameters: ds_numel below
+ *    it is ds_persist): never released, so never gathered; its gradient is
+ *    still reduce-scattered (lp_dp_costs counts that for every tensor).
+ *  - max_reuse_distance 1e9 (PartitionedParameterCoordinator
+ *    release_sub_module -> _keep_for_later): after a module's use its
+ *    parameters stay gathered when the recorded trace uses the module again
+ *    within 1e9 elements of the parameters of the modules run in between
+ *    (get_reuse_distance_in_numel), else they are freed and gathered again.
+ * Between the forward use of a tensor of layer i and its next use run the
+ * rest of its layer (`after`) and of the stage (R_i = the layers after i at
+ * per_layer each, and the ends): without recomputation the backward of all
+ * of them follows, a distance 2 (after + R_i); under full recomputation
+ * (per layer, Megatron-DeepSpeed's checkpoint_activations) the next use is
+ * the layer's recomputed forward, after the later layers' recomputed
+ * forwards and backwards, after + 3 R_i, and the backward uses it after the
+ * rest of the layer twice (forward then backward), 2 after. Module order is
+ * layer_tensors' (norms first: they persist anyway). */
+#define DS_PERSISTENCE_THRESHOLD 1e5
+#define DS_MAX_REUSE_DISTANCE 1e9
+
+static void zero3_gathers(const struct lp_run *r, double numel, double after, int nl,
+                          double per_layer, double ends, double *nf, double *nb)
+{
+    *nf = *nb = 0;
+    if (numel < DS_PERSISTENCE_THRESHOLD) return;
+    const bool rc = r->par.recompute == LP_RECOMPUTE_FULL;
+    for (int i = 0; i < nl; i++) {
+        const double rest = (nl - 1 - i) * per_layer + ends;
+        *nf += 1;
+        if (!rc) {
+            *nb += 2.0 * (after + rest) >= DS_MAX_REUSE_DISTANCE;
+        } else {
+            *nb += after + 3.0 * rest >= DS_MAX_REUSE_DISTANCE;
+            *nb += 2.0 * after >= DS_MAX_REUSE_DISTANCE;
+        }
+    }
+}
+
+/* The per-rank copies around one ZeRO-3 collective of DeepSpeed 2021
+ * (fw.zero3_rank_copies), in seconds beyond the collective's own `coll_s`.
+ * DeepSpeed 599258f97 partition_parameters.py: _allgather_param calls
+ * torch.cuda.synchronize() and hands torch.distributed.all_gather a list of
+ * world-size narrow() views of one flat tensor; _reduce_scatter_gradient
+ * hands reduce_scatter such a list of the gradient. PyTorch of that era
+ * (torch/lib/c10d/ProcessGroupNCCL.cpp allgather / reduce_scatter, 1.8-1.10)
+ * flattens the list into a new buffer (flatten_for_scatter_gather) and runs
+ * outputTensors[i][j].copy_ after the all-gather, inputFlattened[i][j].copy_
+ * before the reduce-scatter: n copy kernels of numel / n elements, each
+ * launched by the host after the synchronize drained the GPU, so nothing
+ * hides them. The n launches at h, 2h, .. nh feed one GPU
+ * queue of kernels of tg each (the copy table: read + write, its
+ * launch-bound floor included) that starts after the gather (`after`) or
+ * at once (the reduce-scatter's copies come first): the last one ends at
+ * max(ready + n tg, h + n tg, n h + tg), the FIFO queue's bound at its
+ * first and last arrival. */
+static double z3_rank_copies(const struct lp_cost_model *cm, double bytes, int n, double coll_s,
+                             bool after)
+{
+    const double tg = cm->ops->mem_s(cm, LP_MEM_COPY, 2.0 * bytes / n);
+    /* the host side of a launch issued from C++ with no Python op around
+     * it: the profile's per-kernel launch overhead (not fw.host_op_s, the
+     * eager Python op's dispatch, autograd and hooks: docs/frameworks.md) */
+    const double h = cm->profile ? cm->profile->launch_s : 0.0;
+    const double ready = after ? coll_s : 0.0;
+    const double end = fmax(ready + n * tg, fmax(h + n * tg, n * h + tg));
+    return after ? end - coll_s : end;
+}
+
 void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_params *pr,
                  double bwd_window_s[2], double fwd_window_s, struct lp_dp_cost *out)
 {
@@ -182,8 +256,13 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
          * for forward and again for backward, and reduce-scatters their
          * gradients. One collective per layer (an FSDP unit per block), or
          * one per parameter tensor (DeepSpeed's ZeRO-3 of 2021:
-         * fw.zero3_per_tensor); the embedding and head are one each. */
-        double ag = 0, rs = 0;
+         * fw.zero3_per_tensor, with its two rules: zero3_gathers); the
+         * embedding and head are one each. */
+        double ag = 0, ag_b = 0, rs = 0;
+        const double ends = pr->stage_max - (pr->dense_layers_per_stage * pr->layer +
+                                             pr->moe_layers_per_stage * pr->moe_layer);
+        const int nl_all = pr->dense_layers_per_stage + pr->moe_layers_per_stage;
+        const double per_layer = nl_all > 0 ? (pr->stage_max - fmax(ends, 0.0)) / nl_all : 0.0;
         for (int moe = 0; moe < 2; moe++) {
             int nl = moe ? pr->moe_layers_per_stage : pr->dense_layers_per_stage;
             if (nl <= 0) continue;
@@ -191,29 +270,48 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
             int nt = 1;
             sz[0] = moe ? pr->moe_layer : pr->layer;
             if (r->fw.zero3_per_tensor) nt = layer_tensors(r, moe != 0, sz, 512);
+            double after = 0; /* parameters of the layer's tensors after tensor i */
+            for (int i = 0; i < nt; i++)
+                after += sz[i];
             for (int i = 0; i < nt; i++) {
-                const double g =
-                    lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, sz[i] * b.w, nd, p->tp);
-                const double x = lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER,
-                                              sz[i] * b.g_comm, nd, p->tp);
-                ag += nl * g;
+                after -= sz[i];
+                double g = lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, sz[i] * b.w, nd, p->tp);
+                double x = lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, sz[i] * b.g_comm,
+                                        nd, p->tp);
+                double nf = nl, nb = nl;
+                if (r->fw.zero3_per_tensor)
+                    zero3_gathers(r, sz[i], after, nl_all, per_layer, fmax(ends, 0.0), &nf, &nb);
+                if (r->fw.zero3_rank_copies) {
+                    g += z3_rank_copies(cm, sz[i] * b.w, nd, g, true);
+                    x += z3_rank_copies(cm, sz[i] * b.g_comm, nd, x, false);
+                    out->z3_copy_kernels += (double)nd * (nf + nb + nl);
+                }
+                ag += nf * g;
+                ag_b += nb * g;
                 rs += nl * x;
-                out->z3_ag_s[moe] += g;
+                out->z3_ag_s[moe] += nf / nl * g;
+                out->z3_ag_bwd_s[moe] += nb / nl * g;
                 out->z3_rs_s[moe] += x;
             }
         }
-        double ends = pr->stage_max - (pr->dense_layers_per_stage * pr->layer +
-                                       pr->moe_layers_per_stage * pr->moe_layer);
         if (ends > 0) {
             out->z3_ends_ag_s =
                 lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, ends * b.w, nd, p->tp);
             out->z3_ends_rs_s =
                 lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, ends * b.g_comm, nd, p->tp);
+            if (r->fw.zero3_rank_copies) { /* the ends as one tensor each way */
+                out->z3_ends_ag_s +=
+                    z3_rank_copies(cm, ends * b.w, nd, out->z3_ends_ag_s, true);
+                out->z3_ends_rs_s +=
+                    z3_rank_copies(cm, ends * b.g_comm, nd, out->z3_ends_rs_s, false);
+                out->z3_copy_kernels += 3.0 * nd;
+            }
             ag += out->z3_ends_ag_s;
+            ag_b += out->z3_ends_ag_s;
             rs += out->z3_ends_rs_s;
         }
         out->zero3_fwd_s = ag;
-        out->zero3_bwd_s = ag + rs;
+        out->zero3_bwd_s = ag_b + rs;
     }
     /* optimizer over the parameters this rank owns (the routed experts'
      * shard is of the expert-data-parallel group) */

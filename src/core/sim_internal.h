@@ -279,6 +279,12 @@ struct lp_dp_cost {
     /* their parts: one layer's all-gather and reduce-scatter ([0] dense,
      * [1] MoE layer), the embedding and head's (the timeline draws them) */
     double z3_ag_s[2], z3_rs_s[2], z3_ends_ag_s, z3_ends_rs_s;
+    /* one layer's all-gathers in the backward with its recomputation
+     * (DeepSpeed's reuse rule: not always z3_ag_s; the mean over layers) */
+    double z3_ag_bwd_s[2];
+    /* fw.zero3_rank_copies: the per-rank copy kernels of one micro-batch's
+     * ZeRO-3 gathers and reduce-scatters (their time is inside the above) */
+    double z3_copy_kernels;
 };
 
 /* The vocabulary padded to a multiple of 128 x TP (Megatron). */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "llmplan/profile.h"
+#include "nccl_model.h"
 
 /* ---- constants common to all kernels ---- */
 
@@ -259,6 +260,12 @@ static const char *const sy_hopper_gpus[] = {"h100", "h200"};
 #define SY_COLL_INTER_BW_CAL 400e9
 #define SY_COLL_INTER_N_CAL 32
 #define SY_COLL_INTER_EINF 0.915
+/* NCCL release whose model extrapolates the inter-node curve in ranks
+ * (coll_eff), and its CPU figures: getNetOverhead's 1 us (Intel and
+ * non-x86; AMD hosts 2 us) and the Intel row of llMaxBws (assumption: the
+ * profile does not know the host CPU) */
+#define SY_NCCL_VERSION LP_NCCL_2_29
+#define SY_NCCL_AMD_CPU false
 /* Large-message bus-bandwidth fractions inside a node:
  * ring all-reduce: mean of K0341 .812, K0351 .758, K0353 .816, K0357 .817,
  * K0358 .783, K0360 .822 = 0.8015;
@@ -534,8 +541,20 @@ static double coll_einf(const struct sy_ctx *c, enum lp_coll op, enum lp_tier ti
     }
 }
 
-static double coll_eff(const struct sy_ctx *c, enum lp_coll op, enum lp_tier tier, double bytes,
-                       double n)
+/* ranks per node of a synthetic inter-node table's column: full
+ * nodes from 2 x gpus_per_node ranks, two half-full nodes below */
+static double sy_per_node(const struct sy_ctx *c, double n)
+{
+    const double k = n < c->gpus_per_node * 2 ? n / 2 : c->gpus_per_node;
+    return k > 1 ? k : 1;
+}
+
+/* the size curve at n ranks with synth's own rank scaling: what the intra
+ * tier, the all-to-all and send/recv use at every rank count; across nodes
+ * the all-reduce, all-gather and reduce-scatter take it at the calibration
+ * rank count only and scale it with NCCL's model (coll_eff) */
+static double coll_eff_curve(const struct sy_ctx *c, enum lp_coll op, enum lp_tier tier,
+                             double bytes, double n)
 {
     const bool intra = tier == LP_TIER_INTRA;
     const double e_inf = coll_einf(c, op, tier, bytes, n);
@@ -543,8 +562,8 @@ static double coll_eff(const struct sy_ctx *c, enum lp_coll op, enum lp_tier tie
     /* nominal bandwidth the fraction is relative to: per GPU inside a node;
      * per node (ranks per node x per-GPU NIC bandwidth) across nodes, with
      * full nodes assumed (see docs/profile-format.md) */
-    const double per_node = n < c->gpus_per_node * 2 ? n / 2 : c->gpus_per_node;
-    const double bw = intra ? c->intra_bw : c->inter_bw * (per_node > 1 ? per_node : 1);
+    const double per_node = sy_per_node(c, n);
+    const double bw = intra ? c->intra_bw : c->inter_bw * per_node;
     const double bw_cal = intra ? SY_COLL_INTRA_BW_CAL : SY_COLL_INTER_BW_CAL;
     /* latency relative to the calibration's: log2(ranks) for all-reduce
      * (trees/NVLS at scale) and inside a node; across nodes all-gather and
@@ -567,11 +586,51 @@ static double coll_eff(const struct sy_ctx *c, enum lp_coll op, enum lp_tier tie
          * bandwidth is one NIC's times (n - 1) / (n - k), a fraction
          * (n - 1) / ((n - k) k) of the k-NIC nominal, and its latency
          * half-point scales with one NIC's bandwidth */
-        const double k = per_node > 1 ? per_node : 1;
+        const double k = per_node;
         const double share = n > k ? (n - 1.0) / ((n - k) * k) : 1.0;
         return fmin(e_inf, e_inf * share) / (1.0 + pow(shalf / k / bytes, p));
     }
     return e_inf / (1.0 + pow(shalf / bytes, p));
+}
+
+/* NCCL's predicted time (nccl_model.c) for n ranks on full nodes behind the
+ * reference per-GPU NIC bandwidth */
+static double sy_nccl_s(const struct sy_ctx *c, enum lp_coll op, double bytes, double n)
+{
+    const double k = sy_per_node(c, n);
+    const int nodes = (int)lround(n / k);
+    return lp_nccl_time_s(SY_NCCL_VERSION, op, bytes, (int)n, nodes < 2 ? 2 : nodes,
+                          c->inter_bw * k, SY_NCCL_AMD_CPU, NULL);
+}
+
+/* seconds of a collective at busbw fraction eff of the nominal bandwidth */
+static double sy_coll_s(const struct sy_ctx *c, enum lp_coll op, double bytes, double n, double eff)
+{
+    return bytes * lp_coll_bus_factor(op, (int)n) / (eff * c->inter_bw * sy_per_node(c, n));
+}
+
+/* Across nodes the measured curve holds at its own rank count (32: 4 nodes
+ * of 8); at other rank counts an all-reduce, all-gather or reduce-scatter
+ * takes the time NCCL's own model adds or saves (ncclTopoTuneModel /
+ * ncclTopoGetAlgoTime): t(S, n) = t(S, n_cal) + T_NCCL(S, n) - T_NCCL(S,
+ * n_cal). That carries NCCL's ring latency (the n - N steps inside a node
+ * at NVLink latency, the N - 1 between nodes at network latency), its tree
+ * for all-reduce (log2 nodes), and its switch among LL, LL128 and Simple as
+ * the message shrinks per rank; what the measurement holds beyond NCCL's
+ * prediction at n_cal (its network's latency, the benchmark's host time)
+ * stays as measured. Returns the busbw fraction. */
+static double coll_eff(const struct sy_ctx *c, enum lp_coll op, enum lp_tier tier, double bytes,
+                       double n)
+{
+    const bool nccl_op =
+        op == LP_COLL_ALLREDUCE || op == LP_COLL_ALLGATHER || op == LP_COLL_REDUCESCATTER;
+    if (tier == LP_TIER_INTRA || !nccl_op) return coll_eff_curve(c, op, tier, bytes, n);
+    const double n_cal = SY_COLL_INTER_N_CAL;
+    const double at_cal = coll_eff_curve(c, op, tier, bytes, n_cal);
+    if (n == n_cal) return at_cal;
+    const double t = sy_coll_s(c, op, bytes, n_cal, at_cal) + sy_nccl_s(c, op, bytes, n) -
+                     sy_nccl_s(c, op, bytes, n_cal);
+    return bytes * lp_coll_bus_factor(op, (int)n) / (t * c->inter_bw * sy_per_node(c, n));
 }
 
 /* ---- calibration ---- */
@@ -720,8 +779,13 @@ static int build_coll(const struct sy_ctx *c, struct lp_table *t, enum lp_coll o
     memcpy(t->axis[1], ranks, (size_t)nr * sizeof(double));
     size_t o = 0;
     for (int i = 0; i < dims[0]; i++)
-        for (int j = 0; j < nr; j++)
-            t->value[o++] = coll_eff(c, op, tier, t->axis[0][i], ranks[j]);
+        for (int j = 0; j < nr; j++, o++) {
+            t->value[o] = coll_eff(c, op, tier, t->axis[0][i], ranks[j]);
+            /* a larger buffer never finishes sooner (the time S / eff does
+             * not fall with S): where NCCL's protocol switch at n and at
+             * n_cal would make it (coll_eff), the smaller buffer's time */
+            if (i > 0) t->value[o] = fmin(t->value[o], t->value[o - (size_t)nr] * 2.0);
+        }
     return LP_OK;
 }
 
@@ -837,7 +901,11 @@ static int add_provenance(const struct sy_ctx *c, const struct lp_system *ref, s
                      "reduce-scatter (rings) by (ranks-1)/(2(ranks_cal-1)); intra-node "
                      "all-gather and reduce-scatter by half of log2(ranks)/log2(ranks_cal) "
                      "(assumption: the calibration all-reduce a ring, 2(n-1) steps against "
-                     "their n-1)"));
+                     "their n-1); across nodes all-reduce, all-gather and reduce-scatter are "
+                     "that curve at ranks_cal times NCCL %s's predicted busbw at ranks over "
+                     "its busbw at ranks_cal (src/graph/tuning.cc ncclTopoTuneModel, "
+                     "ncclTopoGetAlgoTime: ring/tree x LL/LL128/Simple, full nodes, %s CPU)",
+                     lp_nccl_version_name(SY_NCCL_VERSION), SY_NCCL_AMD_CPU ? "AMD" : "Intel"));
     LP_TRY(err, prov(p, err, "ref_system", "%s",
                      ref ? ref->name
                          : "none: fixed defaults intra 450 GB/s, inter 50 GB/s per "

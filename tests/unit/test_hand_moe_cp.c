@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "fixtures.h"
+#include "fixtures_dp.h"
 #include "harness.h"
 #include "llmplan/arch.h"
 #include "sim_internal.h"
@@ -265,26 +266,6 @@ TEST(alltoall_sort_by_local_expert)
  * overlap, the reduce-scatter and all-gather of one stage are the dense
  * part's over the dp ranks plus the experts' over tp dp / (ep etp) ranks
  * ep etp apart. */
-static int dp_of(const struct lp_run *r, struct lp_params *pr, struct lp_dp_cost *dc)
-{
-    struct lp_cost_model cm;
-    lp_cost_model_roofline(&cm, &r->system.gpu);
-    struct lp_sim *sim = NULL;
-    static int first[LP_ARCH_SPLIT_CAP];
-    if (lp_sim_create(&cm, &sim, NULL) != 0) return -1;
-    if (lp_arch_split(&r->model, &r->par, first, LP_ARCH_SPLIT_CAP) != 0) {
-        lp_sim_destroy(&sim);
-        return -1;
-    }
-    struct lp_kinds ks;
-    lp_kinds_scan(&r->model, &ks, NULL, 0);
-    lp_sim_count_params(r, &ks, first, pr);
-    double bw[2] = {0, 0};
-    lp_dp_costs(sim, r, pr, bw, 0, dc);
-    lp_sim_destroy(&sim);
-    return 0;
-}
-
 TEST(expert_data_parallel_group)
 {
     static struct lp_run r;
@@ -295,7 +276,7 @@ TEST(expert_data_parallel_group)
     r.fw.grad_fp32 = false;
     struct lp_params pr;
     struct lp_dp_cost dc;
-    ASSERT_EQ_INT(dp_of(&r, &pr, &dc), 0);
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
     /* 4 MoE layers, 8 / 4 = 2 local GELU experts of h 1024, f 2048 with
      * biases: 2 h f + f + h parameters each */
     const double Pe = 4 * 2 * (2.0 * 1024 * 2048 + 2048 + 1024);
@@ -312,14 +293,14 @@ TEST(expert_data_parallel_group)
     CLOSE(dc.gather_s[0], ag);
     /* EP 2: each expert on 2 ranks, 2 apart; twice the local experts */
     r.par.ep = 2;
-    ASSERT_EQ_INT(dp_of(&r, &pr, &dc), 0);
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
     CLOSE(pr.expert0, 2 * Pe);
     const double Pd2 = pr.train0 - 2 * Pe;
     CLOSE(dc.red_s[0], lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, Pd2 * 2, 4, 1) +
                            lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, 2 * Pe * 2, 2, 2));
     /* EP 1 (expert TP = TP): one group, one reduction of everything */
     r.par.ep = 1;
-    ASSERT_EQ_INT(dp_of(&r, &pr, &dc), 0);
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
     CLOSE(dc.red_s[0], lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, pr.train0 * 2, 4, 1));
 }
 

@@ -243,7 +243,11 @@ TEST(collective_alpha_beta)
 
 /* ZeRO-3 per parameter tensor (DeepSpeed 2021) pays a ring latency per
  * tensor: slower than one collective per layer, and the gap grows with the
- * data-parallel size (the ring's n-1 steps). */
+ * data-parallel size (the ring's n-1 steps). DeepSpeed's persistence
+ * threshold leaves the norms and biases ungathered (their gradients are
+ * still reduce-scattered) and its reuse distance gathers GPT-3's QKV,
+ * projection and fc1 a third time under full recomputation
+ * (sim_dp.c zero3_gathers; test_nccl_zero3.c counts them by hand). */
 /* GPT-3's layer shape, `layers` of them, pure data parallelism over dp. */
 static void data_parallel_run(struct lp_run *r, int layers, int dp)
 {
@@ -276,12 +280,15 @@ TEST(zero3_per_tensor)
         lp_sim_destroy(&sim);
         ASSERT_TRUE(a.feasible && b.feasible);
         /* 12 tensors per GPT layer with biases and LayerNorm: 11 more ring
-         * latencies per layer for each of the 3 collectives (2 gathers, 1
-         * reduce-scatter), at least */
+         * latencies per layer for the reduce-scatter, 3 more for each of
+         * the 2 gathers of the 4 matrices (the re-gathers come on top), at
+         * least */
         gap[i] = b.iteration_time_s - a.iteration_time_s;
-        ASSERT_TRUE(gap[i] > 3 * 8 * 11 * (dps[i] - 1) * 5e-6 * 0.99);
+        ASSERT_TRUE(gap[i] > 8 * (11 + 2 * 3) * (dps[i] - 1) * 5e-6 * 0.99);
     }
-    ASSERT_TRUE(gap[1] > 3.5 * gap[0]);
+    /* the extra latencies grow with the ring (the re-gathers' transfer
+     * does not) */
+    ASSERT_TRUE(gap[1] - gap[0] > 8 * (11 + 2 * 3) * (dps[1] - dps[0]) * 5e-6 * 0.99);
 }
 
 /* The loss kernels of each framework: Megatron's fp32 cross-entropy moves

@@ -1,0 +1,170 @@
+/* NCCL's cost model (nccl_model.c) and DeepSpeed ZeRO-3's gather rules
+ * (sim_dp.c zero3_gathers) against hand computations.
+ *
+ * NCCL, all-gather of 16 ranks on 2 nodes of 8 behind 200 GB/s per node
+ * (src/graph/tuning.cc; ring only: 15 steps, 1 of them between nodes;
+ * ring bus to algorithm bandwidth x 16/15):
+ *   2.29, Intel host: LL  busBw min(llMaxBw 39.0, 200 x .5) = 39, latency
+ *         6.6 + 14 max(0.6, netOverhead 1.0) + 2.7 = 23.3 us;
+ *         LL128 busBw 200 x .92 = 184, latency 14 + 14 x 1.9 + 4.0 = 44.6;
+ *         Simple busBw 200, latency 8.4 + 14 max(3.4, 3 x 1.0) + 14 = 70.0.
+ *     1 MiB: LL 23.3 + 1048576 / 41.6e3 = 48.506 us < LL128 49.943 us.
+ *     64 MiB: Simple 70 + 67108864 / 213.33e3 = 384.573 us < LL128 386.53.
+ *   2.10: LL busBw min(39, 200 / 4) = 39, latency 3.6 + 14 x .47 x 1.8 +
+ *         2.7 = 18.144 us: 1 MiB in 43.350 us.
+ * DeepSpeed ZeRO-3 on GPT-3 175B (h 12288, TP 1, layer norms and biases):
+ * the norms and biases (12288 .. 49152 elements) are under the persistence
+ * threshold 1e5 and never gathered; under full recomputation QKV (3 h^2,
+ * 1.36e9 behind it in the layer), the projection (h^2, 1.21e9 behind) and
+ * fc1 (4 h^2, 0.60e9 behind: twice that is 1.21e9 >= 1e9) are gathered a
+ * third time for the backward, fc2 (nothing behind) is kept from the
+ * recomputed forward. */
+#include <math.h>
+#include <stdio.h>
+
+#include "fixtures.h"
+#include "fixtures_dp.h"
+#include "harness.h"
+#include "llmplan/arch.h"
+#include "nccl_model.h"
+#include "sim_internal.h"
+
+#define NEAR_US(t_s, us) ASSERT_TRUE(fabs((t_s)*1e6 - (us)) < 2e-3)
+#define CLOSE_REL(a, b) ASSERT_TRUE(fabs((a) - (b)) <= 1e-9 * fabs(b))
+
+TEST(nccl_ring_allgather_by_hand)
+{
+    struct lp_nccl_choice c;
+    double t = lp_nccl_time_s(LP_NCCL_2_29, LP_COLL_ALLGATHER, 1048576, 16, 2, 200e9, false, &c);
+    NEAR_US(t, 48.506);
+    ASSERT_EQ_INT(c.algo, LP_NCCL_RING);
+    ASSERT_EQ_INT(c.proto, LP_NCCL_LL);
+    t = lp_nccl_time_s(LP_NCCL_2_29, LP_COLL_ALLGATHER, 67108864, 16, 2, 200e9, false, &c);
+    NEAR_US(t, 384.573);
+    ASSERT_EQ_INT(c.proto, LP_NCCL_SIMPLE);
+    t = lp_nccl_time_s(LP_NCCL_2_10, LP_COLL_ALLGATHER, 1048576, 16, 2, 200e9, false, &c);
+    NEAR_US(t, 43.350);
+    ASSERT_EQ_INT(c.proto, LP_NCCL_LL);
+    /* only all-reduce, all-gather and reduce-scatter */
+    ASSERT_TRUE(lp_nccl_time_s(LP_NCCL_2_29, LP_COLL_ALLTOALL, 1e6, 16, 2, 200e9, false, NULL) < 0);
+}
+
+/* Ring latency grows with the steps inside a node at NVLink latency and the
+ * steps between nodes at network latency (not every step at the latter):
+ * 1 KiB all-gather, 1024 ranks on 128 nodes, NCCL 2.29, Intel: LL latency
+ * 6.6 + 896 x 1.0 + 127 x 2.7 = 1245.5 us */
+TEST(nccl_ring_latency_counts_hops)
+{
+    struct lp_nccl_choice c;
+    lp_nccl_time_s(LP_NCCL_2_29, LP_COLL_ALLGATHER, 1024, 1024, 128, 200e9, false, &c);
+    ASSERT_EQ_INT(c.proto, LP_NCCL_LL);
+    NEAR_US(c.lat_s, 1245.5);
+}
+
+/* GPT-3 175B under Megatron-DeepSpeed's ZeRO-3 over dp ranks, TP 1, full
+ * recomputation, fp16 */
+static void z3_run(struct lp_run *r, int dp)
+{
+    lp_fixture_gpt3_run(r);
+    lp_framework_defaults(LP_FW_MEGATRON_DEEPSPEED, &r->fw);
+    r->par = (struct lp_parallel){.tp = 1,
+                                  .pp = 1,
+                                  .dp = dp,
+                                  .cp = 1,
+                                  .ep = 1,
+                                  .vp = 1,
+                                  .micro_batch = 1,
+                                  .recompute = LP_RECOMPUTE_FULL,
+                                  .zero = 3,
+                                  .schedule = LP_SCHED_1F1B};
+    r->train.precision = LP_FP16;
+}
+
+TEST(deepspeed_zero3_persistence_and_reuse)
+{
+    static struct lp_run r;
+    z3_run(&r, 1536);
+    r.fw.zero3_rank_copies = false; /* the collectives alone (the copies: below) */
+    struct lp_params pr;
+    struct lp_dp_cost dc;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    const double h = 12288, n = 1536;
+#define AG(p) lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, (p)*2.0, (int)n, 1)
+    const double qkv = AG(3 * h * h), proj = AG(h * h), fc1 = AG(4 * h * h), fc2 = AG(4 * h * h);
+    /* forward: the four matrices only (norms and biases persist) */
+    CLOSE_REL(dc.z3_ag_s[0], qkv + proj + fc1 + fc2);
+    /* backward: all four for the recomputed forward, three again */
+    CLOSE_REL(dc.z3_ag_bwd_s[0], 2 * (qkv + proj + fc1) + fc2);
+    /* without recomputation each is gathered once more in the backward
+     * (2 (behind + the later layers) >= 1e9 for all but the last layers'
+     * fc2, whose distance is the head's 2 x 629M) */
+    r.par.recompute = LP_RECOMPUTE_NONE;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
+    CLOSE_REL(dc.z3_ag_bwd_s[0], qkv + proj + fc1 + fc2);
+#undef AG
+}
+
+/* DeepSpeed 2021 ZeRO-3 over PyTorch 1.8-1.10 (sim_dp.c z3_rank_copies):
+ * GPT-3 175B, DP 8, full recomputation. Per layer 4 matrices are gathered
+ * 1 + 2 + 1 + 1 + 1 + 1 + 2 = 11 times (forward 4; backward QKV, projection
+ * and fc1 twice, fc2 once: the test above) and 12 gradients reduce-scattered
+ * (2 norms x weight and bias, 4 biases, 4 matrices): 23 collectives, 8 copy
+ * kernels each; the embedding and head as one tensor: gathered twice and
+ * reduce-scattered once. 8 x (96 x 23 + 3) = 17,688 kernels per
+ * micro-batch. */
+TEST(deepspeed_zero3_rank_copies_by_hand)
+{
+    static struct lp_run r;
+    z3_run(&r, 8);
+    ASSERT_TRUE(r.fw.zero3_rank_copies);
+    struct lp_params pr;
+    struct lp_dp_cost dc, plain;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
+    ASSERT_TRUE(dc.z3_copy_kernels == 8.0 * (96 * 23 + 3));
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    const double h = 12288, n = 8;
+    /* the roofline backend has no launch overhead for the host: the GPU
+     * queue binds, n copies of 1/n of the tensor (read + write, fp16) after
+     * each gather */
+#define COPIES(p) (n * cm.ops->mem_s(&cm, LP_MEM_COPY, 2.0 * (p)*2.0 / n))
+#define AG(p) lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, (p)*2.0, (int)n, 1)
+    const double mats[4] = {3 * h * h, h * h, 4 * h * h, 4 * h * h};
+    double fwd = 0;
+    for (int i = 0; i < 4; i++)
+        fwd += AG(mats[i]) + COPIES(mats[i]);
+    CLOSE_REL(dc.z3_ag_s[0], fwd);
+    r.fw.zero3_rank_copies = false;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &plain), 0);
+    ASSERT_TRUE(plain.z3_copy_kernels == 0);
+    /* host-bound: a launch of 1 s (a profile's launch_s) dwarfs every copy
+     * and collective, so each collective ends tg after its 8th launch. A
+     * gather's collective runs while the host launches its copies: a layer's
+     * forward is 4 x 8 s + the four copies' tg, the gathers themselves
+     * hidden. A reduce-scatter's copies come before it: 8 s + tg beyond each
+     * of the 12 (fp16 gradients: 2 bytes). */
+    r.fw.zero3_rank_copies = true;
+    static struct lp_profile prof;
+    prof.launch_s = 1.0;
+    cm.profile = &prof;
+    ASSERT_EQ_INT(lp_fixture_dp_costs_cm(&r, &cm, &pr, &dc), 0);
+#define TG(p) cm.ops->mem_s(&cm, LP_MEM_COPY, 2.0 * (p)*2.0 / n)
+    double ag = 0, rs = 0;
+    for (int i = 0; i < 4; i++) {
+        ag += 8.0 + TG(mats[i]);
+        rs += 8.0 + TG(mats[i]);
+    }
+    const double small[8] = {h, h, h, h, 3 * h, h, 4 * h, h}; /* norms, biases */
+    for (int i = 0; i < 8; i++)
+        rs += 8.0 + TG(small[i]);
+    CLOSE_REL(dc.z3_ag_s[0], ag);
+    CLOSE_REL(dc.z3_rs_s[0] - plain.z3_rs_s[0], rs);
+#undef TG
+#undef AG
+#undef COPIES
+}
+
+TH_MAIN(TH_CASE(nccl_ring_allgather_by_hand), TH_CASE(nccl_ring_latency_counts_hops),
+        TH_CASE(deepspeed_zero3_persistence_and_reuse), TH_CASE(deepspeed_zero3_rank_copies_by_hand))

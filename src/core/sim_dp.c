@@ -276,8 +276,8 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
             for (int i = 0; i < nt; i++) {
                 after -= sz[i];
                 double g = lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, sz[i] * b.w, nd, p->tp);
-                double x = lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, sz[i] * b.g_comm,
-                                        nd, p->tp);
+                double x = lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, sz[i] * b.g_comm, nd,
+                                        p->tp);
                 double nf = nl, nb = nl;
                 if (r->fw.zero3_per_tensor)
                     zero3_gathers(r, sz[i], after, nl_all, per_layer, fmax(ends, 0.0), &nf, &nb);
@@ -300,8 +300,7 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
             out->z3_ends_rs_s =
                 lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, ends * b.g_comm, nd, p->tp);
             if (r->fw.zero3_rank_copies) { /* the ends as one tensor each way */
-                out->z3_ends_ag_s +=
-                    z3_rank_copies(cm, ends * b.w, nd, out->z3_ends_ag_s, true);
+                out->z3_ends_ag_s += z3_rank_copies(cm, ends * b.w, nd, out->z3_ends_ag_s, true);
                 out->z3_ends_rs_s +=
                     z3_rank_copies(cm, ends * b.g_comm, nd, out->z3_ends_rs_s, false);
                 out->z3_copy_kernels += 3.0 * nd;

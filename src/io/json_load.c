@@ -1504,9 +1504,12 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
         LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected a number >= 1 (1 = no overlap), got %g",
                 c->file, kp, f->host_overlap);
     }
-    f->bucket_bytes = mb * 1e6;
-    f->step_overhead_s = ms * 1e-3;
-    f->host_op_s = us * 1e-6;
+    /* only what the object gives: the unit round trip of a default
+     * (x * 1e6 * 1e-6) may move it by an ulp, which would make an object
+     * that overrides nothing differ from the framework's name */
+    if (cJSON_GetObjectItemCaseSensitive(item, "bucket_MB")) f->bucket_bytes = mb * 1e6;
+    if (cJSON_GetObjectItemCaseSensitive(item, "step_overhead_ms")) f->step_overhead_s = ms * 1e-3;
+    if (cJSON_GetObjectItemCaseSensitive(item, "host_op_us")) f->host_op_s = us * 1e-6;
     return LP_OK;
 }
 

@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.bash" "$@"
 cat >"$SCRATCH/sweep.json" <<'JSON'
 {"models": ["gpt3-6.7b", "llama2-13b"], "systems": ["dgx-a100-80gb", "dgx-h100"],
  "gpus": [32, 64, 128], "training": {"global_batch": 512, "precision": "bf16", "tokens": 2e10},
- "profile": "roofline", "framework": ["megatron", {"name": "megatron", "tp_overlap": false}, "fsdp"],
+ "profile": "roofline", "framework": ["megatron", {"name": "megatron", "tp_overlap": true}, "fsdp"],
  "best_by": ["framework", "attention", "precision"],
  "space": {"tp": [1, 2, 4, 8], "pp": [1, 2, 4], "vp": [1, 2], "micro_batch": [1, 2, 4],
            "sequence_parallel": "auto", "recompute": "auto", "zero": [0, 1, 3],

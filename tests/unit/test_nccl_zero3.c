@@ -167,4 +167,5 @@ TEST(deepspeed_zero3_rank_copies_by_hand)
 }
 
 TH_MAIN(TH_CASE(nccl_ring_allgather_by_hand), TH_CASE(nccl_ring_latency_counts_hops),
-        TH_CASE(deepspeed_zero3_persistence_and_reuse), TH_CASE(deepspeed_zero3_rank_copies_by_hand))
+        TH_CASE(deepspeed_zero3_persistence_and_reuse),
+        TH_CASE(deepspeed_zero3_rank_copies_by_hand))

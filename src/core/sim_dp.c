@@ -164,22 +164,35 @@ static double dp_coll(const struct lp_cost_model *cm, const struct lp_run *r, en
 #define DS_PERSISTENCE_THRESHOLD 1e5
 #define DS_MAX_REUSE_DISTANCE 1e9
 
+/* past the reuse distance for a layer with j layers after it in the stage */
+static bool z3_far(bool rc, double after, int j, double per_layer, double ends)
+{
+    const double rest = j * per_layer + ends;
+    return rc ? after + 3.0 * rest >= DS_MAX_REUSE_DISTANCE
+              : 2.0 * (after + rest) >= DS_MAX_REUSE_DISTANCE;
+}
+
 static void zero3_gathers(const struct lp_run *r, double numel, double after, int nl,
                           double per_layer, double ends, double *nf, double *nb)
 {
     *nf = *nb = 0;
     if (numel < DS_PERSISTENCE_THRESHOLD) return;
     const bool rc = r->par.recompute == LP_RECOMPUTE_FULL;
-    for (int i = 0; i < nl; i++) {
-        const double rest = (nl - 1 - i) * per_layer + ends;
-        *nf += 1;
-        if (!rc) {
-            *nb += 2.0 * (after + rest) >= DS_MAX_REUSE_DISTANCE;
-        } else {
-            *nb += after + 3.0 * rest >= DS_MAX_REUSE_DISTANCE;
-            *nb += 2.0 * after >= DS_MAX_REUSE_DISTANCE;
-        }
-    }
+    *nf = nl;
+    /* z3_far is monotone in j (every operation in it is): the layers with
+     * j >= j0 are far; j0 from the real-valued bound, then stepped to the
+     * exact boundary of the same expression (per configuration: no loop
+     * over the layers) */
+    const double rest_min =
+        rc ? (DS_MAX_REUSE_DISTANCE - after) / 3.0 : DS_MAX_REUSE_DISTANCE / 2.0 - after;
+    const double est = per_layer > 0 ? ceil((rest_min - ends) / per_layer) : 0;
+    int j0 = est <= 0 ? 0 : est >= nl ? nl : (int)est;
+    while (j0 > 0 && z3_far(rc, after, j0 - 1, per_layer, ends))
+        j0--;
+    while (j0 < nl && !z3_far(rc, after, j0, per_layer, ends))
+        j0++;
+    *nb = nl - j0;
+    if (rc && 2.0 * after >= DS_MAX_REUSE_DISTANCE) *nb += nl;
 }
 
 /* The per-rank copies around one ZeRO-3 collective of DeepSpeed 2021

@@ -100,12 +100,13 @@ enum lp_dispatcher {
  * Megatron-Core cuda_graph_scope): their kernels cost the host one graph
  * launch instead of one dispatch each. */
 enum lp_graph_scope {
-    LP_GRAPH_ATTN = 1 << 0,      /* the attention block */
-    LP_GRAPH_MAMBA = 1 << 1,     /* the Mamba block */
-    LP_GRAPH_MOE_ROUTER = 1 << 2 /* the MoE router and the dispatch preprocessing */
+    LP_GRAPH_ATTN = 1 << 0,       /* the attention block */
+    LP_GRAPH_MAMBA = 1 << 1,      /* the Mamba block */
+    LP_GRAPH_MOE_ROUTER = 1 << 2, /* the MoE router and the dispatch preprocessing */
+    LP_GRAPH_MOE = 1 << 3         /* the whole MoE block (capacity routing only) */
 };
-#define LP_GRAPH_SCOPES 3
-/* "attn", "mamba", "moe_router" for scope bit i */
+#define LP_GRAPH_SCOPES 4
+/* "attn", "mamba", "moe_router", "moe" for scope bit i */
 const char *lp_graph_scope_name(int i);
 
 /* How the loss over the vocabulary is computed (framework option

@@ -11,7 +11,8 @@ static const char *const prec_names[LP_PREC_COUNT] = {"fp32", "fp16",  "bf16",
                                                       "fp8",  "mxfp8", "nvfp4"};
 static const char *const fp8_scaling_names[LP_FP8_SCALING_COUNT] = {"delayed", "current"};
 static const char *const dispatcher_names[LP_DISPATCH_COUNT] = {"alltoall", "hybridep"};
-static const char *const graph_scope_names[LP_GRAPH_SCOPES] = {"attn", "mamba", "moe_router"};
+static const char *const graph_scope_names[LP_GRAPH_SCOPES] = {"attn", "mamba", "moe_router",
+                                                               "moe"};
 
 const char *lp_graph_scope_name(int i)
 {

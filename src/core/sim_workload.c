@@ -1144,6 +1144,19 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     double comm_f = tpc + (r->fw.ep_overlap ? fmax(0.0, a2a - b.s) : a2a);
     double comm_b = tpc + (r->fw.ep_overlap ? fmax(0.0, a2a - f.s) : a2a);
     int ncoll = (tpc > 0 ? (r->par.sequence_parallel ? 2 : 1) : 0) + (r->par.ep > 1 ? 2 : 0);
+    /* cuda_graphs "moe": the whole block, its all-to-alls and every
+     * expert's kernels, replayed from one graph, as Megatron-Core's
+     * cuda_graph_scope "moe" (and the whole-layer graphs of
+     * enable_cuda_graph, core 0.14: TransformerLayer under
+     * CudaGraphManager) capture it. A graph needs fixed shapes: Megatron-Core
+     * allows it only with token dropping padded to the capacity
+     * (transformer_config.py: "moe cuda graph is only supported with
+     * drop-padding MoE"), so dropless blocks stay eager. */
+    if ((r->fw.cuda_graphs & LP_GRAPH_MOE) && !moe->dropless) {
+        f.graphed = f.n;
+        b.graphed = b.n;
+        ncoll = 0;
+    }
     /* recompute module "moe" (moe_layer.py MoELayer.forward: custom_forward
      * under tensor_parallel.checkpoint, or te_checkpoint in fp8/fp4): the
      * whole layer is rerun in the backward, router, shared experts,

@@ -369,6 +369,55 @@ TEST(moe_recompute_whole_and_act)
           2 * hand_mem(&r.system.gpu, 2 * te * 2048 * e));
 }
 
+/* cuda_graphs "moe" (Megatron-Core cuda_graph_scope "moe"; enable_cuda_graph's
+ * whole-layer graphs in core 0.14): a capacity-routed MoE block is replayed
+ * from one graph, so its host time is one launch, collectives included, and
+ * the exposed part is the smooth maximum of host_exposed with that one
+ * launch: with h = host_op_s and g the block's GPU time (kernels and
+ * exposed collectives), m (1 + (min/m)^p)^(1/p) - g, m = max(g, h). A
+ * dropless block cannot be captured (its shapes change: transformer_config.py
+ * "moe cuda graph is only supported with drop-padding MoE") and keeps one
+ * launch per kernel. */
+static double one_launch_exposed(const double *op, double h, double p)
+{
+    const double g = op[LP_OPC_GEMM] + op[LP_OPC_ATTN] + op[LP_OPC_MEM] + op[LP_OPC_COMM];
+    const double m = fmax(g, h), x = fmin(g, h) / m;
+    return m * pow(1.0 + pow(x, p), 1.0 / p) - g;
+}
+
+TEST(moe_block_graphed)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost eager, graphed, dropless;
+    moe_run(&r);
+    r.model.moe.dropless = false;
+    r.model.moe.capacity_factor = 1.0;
+    r.fw.host_op_s = 20e-6;
+    r.fw.host_overlap = 1.25;
+    shape_cost(&r, &eager);
+    r.fw.cuda_graphs = LP_GRAPH_MOE;
+    shape_cost(&r, &graphed);
+    const struct lp_layer_cost *e = &eager.ffn[LP_FFN_MOE], *g = &graphed.ffn[LP_FFN_MOE];
+    /* the kernels are the same; only their host time changes */
+    CLOSE(g->op_fwd[LP_OPC_GEMM], e->op_fwd[LP_OPC_GEMM]);
+    CLOSE(g->op_bwd[LP_OPC_MEM], e->op_bwd[LP_OPC_MEM]);
+    CLOSE(g->op_fwd[LP_OPC_OVERHEAD], one_launch_exposed(g->op_fwd, 20e-6, 1.25));
+    CLOSE(g->op_bwd[LP_OPC_OVERHEAD], one_launch_exposed(g->op_bwd, 20e-6, 1.25));
+    /* eager: 2 local experts x 4 kernels forward and more: well above one launch */
+    ASSERT_TRUE(e->op_fwd[LP_OPC_OVERHEAD] > 4.0 * g->op_fwd[LP_OPC_OVERHEAD]);
+    /* dropless: the scope does not apply */
+    moe_run(&r);
+    r.fw.host_op_s = 20e-6;
+    r.fw.host_overlap = 1.25;
+    r.fw.cuda_graphs = LP_GRAPH_MOE;
+    shape_cost(&r, &dropless);
+    static struct lp_shape_cost plain;
+    r.fw.cuda_graphs = 0;
+    shape_cost(&r, &plain);
+    CLOSE(dropless.ffn[LP_FFN_MOE].op_fwd[LP_OPC_OVERHEAD],
+          plain.ffn[LP_FFN_MOE].op_fwd[LP_OPC_OVERHEAD]);
+}
+
 TEST(cp_ring_exchange)
 {
     static struct lp_run r;
@@ -500,4 +549,5 @@ TH_MAIN(TH_CASE(ep_all_to_all_inside_a_node), TH_CASE(ep_all_to_all_across_nodes
         TH_CASE(expert_gemms), TH_CASE(expert_activation_clamp), TH_CASE(expert_bias_per_expert),
         TH_CASE(alltoall_sort_by_local_expert), TH_CASE(expert_data_parallel_group),
         TH_CASE(expert_optimizer_over_expert_dp), TH_CASE(moe_recompute_whole_and_act),
-        TH_CASE(cp_ring_exchange), TH_CASE(tp_backward_overlap), TH_CASE(mamba2_ssd_kernels))
+        TH_CASE(moe_block_graphed), TH_CASE(cp_ring_exchange), TH_CASE(tp_backward_overlap),
+        TH_CASE(mamba2_ssd_kernels))

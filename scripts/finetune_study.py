@@ -5,9 +5,10 @@ base, gradient checkpointing, framework hf) on one GPU of each type, for 10
 epochs of 15k queries of median length 148 (GSM8K), at Xia's CUDO prices
 (2024) and at the presets' current prices; which GPU is cheapest at each.
 
-usage: scripts/finetune_study.py [--build DIR] [--curves]
+usage: scripts/finetune_study.py [--build DIR] [--curves] [--ops]
 --curves adds the step time per batch against the per-batch throughputs Xia
-et al. published with their code (not fitted on: a comparison only).
+et al. published with their code (not fitted on: a comparison only); --ops
+llmplan's operator classes per layer at batch 1, 2, 4, 8 on the A40.
 The batch per GPU is Xia's measured maximum (Table IV: 4 on the A40, 17 on
 the A100 80GB and H100) and llmplan's own --max-batch is printed next to it:
 the batch that must fit holds the longest query, padded to LLaMA-Factory's
@@ -24,7 +25,32 @@ GPUS = [("A40", "a40-8x-pcie", 4), ("A100 80GB", "dgx-a100-80gb", 17), ("H100", 
 PRICES = ["cudo-2024", "current"]
 
 
-def run(system, batch, prices, median=148, pad=None):
+# Table IV's dataset (GSM8K, median 148 tokens) as a length distribution
+# (scripts/dataset_lengths.py on Xia's gsm8k.jsonl; scripts/validate's rows
+# use the same file): each batch is padded to its longest query
+GSM8K = os.path.join(ROOT, "data", "datasets", "gsm8k-xia2024.json")
+
+
+def gsm8k():
+    with open(GSM8K) as f:
+        return {"histogram": json.load(f)["histogram"],
+                "source": "data/datasets/gsm8k-xia2024.json"}
+
+
+def scaled(dist, median):
+    """A length distribution of median 148 scaled to another median, each
+    length rounded up to the collator's multiple of 8 (bins that meet merge)."""
+    out = []
+    for n, f in dist["histogram"]:
+        n = -(-n * median // 148 // 8) * 8 if median != 148 else n
+        if out and out[-1][0] == n:
+            out[-1][1] += f
+        else:
+            out.append([n, f])
+    return dict(dist, histogram=out)
+
+
+def run(system, batch, prices, median=148, pad=None, dist=None):
     model = {"name": "mixtral-8x7b-ft", "layers": 32, "hidden": 4096, "heads": 32,
              "kv_heads": 8, "ffn_hidden": 14336, "vocab": 32000, "seq_len": median,
              "ffn_act": "swiglu", "norm": "rmsnorm", "position": "rotary",
@@ -35,7 +61,8 @@ def run(system, batch, prices, median=148, pad=None):
             "training": {"global_batch": batch,
                          "finetune": {"method": "lora", "rank": 16, "base_bits": 4,
                                       "targets": "moe"},
-                         "dataset": dict({"queries": 15000, "epochs": 10, "median_len": median},
+                         "dataset": dict({"queries": 15000, "epochs": 10},
+                                         **(dist or {"median_len": median}),
                                          **({"pad_multiple": pad} if pad else {}))},
             "framework": "hf"}
 
@@ -84,25 +111,30 @@ def curves(llmplan, env):
     median), the fixed part and the part per query of each, and the padded
     length a batch would need for llmplan to take Xia's time at the largest
     batch (llmplan pads each batch to its longest query: dataset histogram)."""
-    runs, pads = [], []
+    runs, pads, dist = [], [], []
     for _, s, med, pts in XIA_CURVES:
         runs += [run(s, b, "cudo-2024", med) for b, _ in pts]
         pads += [run(s, pts[-1][0], "cudo-2024", L, pad=1) for L in PAD_GRID]
+        dist += [run(s, b, "cudo-2024", dist=scaled(gsm8k(), med)) for b, _ in pts]
     p = subprocess.run([llmplan, "simulate", "--batch", "-"],
-                       input="\n".join(json.dumps(r) for r in runs + pads) + "\n",
+                       input="\n".join(json.dumps(r) for r in runs + pads + dist) + "\n",
                        capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(p.stderr)
     res = [json.loads(x) for x in p.stdout.splitlines()]
-    step, padded = res[:len(runs)], res[len(runs):]
+    step, padded = res[:len(runs)], res[len(runs):len(runs) + len(pads)]
+    shaped = res[len(runs) + len(pads):]
     print("\nStep time per batch, s: Xia et al.'s (1000 queries / train_runtime, their "
           "repository) vs llmplan's (every query at the median)")
     print(f"{'series':<10} {'median':>6}  {'batch: Xia / llmplan s':<60}")
     i = j = 0
+    fits = []
     for name, _, med, pts in XIA_CURVES:
         xs = [b for b, _ in pts]
         xia = [b / q for b, q in pts]
         lp = [r["iteration_time_s"] for r in step[i:i + len(pts)]]
+        sh = [r["iteration_time_s"] for r in shaped[i:i + len(pts)]]
+        fits.append((name, med, line_fit(xs, xia), line_fit(xs, sh)))
         i += len(pts)
         print(f"{name:<10} {med:>6}  " + " ".join(f"{b}:{x:.2f}/{y:.2f}"
                                                   for b, x, y in zip(xs, xia, lp)))
@@ -121,6 +153,40 @@ def curves(llmplan, env):
         print(f"{'':<10} {'':>6}  fixed + per query: Xia {xa:.2f} + {xb:.3f} b, llmplan "
               f"{la:.2f} + {lb:.3f} b (x{xb / lb:.1f}); at batch {xs[-1]} llmplan needs "
               f"batches padded to {need_s} tokens for Xia's {xia[-1]:.2f} s")
+    print("\nThe same with each batch padded to its longest query, GSM8K's length shape "
+          "(data/datasets/gsm8k-xia2024.json) scaled to the series' median (for Commonsense-15K "
+          "a what-if: its lengths are not readable)")
+    for name, med, (xa, xb), (la, lb) in fits:
+        print(f"{name:<10} {med:>6}  fixed + per query: Xia {xa:.2f} + {xb:.3f} b, llmplan "
+              f"{la:.2f} + {lb:.3f} b (x{xb / lb:.1f})")
+
+
+def ops(llmplan, env):
+    """Per decoder layer and pass, llmplan's operator classes (layer_ops_s)
+    on the A40 at batch 1, 2, 4, 8, every query at the median 148 and each
+    batch padded to its longest (GSM8K's lengths): which of them grow with
+    the batch. The routed tokens per expert are T top_k / experts."""
+    bs = [1, 2, 4, 8]
+    runs = [run("a40-8x-pcie", b, "cudo-2024") for b in bs]
+    runs += [run("a40-8x-pcie", b, "cudo-2024", dist=gsm8k()) for b in bs]
+    p = subprocess.run([llmplan, "simulate", "--batch", "-"],
+                       input="\n".join(json.dumps(r) for r in runs) + "\n",
+                       capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(p.stderr)
+    res = [json.loads(x) for x in p.stdout.splitlines()]
+    print("\nPer layer, ms (A40, Mixtral QLoRA, recompute full): forward / backward "
+          "(layer_ops_s; the recomputed forward, a second forward, is not in the backward); "
+          "host beyond: host time not hidden behind the kernels")
+    print(f"{'lengths':<8} {'b':>2} {'tokens':>6} {'/expert':>7} {'gemm':>13} {'memory':>13} "
+          f"{'attention':>11} {'host beyond':>13} {'step s':>7}")
+    for k, r in enumerate(res):
+        lo, T = r["layer_ops_s"], bs[k % 4] * r["seq_len"]
+        cell = [f"{1e3 * lo['forward'][c]:5.2f}/{1e3 * lo['backward'][c]:5.2f}"
+                for c in ("gemm", "memory_bound", "attention", "kernel_overhead")]
+        print(f"{'median' if k < 4 else 'GSM8K':<8} {bs[k % 4]:>2} {T:>6} {T * 2 / 8:>7.0f} "
+              f"{cell[0]:>13} {cell[1]:>13} {cell[2]:>11} {cell[3]:>13} "
+              f"{r['iteration_time_s']:>7.3f}")
 
 
 def with_longest(r, longest):
@@ -135,8 +201,10 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--curves", action="store_true",
                     help="the step time per batch against Xia et al.'s per-batch throughputs")
+    ap.add_argument("--ops", action="store_true",
+                    help="llmplan's operator classes per layer at batch 1-8 on the A40")
     a = ap.parse_args()
-    runs = [run(s, b, p) for p in PRICES for _, s, b in GPUS]
+    runs = [run(s, b, p, dist=gsm8k()) for p in PRICES for _, s, b in GPUS]
     # llmplan's maximum batch: the batch holding the longest query, padded to
     # the cutoff_len 1024 of Xia's scripts (Xia's batches run at the median)
     runs += [with_longest(run(s, 1, PRICES[0]), 1024) for _, s, _ in GPUS]
@@ -188,6 +256,8 @@ def main():
               f"{r['max_batch']:>11}")
     if a.curves:
         curves(os.path.join(a.build, "search", "llmplan"), env)
+    if a.ops:
+        ops(os.path.join(a.build, "search", "llmplan"), env)
 
 
 if __name__ == "__main__":

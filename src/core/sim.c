@@ -260,22 +260,29 @@ struct lp_sim_hoist {
     struct lp_coll_key ckey[LP_COLL_MEMO];
     double cval[LP_COLL_MEMO];
     struct lp_parallel par_key, mem_key;
-    uint64_t par_gen, mem_gen;
-    bool par_valid, mem_valid;
+    uint64_t par_gen, mem_gen, sys_gen;
+    bool par_valid, mem_valid, sys_valid;
+    uint64_t sys_hash; /* shape_cost's key of the system and sustained fraction */
     struct lp_params par_val;
     struct lp_mem_stage st[LP_SCHED_MAX_VSTAGES];
     struct lp_mem_stages ms;
 };
 
-double lp_sim_coll_time(struct lp_sim *s, const struct lp_system *sys, enum lp_coll op,
-                        double bytes, int n, int stride)
+/* lp_coll_time (op < LP_COLL_COUNT) or lp_p2p_time (op LP_COLL_COUNT, n 2)
+ * on the system of the run simulate_head is at, from a direct-mapped memo
+ * keyed on the arguments and that run's ctx_gen (the system's bytes) */
+static double comm_time(struct lp_sim *s, const struct lp_system *sys, int op, double bytes, int n,
+                        int stride)
 {
-    if (!s->hoist_now) return lp_coll_time(&s->cm, sys, op, bytes, n, stride);
+    const struct lp_cost_model *cm = &s->cm;
+    if (!s->hoist_now)
+        return op == LP_COLL_COUNT ? lp_p2p_time(cm, sys, bytes, stride)
+                                   : lp_coll_time(cm, sys, (enum lp_coll)op, bytes, n, stride);
     struct lp_coll_key k;
     memset(&k, 0, sizeof(k));
     k.bytes = bytes;
     k.gen = s->ctx_gen;
-    k.op = (int)op;
+    k.op = op;
     k.n = n;
     k.stride = stride;
     k.used = 1;
@@ -283,7 +290,15 @@ double lp_sim_coll_time(struct lp_sim *s, const struct lp_system *sys, enum lp_c
     struct lp_sim_hoist *h = s->hoist;
     if (memcmp(&h->ckey[slot], &k, sizeof(k)) == 0) return h->cval[slot];
     h->ckey[slot] = k;
-    return h->cval[slot] = lp_coll_time(&s->cm, sys, op, bytes, n, stride);
+    return h->cval[slot] = op == LP_COLL_COUNT
+                               ? lp_p2p_time(cm, sys, bytes, stride)
+                               : lp_coll_time(cm, sys, (enum lp_coll)op, bytes, n, stride);
+}
+
+double lp_sim_coll_time(struct lp_sim *s, const struct lp_system *sys, enum lp_coll op,
+                        double bytes, int n, int stride)
+{
+    return comm_time(s, sys, (int)op, bytes, n, stride);
 }
 
 /* The par fields lp_sim_count_params reads (sim_memory.c: tp, pp, vp, ep,
@@ -359,8 +374,14 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.model_hash = mh;
     /* the sustained fraction of a GPU without its own is the run's
      * calibration's (lp_run_sustained): part of the key with the system */
-    const double sustained = lp_run_sustained(r);
-    k.system_hash = key_hash(s, &sustained, sizeof(sustained), system_hash(s, &r->system));
+    struct lp_sim_hoist *ho = s->hoist;
+    if (!s->hoist_now || !ho->sys_valid || ho->sys_gen != s->ctx_gen) {
+        const double sustained = lp_run_sustained(r);
+        ho->sys_hash = key_hash(s, &sustained, sizeof(sustained), system_hash(s, &r->system));
+        ho->sys_gen = s->ctx_gen;
+        ho->sys_valid = s->hoist_now; /* the same system and calibration while ctx_gen lasts */
+    }
+    k.system_hash = ho->sys_hash;
     k.tp = r->par.tp;
     k.cp = r->par.cp;
     k.ep = r->par.ep;
@@ -919,8 +940,9 @@ static bool simulate_head(struct lp_sim *s, const struct lp_run *r, const struct
         .b_first_extra = sc->edge.emb_bwd_s,
         .f_last_extra = sc->edge.head_fwd_s,
         .b_last_extra = sc->edge.head_bwd_s,
-        .p2p_s =
-            p->pp > 1 ? lp_p2p_time(&s->cm, &r->system, sc->p2p_bytes, p->tp * p->cp * p->dp) : 0.0,
+        .p2p_s = p->pp > 1 ? comm_time(s, &r->system, LP_COLL_COUNT, sc->p2p_bytes, 2,
+                                       p->tp * p->cp * p->dp)
+                           : 0.0,
         .p2p_blocking = !r->fw.pp_overlap,
         .ends_only = true, /* simulate_tail: a trace wants every op */
     };

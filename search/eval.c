@@ -181,13 +181,17 @@ int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_ev
     struct lp_run *run = &s->scratch_run;
     struct lp_result res;
     int rc = LP_OK;
+    /* the digits of the valid configuration *run holds (lp_space_decode_next) */
+    int held[LP_DIM_COUNT];
+    bool holds = false;
     while (i < hi) {
         if (++steps % POLL_EVERY == 0 && poll && poll(s)) break;
         enum lp_reason why = LP_REASON_NONE;
         uint64_t span = 1;
         int digit[LP_DIM_COUNT];
         lp_space_digits(sp, i, digit);
-        if (lp_space_decode_digits(sp, i, digit, run, &why, &span) == LP_SPACE_SKIP) {
+        if (lp_space_decode_next(sp, i, digit, holds ? held : NULL, run, &why, &span) ==
+            LP_SPACE_SKIP) {
             if (span > hi - i) span = hi - i;
             cnt[LP_COUNT_SKIPPED] += span;
             cnt[LP_COUNT_SKIPPED_BY_REASON + why] += span;
@@ -195,6 +199,8 @@ int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_ev
             i += span;
             continue;
         }
+        memcpy(held, digit, sizeof(held));
+        holds = true;
         int sys = s->sweep->values[LP_DIM_SYSTEM][digit[LP_DIM_SYSTEM]];
         bool exact = false;
         if (s->opt.prune && pruned(s, i, s->sim[sys], run, &res, &exact)) {

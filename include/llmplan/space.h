@@ -189,6 +189,16 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
 enum lp_space_verdict lp_space_decode_digits(const struct lp_space *s, uint64_t index,
                                              const int dg[LP_DIM_COUNT], struct lp_run *run,
                                              enum lp_reason *reason, uint64_t *span);
+/* The same for a walk (issue #20): held, when not NULL, are the digits of
+ * the valid configuration *run holds from an earlier decode (and nothing
+ * else wrote it since); the checks of the dimensions above the first digit
+ * that differs, which passed for it, are not made again, and its model and
+ * system are not copied again while the dimensions up to the system's stay.
+ * The verdict, reason, span and run are lp_space_decode_digits'. */
+enum lp_space_verdict lp_space_decode_next(const struct lp_space *s, uint64_t index,
+                                           const int dg[LP_DIM_COUNT], const int *held,
+                                           struct lp_run *run, enum lp_reason *reason,
+                                           uint64_t *span);
 
 /* Evaluate one valid configuration: the memory footprint first (over the
  * GPU's capacity: infeasible, LP_REASON_OOM, without timing; lp_sim_run does

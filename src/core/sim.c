@@ -245,6 +245,89 @@ struct lp_sim_mid {
     bool torch;
 };
 
+/* What the simulator keeps over a sweep's inner dimensions (issue #20's
+ * hoisting): the last run's parameters per rank, valid for every run of the
+ * same ctx_gen whose par equals par_key outside what lp_sim_count_params
+ * reads not (params_key), and its per-stage memory, valid while only
+ * par.zero changes (the innermost dimension of a sweep). */
+#define LP_COLL_MEMO 256
+struct lp_coll_key {
+    double bytes;
+    uint64_t gen;
+    int op, n, stride, used;
+};
+struct lp_sim_hoist {
+    struct lp_coll_key ckey[LP_COLL_MEMO];
+    double cval[LP_COLL_MEMO];
+    struct lp_parallel par_key, mem_key;
+    uint64_t par_gen, mem_gen, sys_gen;
+    bool par_valid, mem_valid, sys_valid;
+    uint64_t sys_hash; /* shape_cost's key of the system and sustained fraction */
+    struct lp_params par_val;
+    struct lp_mem_stage st[LP_SCHED_MAX_VSTAGES];
+    struct lp_mem_stages ms;
+};
+
+/* lp_coll_time (op < LP_COLL_COUNT) or lp_p2p_time (op LP_COLL_COUNT, n 2)
+ * on the system of the run simulate_head is at, from a direct-mapped memo
+ * keyed on the arguments and that run's ctx_gen (the system's bytes) */
+static double comm_time(struct lp_sim *s, const struct lp_system *sys, int op, double bytes, int n,
+                        int stride)
+{
+    const struct lp_cost_model *cm = &s->cm;
+    if (!s->hoist_now)
+        return op == LP_COLL_COUNT ? lp_p2p_time(cm, sys, bytes, stride)
+                                   : lp_coll_time(cm, sys, (enum lp_coll)op, bytes, n, stride);
+    struct lp_coll_key k;
+    memset(&k, 0, sizeof(k));
+    k.bytes = bytes;
+    k.gen = s->ctx_gen;
+    k.op = op;
+    k.n = n;
+    k.stride = stride;
+    k.used = 1;
+    const size_t slot = (size_t)(lp_hash_words(&k, sizeof(k), FNV_OFFSET) % LP_COLL_MEMO);
+    struct lp_sim_hoist *h = s->hoist;
+    if (memcmp(&h->ckey[slot], &k, sizeof(k)) == 0) return h->cval[slot];
+    h->ckey[slot] = k;
+    return h->cval[slot] = op == LP_COLL_COUNT
+                               ? lp_p2p_time(cm, sys, bytes, stride)
+                               : lp_coll_time(cm, sys, (enum lp_coll)op, bytes, n, stride);
+}
+
+double lp_sim_coll_time(struct lp_sim *s, const struct lp_system *sys, enum lp_coll op,
+                        double bytes, int n, int stride)
+{
+    return comm_time(s, sys, (int)op, bytes, n, stride);
+}
+
+/* The par fields lp_sim_count_params reads (sim_memory.c: tp, pp, vp, ep,
+ * etp, and the split's first/last stage layers; every other input is the
+ * model or the training): the rest zeroed, so that a sweep's micro-batch,
+ * SP, recomputation, ZeRO and schedule dimensions keep the parameters. The
+ * copy keeps the run's padding bytes (memcmp reads them: a difference there
+ * only costs a recount). */
+static void params_key(const struct lp_parallel *p, struct lp_parallel *k)
+{
+    memcpy(k, p, sizeof(*k));
+    k->dp = 0;
+    k->micro_batch = 0;
+    k->sequence_parallel = false;
+    k->recompute = LP_RECOMPUTE_NONE;
+    k->recompute_modules = 0;
+    k->recompute_method = (enum lp_rc_method)0;
+    k->recompute_layers = 0;
+    k->zero = 0;
+    k->schedule = (enum lp_schedule)0;
+}
+
+/* lp_sim_memory_stages reads the whole run but par.zero */
+static void memory_key(const struct lp_parallel *p, struct lp_parallel *k)
+{
+    memcpy(k, p, sizeof(*k));
+    k->zero = 0;
+}
+
 /* The views of a run simulate reads: its memory and its timing (a dataset's
  * worst and typical batch; the run itself without a dataset). */
 static const struct lp_run *views(const struct lp_run *run, struct lp_run *tmp_mem,
@@ -263,7 +346,8 @@ int lp_sim_create(const struct lp_cost_model *cm, struct lp_sim **out, struct lp
     s->sched_f = malloc(s->sched_cap * sizeof(double));
     s->sched_b = malloc(s->sched_cap * sizeof(double));
     s->mid = malloc(sizeof(*s->mid));
-    if (!s->sched_f || !s->sched_b || !s->mid) {
+    s->hoist = calloc(1, sizeof(*s->hoist));
+    if (!s->sched_f || !s->sched_b || !s->mid || !s->hoist) {
         lp_sim_destroy(&s);
         LP_FAIL(err, LP_ENOMEM, "out of memory creating the schedule scratch");
     }
@@ -277,6 +361,7 @@ void lp_sim_destroy(struct lp_sim **sp)
     free((*sp)->sched_f);
     free((*sp)->sched_b);
     free((*sp)->mid);
+    free((*sp)->hoist);
     free(*sp);
     *sp = NULL;
 }
@@ -289,8 +374,14 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.model_hash = mh;
     /* the sustained fraction of a GPU without its own is the run's
      * calibration's (lp_run_sustained): part of the key with the system */
-    const double sustained = lp_run_sustained(r);
-    k.system_hash = key_hash(s, &sustained, sizeof(sustained), system_hash(s, &r->system));
+    struct lp_sim_hoist *ho = s->hoist;
+    if (!s->hoist_now || !ho->sys_valid || ho->sys_gen != s->ctx_gen) {
+        const double sustained = lp_run_sustained(r);
+        ho->sys_hash = key_hash(s, &sustained, sizeof(sustained), system_hash(s, &r->system));
+        ho->sys_gen = s->ctx_gen;
+        ho->sys_valid = s->hoist_now; /* the same system and calibration while ctx_gen lasts */
+    }
+    k.system_hash = ho->sys_hash;
     k.tp = r->par.tp;
     k.cp = r->par.cp;
     k.ep = r->par.ep;
@@ -598,6 +689,7 @@ static bool simulate_head(struct lp_sim *s, const struct lp_run *r, const struct
     const struct lp_parallel *p = &r->par;
     const struct lp_model *m = &r->model;
     memset(res, 0, sizeof(*res));
+    s->hoist_now = false; /* until the run's ctx_gen is known (below) */
     res->reason = validate(r, &res->reason_a, &res->reason_b);
     const double gpus = (double)p->tp * p->pp * p->dp * p->cp;
     res->gpus = gpus <= LP_MAX_GPUS ? (int)gpus : 0; /* else refused: LP_REASON_RANGE */
@@ -620,11 +712,28 @@ static bool simulate_head(struct lp_sim *s, const struct lp_run *r, const struct
      * stays the same (a sweep) */
     /* its hash, kept with a copy of the model: the same bytes hash the
      * same, and comparing them is cheaper than hashing (issue #20) */
+    bool ctx_same = s->ctx_valid;
     if (!s->last_model_valid || memcmp(&s->last_model, m, sizeof(*m)) != 0) {
         memcpy(&s->last_model, m, sizeof(*m)); /* padding too: memcmp reads it */
         s->last_model_hash = model_hash(s, m);
         s->last_model_valid = !s->bench_baseline; /* bench_sim's baseline: hashed every time */
+        ctx_same = false;
     }
+    /* the rest of the run but its parallel layout: a new ctx_gen when it
+     * changes (issue #20's hoisting; not for a dataset's two views) */
+    const bool hoist = r == rm && !s->bench_baseline && !s->bench_no_hoist;
+    if (hoist && (!ctx_same || memcmp(&s->ctx_system, &r->system, sizeof(r->system)) != 0 ||
+                  memcmp(&s->ctx_train, &r->train, sizeof(r->train)) != 0 ||
+                  memcmp(&s->ctx_fw, &r->fw, sizeof(r->fw)) != 0)) {
+        memcpy(&s->ctx_system, &r->system, sizeof(r->system));
+        memcpy(&s->ctx_train, &r->train, sizeof(r->train));
+        memcpy(&s->ctx_fw, &r->fw, sizeof(r->fw));
+        s->ctx_gen++;
+        s->ctx_valid = true;
+    } else if (!hoist) {
+        s->ctx_valid = false; /* the copies may be stale: compare them again next time */
+    }
+    s->hoist_now = hoist;
     const uint64_t mh = s->last_model_hash;
     if (!s->kinds_valid || s->kinds_model != mh) {
         struct lp_kinds scan;
@@ -647,8 +756,34 @@ static bool simulate_head(struct lp_sim *s, const struct lp_run *r, const struct
         s->kinds_flops = lp_model_fwd_flops_per_token(m);
     }
     const struct lp_kinds ks = *ksp;
-    lp_sim_count_params(rm, &ks, first, pr);
-    lp_sim_peak_memory(rm, &ks, pr, first, micro, &res->memory);
+    struct lp_sim_hoist *const h = s->hoist;
+    struct lp_parallel pk, mk;
+    params_key(p, &pk);
+    memory_key(p, &mk);
+    if (hoist && h->par_valid && h->par_gen == s->ctx_gen &&
+        memcmp(&h->par_key, &pk, sizeof(pk)) == 0) {
+        *pr = h->par_val;
+        s->hoist_hits++;
+    } else {
+        lp_sim_count_params(rm, &ks, first, pr);
+        memcpy(&h->par_key, &pk, sizeof(pk)); /* padding too: memcmp reads it */
+        h->par_val = *pr;
+        h->par_gen = s->ctx_gen;
+        h->par_valid = hoist;
+        s->hoist_misses++;
+    }
+    h->ms.st = h->st;
+    if (hoist && h->mem_valid && h->mem_gen == s->ctx_gen &&
+        memcmp(&h->mem_key, &mk, sizeof(mk)) == 0) {
+        s->hoist_hits++;
+    } else {
+        lp_sim_memory_stages(rm, &ks, pr, first, micro, &h->ms);
+        memcpy(&h->mem_key, &mk, sizeof(mk));
+        h->mem_gen = s->ctx_gen;
+        h->mem_valid = hoist;
+        s->hoist_misses++;
+    }
+    lp_sim_memory_peak(rm, pr, &h->ms, &res->memory);
     if (r != rm) lp_sim_count_params(r, &ks, first, pr); /* the same run unless a dataset's view */
     res->memory_per_gpu_bytes = res->memory.total_bytes;
     if (res->memory.total_bytes > r->system.gpu.mem_bytes) {
@@ -805,8 +940,9 @@ static bool simulate_head(struct lp_sim *s, const struct lp_run *r, const struct
         .b_first_extra = sc->edge.emb_bwd_s,
         .f_last_extra = sc->edge.head_fwd_s,
         .b_last_extra = sc->edge.head_bwd_s,
-        .p2p_s =
-            p->pp > 1 ? lp_p2p_time(&s->cm, &r->system, sc->p2p_bytes, p->tp * p->cp * p->dp) : 0.0,
+        .p2p_s = p->pp > 1 ? comm_time(s, &r->system, LP_COLL_COUNT, sc->p2p_bytes, 2,
+                                       p->tp * p->cp * p->dp)
+                           : 0.0,
         .p2p_blocking = !r->fw.pp_overlap,
         .ends_only = true, /* simulate_tail: a trace wants every op */
     };

@@ -127,15 +127,15 @@ double lp_sim_expert_group(const struct lp_run *r, double Pe, int *ne, int *se)
 
 /* A data-parallel collective over P parameters of `bytes` each, Pe of them
  * routed experts (lp_sim_expert_group). */
-static double dp_coll(const struct lp_cost_model *cm, const struct lp_run *r, enum lp_coll op,
-                      double P, double Pe, double bytes)
+static double dp_coll(struct lp_sim *s, const struct lp_run *r, enum lp_coll op, double P,
+                      double Pe, double bytes)
 {
     int ne, se;
     Pe = lp_sim_expert_group(r, Pe, &ne, &se);
     const int nd = r->par.dp * r->par.cp;
     double t = 0;
-    if (nd > 1) t += lp_coll_time(cm, &r->system, op, (P - Pe) * bytes, nd, r->par.tp);
-    if (Pe > 0 && ne > 1) t += lp_coll_time(cm, &r->system, op, Pe * bytes, ne, se);
+    if (nd > 1) t += lp_sim_coll_time(s, &r->system, op, (P - Pe) * bytes, nd, r->par.tp);
+    if (Pe > 0 && ne > 1) t += lp_sim_coll_time(s, &r->system, op, Pe * bytes, ne, se);
     return t;
 }
 
@@ -239,10 +239,10 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
     for (int i = 0; i < 2; i++) {
         double P = stage_params[i], Pe = stage_experts[i], t_red = 0, t_gather = 0;
         if (p->zero == 0) {
-            t_red = dp_coll(cm, r, LP_COLL_ALLREDUCE, P, Pe, b.g_comm);
+            t_red = dp_coll(s, r, LP_COLL_ALLREDUCE, P, Pe, b.g_comm);
         } else if (p->zero < 3) { /* ZeRO-3 reduce-scatters every micro-batch: below */
-            t_red = dp_coll(cm, r, LP_COLL_REDUCESCATTER, P, Pe, b.g_comm);
-            t_gather = dp_coll(cm, r, LP_COLL_ALLGATHER, P, Pe, b.w);
+            t_red = dp_coll(s, r, LP_COLL_REDUCESCATTER, P, Pe, b.g_comm);
+            t_gather = dp_coll(s, r, LP_COLL_ALLGATHER, P, Pe, b.w);
         }
         double nbuckets = fmax(1.0, ceil(P * b.g_comm / r->fw.bucket_bytes));
         double exposed = t_red;
@@ -262,7 +262,7 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
     if (r->model.tied_embeddings && p->pp > 1) {
         double bytes = lp_sim_vocab_padded(r) * r->model.hidden / p->tp * b.g_comm;
         int stride = p->tp * p->cp * p->dp * (p->pp - 1);
-        out->emb_sync_s = lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, bytes, 2, stride);
+        out->emb_sync_s = lp_sim_coll_time(s, &r->system, LP_COLL_ALLREDUCE, bytes, 2, stride);
     }
     if (p->zero >= 3 && nd > 1) {
         /* ZeRO-3 / FSDP FULL_SHARD: every micro-batch gathers the parameters

@@ -223,7 +223,29 @@ struct lp_sim {
     const struct lp_run *mid_run;
     struct lp_parallel mid_par;
     uint64_t finish_hits; /* lp_sim_finish calls that took up the bound's work */
+    /* issue #20, hoisting over a sweep's inner dimensions: ctx_gen counts the
+     * changes of what a run holds besides its parallel layout (model, system,
+     * training, framework: the copies below), so that a memo keyed on
+     * ctx_gen and a par is keyed on the whole run. Off for bench_baseline
+     * and bench_no_hoist (bench_sim: this stop's shortcuts off). */
+    bool bench_no_hoist;
+    uint64_t ctx_gen;
+    struct lp_system ctx_system;
+    struct lp_training ctx_train;
+    struct lp_framework_opts ctx_fw;
+    bool ctx_valid;
+    /* the last run's parameters and per-stage memory, kept over the inner
+     * dimensions that do not change them (sim.c struct lp_sim_hoist) */
+    struct lp_sim_hoist *hoist;
+    bool hoist_now;                    /* simulate_head is at a run of ctx_gen (lp_sim_coll_time) */
+    uint64_t hoist_hits, hoist_misses; /* of the two above */
 };
+
+/* lp_coll_time on the system of the run simulate_head is at, memoised
+ * while that run's ctx_gen lasts (sim.c, issue #20: the DP collectives of a
+ * sweep's micro-batch, SP and recomputation choices are the same ones) */
+double lp_sim_coll_time(struct lp_sim *s, const struct lp_system *sys, enum lp_coll op,
+                        double bytes, int n, int stride);
 
 uint64_t lp_hash_bytes(const void *p, size_t n, uint64_t h);
 /* the memos' slot hash: words at a time, not FNV-1a; never in an output */
@@ -433,10 +455,25 @@ void lp_sim_count_params(const struct lp_run *r, const struct lp_kinds *ks, cons
                          struct lp_params *pr);
 /* Peak memory per GPU over the stages: weights, gradients, optimizer
  * states, the activations of the micro-batches in flight (the schedule's
- * warm-up count, lp_sched_warmup) and temporaries. */
-void lp_sim_peak_memory(const struct lp_run *r, const struct lp_kinds *ks,
-                        const struct lp_params *pr, const int *first, int64_t micro,
-                        struct lp_memory *mem);
+ * warm-up count, lp_sched_warmup) and temporaries, in two halves (issue
+ * #20): what each stage holds that the ZeRO stage does not change
+ * (parameters, trained parameters, routed experts, activations, temporaries
+ * before ZeRO-3's prefetch: lp_sim_memory_stages, into room for pp stages),
+ * and the peak from those under the run's ZeRO stage (lp_sim_memory_peak).
+ * The simulator keeps the first while only par.zero changes (a sweep's
+ * innermost dimension): the same operations in the same order. */
+struct lp_mem_stage {
+    double params, trained, experts, act, temp;
+};
+struct lp_mem_stages {
+    int n;                   /* pp */
+    struct lp_mem_stage *st; /* the caller's room for pp of them */
+};
+void lp_sim_memory_stages(const struct lp_run *r, const struct lp_kinds *ks,
+                          const struct lp_params *pr, const int *first, int64_t micro,
+                          struct lp_mem_stages *out);
+void lp_sim_memory_peak(const struct lp_run *r, const struct lp_params *pr,
+                        const struct lp_mem_stages *ms, struct lp_memory *mem);
 /* The run as one batch of its dataset sees it (training.dataset): the
  * sequence is the batch's padded length, expected (worst = false: time) or
  * of its longest queries (worst = true: the batch that must fit); r itself

@@ -336,39 +336,19 @@ static int64_t in_flight(const struct lp_run *r, int s, int64_t micro)
     return w < micro * p->vp ? w : micro * p->vp;
 }
 
-/* Peak memory per GPU: the stage whose weights, optimizer state,
- * activations in flight and temporaries add up to the most. */
-void lp_sim_peak_memory(const struct lp_run *r, const struct lp_kinds *ks,
-                        const struct lp_params *pr, const int *first, int64_t micro,
-                        struct lp_memory *mem)
+/* What each stage holds that the ZeRO stage does not change: its
+ * parameters, trained parameters and routed experts on one rank, the
+ * activations of its micro-batches in flight and its temporaries (all but
+ * ZeRO-3's prefetch). */
+void lp_sim_memory_stages(const struct lp_run *r, const struct lp_kinds *ks,
+                          const struct lp_params *pr, const int *first, int64_t micro,
+                          struct lp_mem_stages *out)
 {
     const struct lp_parallel *p = &r->par;
     const struct lp_model *m = &r->model;
-    struct lp_bytes_per_param b;
-    lp_sim_param_bytes(r, &b);
-    /* ZeRO shards a parameter's states over the ranks that hold the same
-     * parameter: the dense DP group (dp cp ranks) for most, the expert-data-
-     * parallel group for the routed experts (Megatron-Core
-     * get_megatron_optimizer: the expert parameter groups get their own
-     * DistributedOptimizer over intra_expt_dp_group, as
-     * DistributedDataParallel's expert_parallel_buffers do;
-     * lp_sim_expert_group) */
-    double nd = (double)p->dp * p->cp;
-    double w = b.w, g = b.g, o = b.o;
-    if (p->zero >= 1) o /= nd;
-    if (p->zero >= 2) g /= nd;
-    if (p->zero >= 3) w /= nd;
     const double routed = m->moe.experts > 0 && r->train.lora_rank <= 0
                               ? lp_arch_routed_params(m, etp_of(r), p->ep)
                               : 0.0;
-    int ne_i = 1, se_i = 1;
-    const bool own_group = lp_sim_expert_group(r, 1.0, &ne_i, &se_i) > 0;
-    /* what each routed-expert parameter adds beyond the dense per-parameter
-     * bytes w, g, o: its states sharded over ne ranks, not nd */
-    const double ne = ne_i;
-    const double xw = own_group && p->zero >= 3 ? b.w / ne - w : 0.0;
-    const double xg = own_group && p->zero >= 2 ? b.g / ne - g : 0.0;
-    const double xo = own_group && p->zero >= 1 ? b.o / ne - o : 0.0;
     double e = r->train.precision == LP_FP32 ? 4.0 : 2.0;
     double T = p->micro_batch * (double)m->seq_len / p->cp;
     double t = p->tp;
@@ -397,7 +377,7 @@ void lp_sim_peak_memory(const struct lp_run *r, const struct lp_kinds *ks,
             redo = fmax(redo, kind_activation_bytes(&tmp, ks->id[j], false));
         if (p->recompute == LP_RECOMPUTE_FULL) redo *= group;
     }
-    double best = -1;
+    out->n = p->pp; /* out->st: room for pp stages */
     for (int s = 0; s < p->pp; s++) {
         double params = 0, trained = 0, chunk_act = 0, experts = 0;
         for (int c = 0; c < p->vp; c++) {
@@ -441,6 +421,45 @@ void lp_sim_peak_memory(const struct lp_run *r, const struct lp_kinds *ks,
              * output, and in backward its gradient and the fp32 gradient of
              * the shifted copy: three more fp32 tensors of the logits */
             temp += T * lp_sim_vocab_padded(r) / t * 12.0;
+        out->st[s] = (struct lp_mem_stage){
+            .params = params, .trained = trained, .experts = experts, .act = a, .temp = temp};
+    }
+}
+
+/* Peak memory per GPU: the stage whose weights, optimizer state,
+ * activations in flight and temporaries add up to the most. */
+void lp_sim_memory_peak(const struct lp_run *r, const struct lp_params *pr,
+                        const struct lp_mem_stages *ms, struct lp_memory *mem)
+{
+    const struct lp_parallel *p = &r->par;
+    struct lp_bytes_per_param b;
+    lp_sim_param_bytes(r, &b);
+    /* ZeRO shards a parameter's states over the ranks that hold the same
+     * parameter: the dense DP group (dp cp ranks) for most, the expert-data-
+     * parallel group for the routed experts (Megatron-Core
+     * get_megatron_optimizer: the expert parameter groups get their own
+     * DistributedOptimizer over intra_expt_dp_group, as
+     * DistributedDataParallel's expert_parallel_buffers do;
+     * lp_sim_expert_group) */
+    double nd = (double)p->dp * p->cp;
+    double w = b.w, g = b.g, o = b.o;
+    if (p->zero >= 1) o /= nd;
+    if (p->zero >= 2) g /= nd;
+    if (p->zero >= 3) w /= nd;
+    int ne_i = 1, se_i = 1;
+    const bool own_group = lp_sim_expert_group(r, 1.0, &ne_i, &se_i) > 0;
+    /* what each routed-expert parameter adds beyond the dense per-parameter
+     * bytes w, g, o: its states sharded over ne ranks, not nd */
+    const double ne = ne_i;
+    const double xw = own_group && p->zero >= 3 ? b.w / ne - w : 0.0;
+    const double xg = own_group && p->zero >= 2 ? b.g / ne - g : 0.0;
+    const double xo = own_group && p->zero >= 1 ? b.o / ne - o : 0.0;
+    double e = r->train.precision == LP_FP32 ? 4.0 : 2.0;
+    double best = -1;
+    for (int s = 0; s < ms->n; s++) {
+        const double params = ms->st[s].params, trained = ms->st[s].trained;
+        const double experts = ms->st[s].experts, a = ms->st[s].act;
+        double temp = ms->st[s].temp;
         if (p->zero >= 3) /* two layers' gathered parameters (prefetch) */
             temp += 2.0 * pr->layer * b.w;
         /* fine-tuning: frozen base weights in their storage precision, the
@@ -505,8 +524,11 @@ void lp_sim_memory(const struct lp_run *run, struct lp_memory *mem)
     lp_sim_count_params(run, &ks, first, &pr);
     /* a configuration the range rules refuse: no micro-batch count in an int */
     const int64_t micro = lp_sim_micro_batches(run);
-    lp_sim_peak_memory(run, &ks, &pr, first, micro > 0 && micro <= LP_MAX_MICROBATCHES ? micro : 1,
-                       mem);
+    struct lp_mem_stage st[LP_SCHED_MAX_VSTAGES]; /* not a hot path: 160 KiB of stack */
+    struct lp_mem_stages ms = {.st = st};
+    lp_sim_memory_stages(run, &ks, &pr, first,
+                         micro > 0 && micro <= LP_MAX_MICROBATCHES ? micro : 1, &ms);
+    lp_sim_memory_peak(run, &pr, &ms, mem);
 }
 
 static bool batch_fits(struct lp_run *r, int mb, int64_t micro)

@@ -124,9 +124,17 @@ enum lp_space_verdict lp_space_decode(const struct lp_space *s, uint64_t index, 
     return lp_space_decode_digits(s, index, dg, run, reason, span);
 }
 
-enum lp_space_verdict lp_space_decode_digits(const struct lp_space *s, uint64_t index,
-                                             const int dg[LP_DIM_COUNT], struct lp_run *run,
-                                             enum lp_reason *reason, uint64_t *span)
+/* from: the first dimension whose digit may differ from those of the
+ * configuration *run holds (a valid one: every rule passed for it); 0 when
+ * it holds none. A rule reads only the fields of the dimensions up to its
+ * own (what a failing prefix's span skipping rests on too), so the rules
+ * of the dimensions above `from` pass again, and the model, sequence
+ * length, global batch and system *run holds stay when from is below
+ * LP_DIM_SYSTEM (issue #20: a walk's consecutive indices differ in their
+ * last digits). */
+static enum lp_space_verdict decode_from(const struct lp_space *s, uint64_t index,
+                                         const int dg[LP_DIM_COUNT], int from, struct lp_run *run,
+                                         enum lp_reason *reason, uint64_t *span)
 {
     const struct lp_sweep *sw = s->sweep;
 #define VAL(d) (sw->values[(d)][dg[(d)]])
@@ -163,7 +171,10 @@ enum lp_space_verdict lp_space_decode_digits(const struct lp_space *s, uint64_t 
     const int64_t gbs =
         VAL(LP_DIM_GLOBAL_BATCH) > 0 ? VAL(LP_DIM_GLOBAL_BATCH) : sw->train.global_batch;
     struct lp_model mseq;
-    if (seq != m->seq_len) {
+    const bool keep = from > LP_DIM_SYSTEM; /* *run's model and system are this index's */
+    if (keep) {
+        m = &run->model;
+    } else if (seq != m->seq_len) {
         mseq = *m;
         lp_model_set_seq_len(&mseq, seq);
         m = &mseq;
@@ -176,7 +187,9 @@ enum lp_space_verdict lp_space_decode_digits(const struct lp_space *s, uint64_t 
         train = &tr;
     }
     const struct lp_rule_view view = {m, sys, train, &p, (enum lp_prec)VAL(LP_DIM_PRECISION)};
-    int k = 0; /* the next rule of the list */
+    int k = 0; /* the next rule of the list: the first of dimension `from` */
+    while (k < lp_rule_count && (int)lp_rules[k].dim < from)
+        k++;
     double a, b;
     /* The rules of every dimension up to d, in the list's order. */
 #define RULES_UPTO(d)                                                                              \
@@ -189,24 +202,26 @@ enum lp_space_verdict lp_space_decode_digits(const struct lp_space *s, uint64_t 
      * is given states dp instead). Products in 64 bits: tp, pp and cp are
      * each up to 2^20, so tp*pp*cp may not fit an int (and a wrapped
      * product of 0 would divide by zero) */
-    if (p.tp > gpus || gpus % p.tp != 0)
+    if (from <= LP_DIM_TP && (p.tp > gpus || gpus % p.tp != 0))
         return skip(s, index, LP_DIM_TP, LP_REASON_GPU_COUNT, reason, span);
     RULES_UPTO(LP_DIM_TP);
     const int64_t tpp = (int64_t)p.tp * p.pp;
-    if (tpp > gpus || gpus % tpp != 0)
+    if (from <= LP_DIM_PP && (tpp > gpus || gpus % tpp != 0))
         return skip(s, index, LP_DIM_PP, LP_REASON_GPU_COUNT, reason, span);
     RULES_UPTO(LP_DIM_PP);
     const int64_t mp = tpp * p.cp;
-    if (mp > gpus || gpus % mp != 0)
+    if (from <= LP_DIM_CP && (mp > gpus || gpus % mp != 0))
         return skip(s, index, LP_DIM_CP, LP_REASON_GPU_COUNT, reason, span);
     p.dp = (int)(gpus / mp);
-    if (sw->ndp > 0 && !in_list(sw->dp_values, sw->ndp, p.dp))
+    if (from <= LP_DIM_CP && sw->ndp > 0 && !in_list(sw->dp_values, sw->ndp, p.dp))
         return skip(s, index, LP_DIM_CP, LP_REASON_GPU_COUNT, reason, span);
     RULES_UPTO(LP_DIM_COUNT);
 #undef RULES_UPTO
 
-    run->model = *m; /* with the swept sequence length */
-    run->system = *sys;
+    if (!keep) {
+        run->model = *m; /* with the swept sequence length */
+        run->system = *sys;
+    }
     run->train = sw->train;
     run->train.global_batch = gbs;
     if (sw->fts) { /* NULL only in a hand-built sweep (tests) */
@@ -226,6 +241,25 @@ enum lp_space_verdict lp_space_decode_digits(const struct lp_space *s, uint64_t 
     if (reason) *reason = LP_REASON_NONE;
     if (span) *span = 1;
     return LP_SPACE_VALID;
+}
+
+enum lp_space_verdict lp_space_decode_digits(const struct lp_space *s, uint64_t index,
+                                             const int dg[LP_DIM_COUNT], struct lp_run *run,
+                                             enum lp_reason *reason, uint64_t *span)
+{
+    return decode_from(s, index, dg, 0, run, reason, span);
+}
+
+enum lp_space_verdict lp_space_decode_next(const struct lp_space *s, uint64_t index,
+                                           const int dg[LP_DIM_COUNT], const int *held,
+                                           struct lp_run *run, enum lp_reason *reason,
+                                           uint64_t *span)
+{
+    int from = 0;
+    if (held)
+        while (from < LP_DIM_COUNT && dg[from] == held[from])
+            from++;
+    return decode_from(s, index, dg, from, run, reason, span);
 }
 
 void lp_space_evaluate(struct lp_sim *sim, const struct lp_run *run, struct lp_result *res)

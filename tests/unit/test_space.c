@@ -3,6 +3,7 @@
  * counts), and agreement of the space's structural checks with
  * lp_sim_validate. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "fixtures.h"
 #include "harness.h"
@@ -242,5 +243,78 @@ TEST(lists_and_ranges)
     lp_sweep_destroy(&sw);
 }
 
+/* lp_space_decode_next (issue #20) against lp_space_decode_digits: a walk
+ * as lp_eval_range makes it (spans, the digits of the last valid
+ * configuration held), and random jumps, over a space whose every
+ * dimension has several values (models of three kinds, sequence lengths,
+ * global batches, two systems, a dp filter, frameworks, attention kernels,
+ * precisions, fine-tuning): the same verdict, reason, span and run. */
+TEST(decode_next_as_decode)
+{
+    static const char *const text =
+        "{\"models\": [\"gpt3-1.3b\", \"mixtral-8x7b\", \"nemotron-h-8b\"],"
+        " \"systems\": [\"dgx-a100-80gb\", \"dgx-h100\"], \"gpus\": [16, 64],"
+        " \"framework\": [\"megatron\", \"megatron-deepspeed\"],"
+        " \"training\": {\"global_batch\": 64, \"tokens\": 1e10},"
+        " \"space\": {\"tp\": [1, 2, 4], \"pp\": [1, 2, 4], \"dp\": [2, 4, 8, 16],"
+        "   \"cp\": [1, 2], \"ep\": [1, 2], \"vp\": [1, 2], \"micro_batch\": [1, 2, 4],"
+        "   \"seq_len\": [2048, 4096], \"global_batch\": [64, 96],"
+        "   \"sequence_parallel\": \"auto\", \"recompute\": \"auto\", \"zero\": [0, 1, 3],"
+        "   \"schedule\": \"auto\", \"attention\": [\"flash2\", \"unfused\"],"
+        "   \"precision\": [\"bf16\", \"fp8\"],"
+        "   \"finetune\": [false, {\"method\": \"lora\", \"rank\": 8}]}}";
+    struct lp_sweep *sw = lp_fixture_sweep(text);
+    ASSERT_TRUE(sw != NULL);
+    struct lp_space s;
+    ASSERT_OK(lp_space_init(&s, sw, NULL));
+    static struct lp_run next, ref;
+    memset(&next, 0, sizeof(next));
+    const uint64_t n = lp_space_size(&s);
+    int held[LP_DIM_COUNT];
+    bool holds = false;
+    uint64_t i = 0, rng = 88172645463325252ULL, checked = 0, valid = 0, kept = 0;
+    while (checked < 200000) {
+        if (i >= n) i = rng % n; /* past the end: on from anywhere */
+        int dg[LP_DIM_COUNT];
+        lp_space_digits(&s, i, dg);
+        enum lp_reason w1 = LP_REASON_NONE, w2 = LP_REASON_NONE;
+        uint64_t s1 = 0, s2 = 0;
+        memset(&ref, 0, sizeof(ref));
+        const enum lp_space_verdict v1 = lp_space_decode_digits(&s, i, dg, &ref, &w1, &s1);
+        const enum lp_space_verdict v2 =
+            lp_space_decode_next(&s, i, dg, holds ? held : NULL, &next, &w2, &s2);
+        checked++;
+        ASSERT_TRUE(v1 == v2);
+        ASSERT_EQ_INT(w1, w2);
+        ASSERT_TRUE(s1 == s2);
+        if (v1 == LP_SPACE_VALID) {
+            valid++;
+            kept += holds && dg[LP_DIM_SYSTEM] == held[LP_DIM_SYSTEM] &&
+                    dg[LP_DIM_MODEL] == held[LP_DIM_MODEL];
+            ASSERT_TRUE(memcmp(&next.model, &ref.model, sizeof(ref.model)) == 0);
+            ASSERT_TRUE(memcmp(&next.system, &ref.system, sizeof(ref.system)) == 0);
+            ASSERT_TRUE(memcmp(&next.train, &ref.train, sizeof(ref.train)) == 0);
+            ASSERT_TRUE(memcmp(&next.fw, &ref.fw, sizeof(ref.fw)) == 0);
+            ASSERT_TRUE(memcmp(&next.par, &ref.par, sizeof(ref.par)) == 0);
+            memcpy(held, dg, sizeof(held));
+            holds = true;
+        }
+        /* on by the span, now and then a jump anywhere ahead or back */
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        if (rng % 64 == 0)
+            i = rng % n;
+        else
+            i += v1 == LP_SPACE_SKIP ? s1 : 1;
+    }
+    printf("  %llu indices decoded both ways (%llu valid, %llu of them after a valid one of the "
+           "same model and system), all the same\n",
+           (unsigned long long)checked, (unsigned long long)valid, (unsigned long long)kept);
+    ASSERT_TRUE(valid > 1000 && kept > 1000);
+    lp_sweep_destroy(&sw);
+}
+
 TH_MAIN(TH_CASE(parse_and_size), TH_CASE(round_trip), TH_CASE(skip_spans_and_validate),
-        TH_CASE(hand_count), TH_CASE(empty_space), TH_CASE(parse_errors), TH_CASE(lists_and_ranges))
+        TH_CASE(hand_count), TH_CASE(empty_space), TH_CASE(parse_errors), TH_CASE(lists_and_ranges),
+        TH_CASE(decode_next_as_decode))

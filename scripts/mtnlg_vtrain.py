@@ -3,6 +3,7 @@
 
 usage: scripts/mtnlg_vtrain.py [--build DIR] [--out DIR] [--no-plots]
                                [--framework NAME] [--set KEY=VALUE ...]
+                               [--precision fp16|bf16]
 
 The space is VIA-Research/vTrain's config/case_study_1 (one file per point,
 config_mtnlg_<tp>_<dp>_<pp>.json): TP {4, 8, 16} x PP {3, 5, 7, 15, 21, 35, 105}
@@ -12,6 +13,12 @@ recomputation (`use_checkpoint: true`), 1F1B, no bucketed gradient overlap
 (framework `megatron-deepspeed`, docs/frameworks.md): no sequence
 parallelism, no distributed optimizer (ZeRO 0), the DP all-reduce after the
 backward. The GPU count is tp x pp x dp (vTrain sweeps it with the layout).
+Precision fp16 (--precision changes it): DeepSpeed's engine of 2021 had only
+FP16_Optimizer (runtime/fp16/fused_optimizer.py); bf16 came with 648f7bfa5
+(2021-11-01, ZeRO-2 only) and to the pipeline engine with 56c522386
+(2022-04-19), after MT-NLG was trained, and Megatron-DeepSpeed of 2021
+(9b3a43f7 megatron/optimizer/__init__.py) hands DeepSpeed the bare Adam, so
+a --bf16 run there would have had no fp32 master weights.
 Each of the 294 points is simulated with `llmplan simulate --batch`.
 
 Prints (and writes to OUT/mtnlg_vtrain.md) the baseline MT-NLG was trained
@@ -43,13 +50,13 @@ BASELINE = (8, 35, 12)  # Smith et al. 2022, Sec. 2.3: 420 DGX nodes, TP 8 x PP 
 TOKENS = 2.7e11         # Smith et al. 2022: 270B training tokens
 
 
-def run_of(tp, pp, dp, framework):
+def run_of(tp, pp, dp, framework, precision="fp16"):
     return {
         "model": "mt-nlg-530b",
         "system": "dgx-a100-80gb",
         "parallel": {"tp": tp, "pp": pp, "dp": dp, "micro_batch": 1, "recompute": "full",
                      "zero": 0, "sequence_parallel": False, "schedule": "1f1b"},
-        "training": {"global_batch": GLOBAL_BATCH, "precision": "bf16",
+        "training": {"global_batch": GLOBAL_BATCH, "precision": precision,
                      "flash_attention": False, "tokens": TOKENS},
         "framework": framework,
     }
@@ -104,13 +111,16 @@ def main():
     ap.add_argument("--framework", default="megatron-deepspeed")
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                     help="framework override, e.g. pp_overlap=true")
+    ap.add_argument("--precision", default="fp16", choices=["fp16", "bf16"],
+                    help="training precision (fp16: DeepSpeed of 2021; see above)")
     a = ap.parse_args()
     llmplan = os.path.join(a.build, "search", "llmplan")
     fw = a.framework
     if a.set:
         fw = dict(parse_set(a.set), name=a.framework)
     keys = [(t, p, d) for t in TP for p in PP for d in DP]
-    res = lp_batch.simulate(llmplan, [run_of(t, p, d, fw) for t, p, d in keys], "mtnlg_vtrain")
+    res = lp_batch.simulate(llmplan, [run_of(t, p, d, fw, a.precision) for t, p, d in keys],
+                            "mtnlg_vtrain")
     os.makedirs(a.out, exist_ok=True)
     points, reasons = [], {}
     with open(os.path.join(a.out, "points.csv.tmp"), "w", newline="") as f:
@@ -143,7 +153,7 @@ def main():
     front = pareto(points)
 
     lines = [f"MT-NLG 530B, {TOKENS / 1e9:.0f}B tokens, global batch {GLOBAL_BATCH}, micro-batch 1, "
-             f"full recomputation, DGX A100 80GB, framework {json.dumps(fw)}",
+             f"full recomputation, {a.precision}, DGX A100 80GB, framework {json.dumps(fw)}",
              f"vTrain's space: {len(keys)} points, {len(points)} feasible; infeasible: "
              + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())), "", HEAD]
     for lab, q in (("baseline (as trained)", base), ("highest MFU", best_u), ("cheapest", cheapest),

@@ -66,6 +66,7 @@ struct lp_shape_key {
     double peak; /* the precision's peak (block-scaled GEMMs scale by it) */
     int moe_impl, lora_targets;
     double lora_dropout, imbalance;
+    double grad_accum; /* lp_sim_grad_accum_share */
 };
 
 #define LP_SIM_MEMO 512
@@ -115,6 +116,12 @@ double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, 
 
 void lp_shape_cost_compute(const struct lp_cost_model *cm, const struct lp_run *run,
                            struct lp_shape_cost *out);
+/* The share of micro-batches whose weight gradients the framework adds into
+ * the accumulated gradient in kernels of their own (sim_workload.c
+ * ds_grad_accum: DeepSpeed's engine, ZeRO 0-1; bf16 every micro-batch, fp16
+ * all but the first); 0 where it does not. The layer costs depend on it
+ * (a key of the shape-cost memo). */
+double lp_sim_grad_accum_share(const struct lp_run *r);
 /* The kernel order of the layer made of mixer `mix` and FFN `ffn` (the
  * same computation as lp_shape_cost_compute, recorded). */
 void lp_shape_cost_order(const struct lp_cost_model *cm, const struct lp_run *run, int mix, int ffn,

@@ -92,6 +92,17 @@ static void addk(struct acc *a, enum lp_op_class k, double t)
     seg_push(a, k, t, false);
 }
 
+/* A kernel that autograd's C++ engine launches itself (AccumulateGrad):
+ * GPU time, but none of the framework's per-op host time (fw.host_op_s is
+ * the eager Python op's dispatch, autograd and hooks), so not counted
+ * among the host's launches. */
+static void add_native(struct acc *a, enum lp_op_class k, double t)
+{
+    a->s += t;
+    a->cat[k] += t;
+    seg_push(a, k, t, false);
+}
+
 /* A weight-gradient GEMM: part of the backward, and of its W pass. */
 static void addw(struct acc *a, double t)
 {
@@ -321,6 +332,24 @@ static double mem(const struct wl *w, enum lp_mem_kind k, double bytes);
 
 static void quantize(const struct wl *w, double M, double N, double K, struct acc *fwd,
                      struct acc *bwd);
+static int ds_grad_accum(const struct wl *w, double n, double t[2], bool *eager);
+
+/* The weight gradient of a trained (M x K) x (K x N) linear: its GEMM, and
+ * where the framework adds it into the accumulated gradient in a kernel of
+ * its own, that (ds_grad_accum). */
+static void weight_grad(const struct wl *w, double M, double N, double K, struct acc *bwd)
+{
+    addw(bwd, gemm(w, LP_GEMM_WGRAD, K, N, M));
+    double acc_s[2];
+    bool eager;
+    const int nacc = ds_grad_accum(w, K * N, acc_s, &eager);
+    for (int i = 0; i < nacc; i++) {
+        if (eager)
+            addk(bwd, LP_OPC_MEM, acc_s[i]);
+        else
+            add_native(bwd, LP_OPC_MEM, acc_s[i]);
+    }
+}
 
 /* A linear layer that may carry a LoRA adapter (`adapter`; without
  * fine-tuning every weight trains). */
@@ -332,7 +361,7 @@ static void linear_lora(const struct wl *w, double M, double N, double K, struct
     addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_DGRAD, M, K, N));
     int r = w->run->train.lora_rank;
     if (r <= 0) {
-        addw(bwd, gemm(w, LP_GEMM_WGRAD, K, N, M));
+        weight_grad(w, M, N, K, bwd);
         return;
     }
     int bits = w->run->train.lora_base_bits;
@@ -443,7 +472,7 @@ static void linear_tp(const struct wl *w, enum tp_linear role, double M, double 
         addk(fwd, LP_OPC_GEMM, margin * chunked(w, LP_GEMM_FWD, UB_SPLITS, M, N, K));
         addk(bwd, LP_OPC_GEMM, chunked(w, LP_GEMM_DGRAD, w->t, M, K, N));
     }
-    addw(bwd, gemm(w, LP_GEMM_WGRAD, K, N, M));
+    weight_grad(w, M, N, K, bwd);
     if (role == TP_ROW) {
         seg_push(fwd, LP_OPC_COMM, 0.0, false);
         seg_push(bwd, LP_OPC_COMM, 0.0, false);
@@ -461,6 +490,58 @@ static void linear(const struct wl *w, double M, double N, double K, struct acc 
 static double mem(const struct wl *w, enum lp_mem_kind k, double bytes)
 {
     return w->cm->ops->mem_s(w->cm, k, bytes);
+}
+
+/* DeepSpeed's gradient accumulation across micro-batches, per weight of n
+ * elements (framework megatron-deepspeed, ZeRO 0-1: the gradients live in
+ * param.grad until the step; ZeRO 2-3 move them into reduction buckets in
+ * their hooks instead). The weight-gradient GEMM writes a new tensor and
+ * the engine folds it into the accumulated gradient, a pass over every
+ * parameter per micro-batch that Megatron-LM fuses into the GEMM
+ * (gradient_accumulation_fusion into main_grad). By precision, as the code
+ * of the runs does it:
+ *  - bf16: BF16_Optimizer.update_hp_grads (DeepSpeed 56c522386, 2022-04,
+ *    "bf16+pipeline parallelism", runtime/bf16_optimizer.py; called after
+ *    every micro-batch's backward by pipe/engine.py _exec_backward_pass and,
+ *    on the last stage, by BF16_Optimizer.backward): hp_grad.add_(lp.grad
+ *    .to(float32)): a cast (read 2, write 4 bytes) and an fp32 add (read
+ *    4 + 4, write 4), two kernels, every micro-batch (clear_lp_grads sets
+ *    the bf16 gradients to None first, so autograd itself adds nothing);
+ *  - fp16 / fp32: FP16_Optimizer (runtime/fp16/fused_optimizer.py, the
+ *    only 16-bit path before bf16 came, 648f7bfa5 2021-11) keeps the
+ *    gradients in param.grad, so autograd's AccumulateGrad
+ *    (torch/csrc/autograd/functions/accumulate_grad.h: variable_grad +=
+ *    new_grad) adds each micro-batch's gradient in place: read 2 x e, write
+ *    e, one kernel; after zero_grad(set_grads_to_None=True) the first
+ *    micro-batch's gradient is stolen, not added, so (m - 1) / m of it.
+ * Fills t[] with the kernels' GPU seconds and returns their count (0 for
+ * other frameworks); *eager says whether they are Python ops (bf16: each
+ * costs the framework's host time per kernel) or launched by autograd's
+ * C++ engine (AccumulateGrad: no Python dispatch, add_native). */
+double lp_sim_grad_accum_share(const struct lp_run *r)
+{
+    if (r->fw.kind != LP_FW_MEGATRON_DEEPSPEED || r->par.zero > 1 || r->train.lora_rank > 0)
+        return 0.0;
+    if (r->train.precision == LP_BF16) return 1.0;
+    const int64_t m = lp_sim_micro_batches(r);
+    return m > 1 ? (double)(m - 1) / (double)m : 0.0;
+}
+
+static int ds_grad_accum(const struct wl *w, double n, double t[2], bool *eager)
+{
+    const struct lp_run *r = w->run;
+    const double share = lp_sim_grad_accum_share(r);
+    *eager = false;
+    if (!(share > 0)) return 0;
+    if (r->train.precision == LP_BF16) {
+        *eager = true;
+        t[0] = mem(w, LP_MEM_COPY, n * (2.0 + 4.0));
+        t[1] = mem(w, LP_MEM_RESIDUAL, n * 12.0);
+        return 2;
+    }
+    const double e = r->train.precision == LP_FP32 ? 4.0 : 2.0;
+    t[0] = share * mem(w, LP_MEM_RESIDUAL, n * 3.0 * e);
+    return 1;
 }
 
 static double coll(const struct wl *w, enum lp_coll op, double bytes, int n, int stride)
@@ -1296,6 +1377,16 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
     e->emb_fwd_s = mem(w, LP_MEM_EMBEDDING, 2.0 * T * h * w->e) + emb_comm;
     if (r->model.pos == LP_POS_LEARNED) e->emb_fwd_s += mem(w, LP_MEM_RESIDUAL, 3.0 * T * h * w->e);
     e->emb_bwd_s = mem(w, LP_MEM_EMBEDDING, T * h * (w->e + 8.0));
+    /* the embedding table's gradient is accumulated too (tied to the head
+     * on one stage: autograd sums both uses before one AccumulateGrad, which
+     * the head's linear already charges) */
+    double acc_s[2] = {0, 0};
+    bool eager;
+    const int nacc = r->model.tied_embeddings && r->par.pp == 1
+                         ? 0
+                         : ds_grad_accum(w, padded_vocab(r) / w->t * h, acc_s, &eager);
+    for (int i = 0; i < nacc; i++)
+        e->emb_bwd_s += acc_s[i];
     /* head: final norm, logits GEMM, vocab-parallel cross-entropy (three
      * all-reduces of T floats: max, sum-exp, target logit) */
     struct acc f = {0}, b = {0};

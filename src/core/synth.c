@@ -149,13 +149,20 @@ static const double sy_fa2[2][2][2][2][SY_ATTN_NS] = {
  *   FlashAttention Triton: A100 K0038-K0043, K0067-K0072, K0096-K0101,
  *     K0125-K0130, over A100's FlashAttention-2 rows: the ratio is taken
  *     on the A100 for every GPU (sy_fa2_fb[0], not the GPU's own class).
- * The `triton` tables model the kernel MPT / llm-foundry ran as
- * `attn_impl: triton` in its published benchmarks (scripts/train/
- * benchmarking, v0.3.0-v0.4.0 and main to 2024-03: submit_benchmarks.py
- * --attn_impl default 'triton'): llmfoundry/models/layers/flash_attn_triton.py,
- * the flash-attention repo's flash_attn_triton.py compiled by triton_pre_mlir
- * (Triton 2.0.0.dev20221202's code generator, branch triton_pre_mlir_sm90,
- * setup.py). That compiler predates Hopper's warpgroup MMA: on an H100 the
+ *     These rows time OpenAI's triton.ops.flash_attention of mid-2023 (the
+ *     flash-attention commit that added the figure, 4f285b35, benchmarks/
+ *     benchmark_causal.py: "Triton" = attention_triton), not the kernel
+ *     below: no fwd+bwd measurement of that one is published, and
+ *     MosaicML's A100 rows imply it ran 1.2-1.45x faster than this table at
+ *     s 4096-32768 (scripts/mosaic_attention.py, docs/case-studies.md
+ *     section 6; not fitted).
+ * The `triton` tables stand for the kernel MPT / llm-foundry ran as
+ * `attn_impl: triton` in its published benchmarks (submit_benchmarks.py
+ * --attn_impl default 'triton'): flash_attn_triton.py on Triton
+ * 2.0.0.dev20221202's pre-MLIR code generator (flash-attn 0.2.8's copy for
+ * the A100 tables, mosaicml/examples 9fa3ceb9a; llm-foundry's copy under
+ * triton_pre_mlir, branch triton_pre_mlir_sm90, for the H100 ones). That
+ * compiler predates Hopper's warpgroup MMA: on an H100 the
  * kernel runs the Ampere mma.sync path, as FlashAttention-2 does, so the
  * ratio measured on the A100 carries over (assumption). The H100 "Triton"
  * forward rows K0216-K0279 (FlashAttention-3 paper) measure another kernel,

@@ -3,7 +3,7 @@
 # per README section, from the commit that added the section's numbers
 # (MOSAIC_SECTIONS / MOSAIC_SETUPS): the A100 tables (mosaicml/examples #271,
 # 9fa3ceb9a) ran the Triton kernel with bf16 gradient reduction (PURE); the
-# H100 tables (llm-foundry #543, #838) reduce in fp32 (DEFAULT), and the
+# H100 tables (llm-foundry #543 BF16 and FP8, #838) reduce in fp32 (DEFAULT), and the
 # large-scale one runs 13b/30b on Triton and leaves 1b/3b/7b/70b's
 # FlashAttention version open (excluded, with the reason). A section that is
 # not traced is excluded by name. And the fp32 reduction is priced: an FSDP run
@@ -29,6 +29,8 @@ check(a100[0] == "triton" and a100[1] is False and a100[3] is None, f"A100 40GB:
 check(any("9fa3ceb9a" in w for w in a100[2]), "A100 40GB reason does not cite 9fa3ceb9a")
 h100 = v.mosaic_setup(ref.format("H100 80GB BF16"), "MPT-1b")
 check(h100[0] == "triton" and h100[1] is True and h100[3] is None, f"H100 BF16: {h100}")
+fp8 = v.mosaic_setup(ref.format("H100 80GB FP8"), "MPT-3b")
+check(fp8[0] == "triton" and fp8[1] is True and fp8[3] is None, f"H100 FP8: {fp8}")
 large = "H100 80GB BF16 (Large Scale, >= 128 GPUs)"
 s13 = v.mosaic_setup(ref.format(large), "MPT-13b")
 check(s13[0] == "triton" and s13[1] is True and s13[3] is None, f"large-scale 13b: {s13}")

@@ -7,8 +7,9 @@ activation checkpointing, backward: `layer_ops_s`) and the rest. If the rest
 were right, the measured iteration leaves `measured - rest` for attention;
 its speed is reported in the FlashAttention benchmarks' convention (causal
 forward 2 s^2 h per sequence and layer, backward 2.5x forward), beside the
-speed llmplan's kernel tables give for `triton` (what validate states),
-`flash1` and `flash2` at the same shapes (sustained clock included).
+speed llmplan's kernel tables give for `triton` (what validate states; since
+2026-12 the FlashAttention v1 tables, docs/profile-format.md) and `flash2` at
+the same shapes (sustained clock included).
 Nothing is fitted: this is a diagnosis, not a calibration.
 
 usage: scripts/mosaic_attention.py [--build DIR] [--min-seq N]
@@ -42,7 +43,7 @@ def main():
     rows.sort(key=lambda r: (r["run"]["model"]["hidden"] // r["run"]["model"]["heads"],
                              r["run"]["model"]["seq_len"], r["run"]["model"]["hidden"]))
     res = {"triton": v.simulate(rows, llmplan, None)}
-    for k in ("flash1", "flash2"):
+    for k in ("flash2",):
         alt = copy.deepcopy(rows)
         for r in alt:
             r["run"]["training"]["attention"] = k
@@ -50,7 +51,7 @@ def main():
     print("attention TFLOP/s per GPU (FlashAttention benchmark convention, causal); "
           "'implied' = the measured time minus llmplan's non-attention time")
     print(f"{'row':6} {'model':9} {'seq':>6} {'d':>4} {'rc':4} {'err%':>6} {'attn%':>5} "
-          f"{'implied':>8} {'triton':>7} {'flash1':>7} {'flash2':>7}")
+          f"{'implied':>8} {'triton':>7} {'flash2':>7}")
     for n, r in enumerate(rows):
         m, par = r["run"]["model"], r["run"]["parallel"]
         s, h, L = m["seq_len"], m["hidden"], m["layers"]
@@ -65,7 +66,7 @@ def main():
         print(f"{r['id']:6} {m['name'][:9]:9} {s:6d} {h // m['heads']:4d} {rc[:4]:4} "
               f"{100 * (o['iteration_time_s'] / r['measured_s'] - 1):+6.1f} "
               f"{100 * t_att / o['iteration_time_s']:5.0f} {implied:8.1f} {tf['triton']:7.1f} "
-              f"{tf['flash1']:7.1f} {tf['flash2']:7.1f}")
+              f"{tf['flash2']:7.1f}")
 
 
 if __name__ == "__main__":

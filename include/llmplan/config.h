@@ -304,11 +304,11 @@ struct lp_calib {
     double host_overlap;
     /* host time per kernel launch per framework (host_op_us's default) */
     double host_op_s[LP_FW_COUNT];
-    /* speed of flash1 and triton relative to FlashAttention-2 where a profile
-     * has no table of its own for them: geometric mean of the A100
-     * forward+backward TFLOP/s ratios of validation/kernels.csv (FA1
-     * K0026-K0118: 0.518, Triton K0038-K0130: 0.517, against FA2
-     * K0044-K0136) */
+    /* speed of flash1 and triton (= FlashAttention v1, synth.c) relative to
+     * FlashAttention-2 where a profile has no table of its own for them:
+     * geometric mean of the A100 forward+backward TFLOP/s ratios of
+     * validation/kernels.csv (FA1 K0026-K0118: 0.518 against FA2
+     * K0044-K0136; OpenAI's Triton kernel K0038-K0130: 0.517) */
     double attn_old_ratio;
 };
 /* The values of the shipped data/calibration.json. */

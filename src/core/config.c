@@ -69,7 +69,7 @@ void lp_calib_builtin(struct lp_calib *c)
     c->host_op_s[LP_FW_MEGATRON] = 21e-6;
     c->host_op_s[LP_FW_MEGATRON_2021] = 0.0;
     c->host_op_s[LP_FW_MEGATRON_DEEPSPEED] = 81e-6;
-    c->host_op_s[LP_FW_FSDP] = 100e-6;
+    c->host_op_s[LP_FW_FSDP] = 99e-6;
     c->host_op_s[LP_FW_HF] = 69e-6;
     c->host_op_s[LP_FW_DDP] = 0.0;
     c->attn_old_ratio = 0.52;

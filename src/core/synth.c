@@ -146,27 +146,29 @@ static const double sy_fa2[2][2][2][2][SY_ATTN_NS] = {
  *     K0131-K0136; H100 K0148-K0153, K0165-K0170, K0182-K0187, K0199-K0204.
  *   FlashAttention (v1): A100 K0026-K0031, K0055-K0060, K0084-K0089,
  *     K0113-K0118; H100 K0142-K0147, K0159-K0164, K0176-K0181, K0193-K0198.
- *   FlashAttention Triton: A100 K0038-K0043, K0067-K0072, K0096-K0101,
- *     K0125-K0130, over A100's FlashAttention-2 rows: the ratio is taken
- *     on the A100 for every GPU (sy_fa2_fb[0], not the GPU's own class).
- * The `triton` tables model the kernel MPT / llm-foundry ran as
- * `attn_impl: triton` in its published benchmarks (scripts/train/
- * benchmarking, v0.3.0-v0.4.0 and main to 2024-03: submit_benchmarks.py
- * --attn_impl default 'triton'): llmfoundry/models/layers/flash_attn_triton.py,
- * the flash-attention repo's flash_attn_triton.py compiled by triton_pre_mlir
- * (Triton 2.0.0.dev20221202's code generator, branch triton_pre_mlir_sm90,
- * setup.py). That compiler predates Hopper's warpgroup MMA: on an H100 the
- * kernel runs the Ampere mma.sync path, as FlashAttention-2 does, so the
- * ratio measured on the A100 carries over (assumption). The H100 "Triton"
- * forward rows K0216-K0279 (FlashAttention-3 paper) measure another kernel,
- * Triton 3's fused attention with H100-specific instructions, 1.1-1.25x
- * FlashAttention-2's forward: they do not apply to `triton`. Cross-check
- * on the H100 itself: the flash_attn_triton.py docstring puts its fwd+bwd
- * "slightly slower" than the CUDA FlashAttention (v1) of its time, and
- * H100 FA1/FA2 (K0142-K0198 / K0148-K0204) is 0.40-0.74 (geometric mean
- * 0.515) where this rule gives 0.42-0.68 (0.517). Until 2026-11 the hopper
- * class divided A100's Triton TFLOP/s by H100's FlashAttention-2 TFLOP/s
- * (0.24-0.42): the A100 kernel's absolute speed on an H100. */
+ * The `triton` tables (MPT / llm-foundry's `attn_impl: triton`, the kernel
+ * of their published benchmarks: flash_attn_triton.py on Triton
+ * 2.0.0.dev20221202's pre-MLIR code generator, flash-attn 0.2.8's copy for
+ * the A100 tables, mosaicml/examples 9fa3ceb9a, llm-foundry's copy under
+ * triton_pre_mlir for the H100 ones) are the FlashAttention v1 tables, on
+ * every GPU. No forward + backward measurement of that kernel is published;
+ * the two first-hand statements put it at v1's speed: its docstring ("Triton
+ * forward + backward is slightly slower than CUDA forward + backward", CUDA =
+ * FlashAttention v1) and llm-foundry's TUTORIAL.md (v0.3.0: "In our
+ * experience, `triton` is slightly faster than `flash`", flash-attn 1.0.x).
+ * The FA2 figure's "FlashAttention Triton" rows (A100 K0038-K0043,
+ * K0067-K0072, K0096-K0101, K0125-K0130), which these tables took until
+ * 2026-12, time another kernel: OpenAI's triton.ops.flash_attention of
+ * mid-2023 (flash-attention 4f285b35, benchmarks/benchmark_causal.py, the
+ * commit that added the figure: "Triton" = attention_triton); they are not
+ * used. On an H100 the pre-MLIR compiler has no warpgroup MMA: the kernel
+ * runs the Ampere mma.sync path, as FlashAttention v1 and -2 do, so the
+ * H100's own v1 rows apply. The H100 "Triton" forward rows K0216-K0279
+ * (FlashAttention-3 paper) measure Triton 3's fused attention with
+ * H100-specific instructions: they do not apply either. MosaicML's A100
+ * rows imply the kernel ran 1.0-1.4x faster than these tables at s 4096-
+ * 32768 (scripts/mosaic_attention.py, docs/case-studies.md section 6; not
+ * fitted). */
 static const double sy_fa2_fb[2][2][2][SY_ATTN_NS] = {
     {{{132, 153, 162, 171, 175, 176}, {88, 119, 140, 156, 165, 171}},
      {{151, 173, 187, 196, 201, 203}, {99, 133, 155, 173, 182, 189}}},
@@ -178,10 +180,6 @@ static const double sy_fa1_fb[2][2][2][SY_ATTN_NS] = {
      {{76, 72, 76, 80, 82, 83}, {55, 62, 69, 76, 80, 83}}},
     {{{157, 159, 161, 161, 166, 168}, {104, 123, 136, 138, 149, 156}},
      {{127, 127, 128, 131, 137, 139}, {98, 109, 108, 126, 135, 137}}},
-};
-static const double sy_triton_fb[2][2][SY_ATTN_NS] = {
-    {{90, 102, 98, 98, 100, 100}, {59, 75, 79, 76, 79, 80}},
-    {{78, 85, 90, 93, 95, 95}, {50, 61, 68, 74, 78, 80}},
 };
 /* cuDNN's fused flash attention (Transformer Engine's FusedAttention, the
  * kernel Megatron-Core runs on Hopper), relative to FlashAttention-2: the
@@ -458,11 +456,10 @@ static double attn_impl_ratio(const struct sy_ctx *c, enum lp_attn_impl impl, bo
         if (causal) r[0] *= d128 / seq_ratio(sy_h100_cudnn_fwd[1], sy_h100_fa2_fwd[1], s);
         r[1] = d128;
     } else if (impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) {
+        /* triton = FlashAttention v1 (see sy_fa1_fb) */
         for (int di = 0; di < 2; di++)
-            r[di] = impl == LP_ATTN_FLASH1
-                        ? seq_ratio(sy_fa1_fb[c->attn_class][di][causal],
-                                    sy_fa2_fb[c->attn_class][di][causal], s)
-                        : seq_ratio(sy_triton_fb[di][causal], sy_fa2_fb[0][di][causal], s);
+            r[di] = seq_ratio(sy_fa1_fb[c->attn_class][di][causal],
+                              sy_fa2_fb[c->attn_class][di][causal], s);
     } else {
         return 1.0;
     }
@@ -848,11 +845,11 @@ static int add_provenance(const struct sy_ctx *c, const struct lp_system *ref, s
                      c->attn_class ? "H100 K0142-K0198 / K0148-K0204"
                                    : "A100 K0026-K0118 / K0044-K0136"));
     LP_TRY(err, prov(p, err, "attn_triton",
-                     "FlashAttention-2 tables x measured Triton/FA2 fwd+bwd TFLOP/s ratio (A100 "
-                     "K0038-K0130 / K0044-K0136%s)",
-                     c->attn_class ? "; llm-foundry's pre-MLIR Triton kernel runs mma.sync on "
-                                     "Hopper: A100 ratio, assumption"
-                                   : ""));
+                     "= the flash1 tables: MPT's flash_attn_triton.py (pre-MLIR Triton, "
+                     "mma.sync%s) is 'slightly' slower (its docstring) or faster (llm-foundry "
+                     "TUTORIAL.md v0.3.0) than FlashAttention v1; no measurement of its own (the "
+                     "FA2 figure's Triton rows K0038-K0130 time triton.ops, another kernel)",
+                     c->attn_class ? " on Hopper too" : ""));
     LP_TRY(err, prov(p, err, "attn_cudnn", "%s",
                      c->sm90 ? "FlashAttention-2 tables x measured cuDNN/FA2 forward TFLOP/s "
                                "ratio on the H100 (K0222-K0285 / K0210-K0273), backward "

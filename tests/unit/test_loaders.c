@@ -234,7 +234,7 @@ TEST(framework_defaults)
     ASSERT_NEAR(o.bucket_bytes, 5e8, 1e-12);
     lp_framework_defaults(LP_FW_FSDP, &o);
     ASSERT_TRUE(o.dp_overlap && o.param_gather_overlap && !o.pp_overlap);
-    ASSERT_NEAR(o.host_op_s, 100e-6, 1e-12); /* docs/calibration.md */
+    ASSERT_NEAR(o.host_op_s, 99e-6, 1e-12); /* docs/calibration.md */
     ASSERT_TRUE(o.xent == LP_XENT_NATIVE);
     ASSERT_TRUE(!o.zero3_per_tensor); /* one FSDP unit per block */
     lp_framework_defaults(LP_FW_MEGATRON, &o);

@@ -1421,6 +1421,18 @@ void lp_json_framework_defaults(const struct lp_jctx *c, enum lp_framework kind,
     lp_framework_defaults_cal(kind, c->cal ? c->cal : &builtin, out);
 }
 
+int lp_json_check_graph_scope(const struct lp_jctx *c, const struct lp_model *m,
+                              const struct lp_framework_opts *fw, const char *fw_key)
+{
+    if ((fw->cuda_graphs & LP_GRAPH_MOE) && m->moe.experts > 0 && m->moe.dropless)
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key '%s.cuda_graphs': scope \"moe\" expects capacity routing, but model "
+                "'%s' is dropless (Megatron-Core refuses cuda_graph_scope \"moe\" for dropless "
+                "MoE; graph \"moe_router\" instead)",
+                c->file, fw_key, m->name);
+    return LP_OK;
+}
+
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *f)
 {
@@ -1573,6 +1585,8 @@ int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struc
     LP_TRY_GOTO(err, rc, lp_json_training(&c, v, tkey, &out->train), cleanup);
     v = cJSON_GetObjectItemCaseSensitive(root, "framework");
     if (v) LP_TRY_GOTO(err, rc, lp_json_framework(&c, v, "framework", &out->fw), cleanup);
+    LP_TRY_GOTO(err, rc, lp_json_check_graph_scope(&c, &out->model, &out->fw, "framework"),
+                cleanup);
     /* the GPU count tp*pp*cp*dp in 64 bits: each degree fits an int, their
      * product may not (LP_MAX_GPUS) */
     const int64_t mp = (int64_t)out->par.tp * out->par.pp * out->par.cp;

@@ -78,6 +78,11 @@ int lp_json_finetune(const struct lp_jctx *c, const cJSON *ft, const char *path,
                      struct lp_training *t);
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *out);
+/* The CUDA-graph scope "moe" with a dropless MoE model is refused, as
+ * Megatron-Core's TransformerConfig refuses cuda_graph_scope "moe" without
+ * a capacity factor: fw_key names the framework in the error. */
+int lp_json_check_graph_scope(const struct lp_jctx *c, const struct lp_model *m,
+                              const struct lp_framework_opts *fw, const char *fw_key);
 /* A framework's defaults with the context's calibration. */
 void lp_json_framework_defaults(const struct lp_jctx *c, enum lp_framework kind,
                                 struct lp_framework_opts *out);

@@ -773,6 +773,15 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_swee
                 c->file);
     LP_TRY(err, lp_json_training(c, v, "training", &sw->train));
     LP_TRY(err, parse_frameworks(c, cJSON_GetObjectItemCaseSensitive(root, "framework"), sw));
+    for (int f = 0; f < sw->nvalues[LP_DIM_FRAMEWORK]; f++)
+        for (int m = 0; m < sw->nvalues[LP_DIM_MODEL]; m++) {
+            char kp[64];
+            if (sw->nvalues[LP_DIM_FRAMEWORK] > 1)
+                snprintf(kp, sizeof(kp), "framework[%d]", f);
+            else
+                snprintf(kp, sizeof(kp), "framework");
+            LP_TRY(err, lp_json_check_graph_scope(c, &sw->models[m], &sw->fws[f], kp));
+        }
 
     v = cJSON_GetObjectItemCaseSensitive(root, "gpus");
     if (!v)

@@ -145,6 +145,11 @@ case_ dispatcher "{ $good, \"framework\": {\"name\": \"megatron\", \"moe_dispatc
   "'framework.moe_dispatcher'" "\"hybridep\""
 case_ graph_scope "{ $good, \"framework\": {\"name\": \"megatron\", \"cuda_graphs\": [\"mlp\"]} }" \
   "'framework.cuda_graphs'" "\"moe_router\"" "mlp"
+case_ graph_scope_dropless "{ \"model\": \"qwen3-30b-a3b\", \"system\": \"dgx-h100\",
+  \"parallel\": {\"tp\": 1, \"pp\": 1, \"dp\": 8, \"ep\": 8, \"micro_batch\": 1},
+  \"training\": {\"global_batch\": 64, \"precision\": \"bf16\"},
+  \"framework\": {\"name\": \"megatron\", \"cuda_graphs\": [\"moe\"]} }" \
+  "'framework.cuda_graphs'" "dropless" "qwen3-30b-a3b"
 case_ precision_name "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-b200\",
   \"training\": {\"global_batch\": 8, \"precision\": \"fp4\"} }" "'training.precision'" "\"nvfp4\""
 

@@ -84,14 +84,6 @@ static void seg_push(struct acc *a, enum lp_op_class k, double t, bool w)
         a->lost = true;
 }
 
-static void addk(struct acc *a, enum lp_op_class k, double t)
-{
-    a->s += t;
-    a->n++;
-    a->cat[k] += t;
-    seg_push(a, k, t, false);
-}
-
 /* A kernel that autograd's C++ engine launches itself (AccumulateGrad):
  * GPU time, but none of the framework's per-op host time (fw.host_op_s is
  * the eager Python op's dispatch, autograd and hooks), so not counted
@@ -101,6 +93,13 @@ static void add_native(struct acc *a, enum lp_op_class k, double t)
     a->s += t;
     a->cat[k] += t;
     seg_push(a, k, t, false);
+}
+
+/* A kernel the framework's Python issues: one of the host's launches. */
+static void addk(struct acc *a, enum lp_op_class k, double t)
+{
+    a->n++;
+    add_native(a, k, t);
 }
 
 /* A weight-gradient GEMM: part of the backward, and of its W pass. */
@@ -343,12 +342,8 @@ static void weight_grad(const struct wl *w, double M, double N, double K, struct
     double acc_s[2];
     bool eager;
     const int nacc = ds_grad_accum(w, K * N, acc_s, &eager);
-    for (int i = 0; i < nacc; i++) {
-        if (eager)
-            addk(bwd, LP_OPC_MEM, acc_s[i]);
-        else
-            add_native(bwd, LP_OPC_MEM, acc_s[i]);
-    }
+    for (int i = 0; i < nacc; i++)
+        (eager ? addk : add_native)(bwd, LP_OPC_MEM, acc_s[i]);
 }
 
 /* A linear layer that may carry a LoRA adapter (`adapter`; without

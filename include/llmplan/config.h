@@ -338,7 +338,9 @@ struct lp_framework_opts {
                                   PyTorch 1.8/1.9 ProcessGroupNCCL copies each view out of / into
                                   a flat buffer (one copy kernel per rank, launched from the host)
                                   behind a torch.cuda.synchronize (DeepSpeed 2021 _allgather_param);
-                                  sim_dp.c z3_rank_copies */
+                                  sim_dp.c z3_rank_copies. DeepSpeed builds that list in a Python
+                                  loop of narrow() per rank, after zero-filling the gathered
+                                  tensor: sim_dp.c z3_list_build */
     enum lp_xent xent;         /* the loss kernels */
     bool ep_overlap;           /* EP all-to-alls hidden behind another micro-batch's compute
                                   (Megatron-Core overlap_moe_expert_parallel_comm, combined 1F1B) */

@@ -225,6 +225,31 @@ static double z3_rank_copies(const struct lp_cost_model *cm, double bytes, int n
     return after ? end - coll_s : end;
 }
 
+/* What DeepSpeed 2021 does itself before each ZeRO-3 collective, in
+ * seconds before the collective (and z3_rank_copies) begins, all of it
+ * exposed: the GPU is drained or about to be.
+ * DeepSpeed partition_parameters.py (599258f97, 2021-03, through v0.5:
+ * v0.3.13 12a53b438 and v0.4.5 read alike):
+ *  - _allgather_param: flat_tensor = torch.zeros(aligned size), a fill
+ *    kernel writing the whole gathered tensor (`bytes`), which the
+ *    torch.cuda.synchronize() right after it waits for; then
+ *    `for i in range(self.world_size): partitions.append(
+ *    flat_tensor.narrow(...))`: one Python narrow() per rank on the host
+ *    while the GPU idles (after the synchronize, before the all_gather).
+ *  - _reduce_scatter_gradient: `for i in range(self.world_size): input =
+ *    param.grad.view(-1).narrow(...)`: two Python view calls per rank
+ *    before the reduce_scatter can be called.
+ * Each view call at LP_PY_VIEW_CALL_S. Not counted (so a lower bound): the
+ * loops' own Python (the gather's get_rank(group) per rank, the
+ * arithmetic, the list appends). *views is the calls' count. */
+static double z3_list_build(const struct lp_cost_model *cm, double bytes, int n, bool gather,
+                            double *views)
+{
+    const double fill = gather ? cm->ops->mem_s(cm, LP_MEM_COPY, bytes) : 0.0;
+    *views = (gather ? 1.0 : 2.0) * n;
+    return fill + *views * LP_PY_VIEW_CALL_S;
+}
+
 void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_params *pr,
                  double bwd_window_s[2], double fwd_window_s, struct lp_dp_cost *out)
 {
@@ -295,9 +320,13 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
                 if (r->fw.zero3_per_tensor)
                     zero3_gathers(r, sz[i], after, nl_all, per_layer, fmax(ends, 0.0), &nf, &nb);
                 if (r->fw.zero3_rank_copies) {
-                    g += z3_rank_copies(cm, sz[i] * b.w, nd, g, true);
-                    x += z3_rank_copies(cm, sz[i] * b.g_comm, nd, x, false);
+                    double vg, vx;
+                    const double lg = z3_list_build(cm, sz[i] * b.w, nd, true, &vg);
+                    const double lx = z3_list_build(cm, sz[i] * b.g_comm, nd, false, &vx);
+                    g += z3_rank_copies(cm, sz[i] * b.w, nd, g, true) + lg;
+                    x += z3_rank_copies(cm, sz[i] * b.g_comm, nd, x, false) + lx;
                     out->z3_copy_kernels += (double)nd * (nf + nb + nl);
+                    out->z3_py_views += vg * (nf + nb) + vx * nl;
                 }
                 ag += nf * g;
                 ag_b += nb * g;
@@ -313,10 +342,14 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
             out->z3_ends_rs_s =
                 lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, ends * b.g_comm, nd, p->tp);
             if (r->fw.zero3_rank_copies) { /* the ends as one tensor each way */
-                out->z3_ends_ag_s += z3_rank_copies(cm, ends * b.w, nd, out->z3_ends_ag_s, true);
+                double vg, vx;
+                out->z3_ends_ag_s += z3_rank_copies(cm, ends * b.w, nd, out->z3_ends_ag_s, true) +
+                                     z3_list_build(cm, ends * b.w, nd, true, &vg);
                 out->z3_ends_rs_s +=
-                    z3_rank_copies(cm, ends * b.g_comm, nd, out->z3_ends_rs_s, false);
+                    z3_rank_copies(cm, ends * b.g_comm, nd, out->z3_ends_rs_s, false) +
+                    z3_list_build(cm, ends * b.g_comm, nd, false, &vx);
                 out->z3_copy_kernels += 3.0 * nd;
+                out->z3_py_views += 2.0 * vg + vx;
             }
             ag += out->z3_ends_ag_s;
             ag_b += out->z3_ends_ag_s;

@@ -314,7 +314,20 @@ struct lp_dp_cost {
     /* fw.zero3_rank_copies: the per-rank copy kernels of one micro-batch's
      * ZeRO-3 gathers and reduce-scatters (their time is inside the above) */
     double z3_copy_kernels;
+    /* ... and the Python view calls that built their lists of world-size
+     * views (sim_dp.c z3_list_build; their time is inside the above too) */
+    double z3_py_views;
 };
+
+/* Host time of one Python call of a tensor view method (Tensor.narrow,
+ * Tensor.view: no kernel, no autograd record) in the eager PyTorch of
+ * 2020-2021: PyTorch's operator_benchmark, `split` (a Python-level call
+ * returning views) in eager mode, 2.26 us per call on the benchmark's CPU
+ * after pytorch/pytorch #32194 (commit bab87e4b, 2020-01; 3.33-3.47 us
+ * before it). A published microbenchmark, not fitted on any row; used for
+ * the loops DeepSpeed 2021's ZeRO-3 runs over the data-parallel ranks
+ * (sim_dp.c z3_list_build). */
+#define LP_PY_VIEW_CALL_S 2.26e-6
 
 /* The vocabulary padded to a multiple of 128 x TP (Megatron). */
 double lp_sim_vocab_padded(const struct lp_run *r);

@@ -113,7 +113,11 @@ TEST(deepspeed_zero3_persistence_and_reuse)
  * (2 norms x weight and bias, 4 biases, 4 matrices): 23 collectives, 8 copy
  * kernels each; the embedding and head as one tensor: gathered twice and
  * reduce-scattered once. 8 x (96 x 23 + 3) = 17,688 kernels per
- * micro-batch. */
+ * micro-batch. Before each collective DeepSpeed builds its list of views
+ * (sim_dp.c z3_list_build): a gather first fills its whole tensor with
+ * zeros (a write of the tensor) and calls narrow() once per rank, a
+ * reduce-scatter calls view() and narrow() per rank, each call
+ * LP_PY_VIEW_CALL_S. */
 TEST(deepspeed_zero3_rank_copies_by_hand)
 {
     static struct lp_run r;
@@ -132,9 +136,10 @@ TEST(deepspeed_zero3_rank_copies_by_hand)
 #define COPIES(p) (n * cm.ops->mem_s(&cm, LP_MEM_COPY, 2.0 * (p)*2.0 / n))
 #define AG(p) lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, (p)*2.0, (int)n, 1)
     const double mats[4] = {3 * h * h, h * h, 4 * h * h, 4 * h * h};
+#define FILL(p) cm.ops->mem_s(&cm, LP_MEM_COPY, (p)*2.0)
     double fwd = 0;
     for (int i = 0; i < 4; i++)
-        fwd += AG(mats[i]) + COPIES(mats[i]);
+        fwd += AG(mats[i]) + COPIES(mats[i]) + FILL(mats[i]) + n * LP_PY_VIEW_CALL_S;
     CLOSE_REL(dc.z3_ag_s[0], fwd);
     r.fw.zero3_rank_copies = false;
     ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &plain), 0);
@@ -153,19 +158,58 @@ TEST(deepspeed_zero3_rank_copies_by_hand)
 #define TG(p) cm.ops->mem_s(&cm, LP_MEM_COPY, 2.0 * (p)*2.0 / n)
     double ag = 0, rs = 0;
     for (int i = 0; i < 4; i++) {
-        ag += 8.0 + TG(mats[i]);
-        rs += 8.0 + TG(mats[i]);
+        ag += 8.0 + TG(mats[i]) + FILL(mats[i]) + n * LP_PY_VIEW_CALL_S;
+        rs += 8.0 + TG(mats[i]) + 2 * n * LP_PY_VIEW_CALL_S;
     }
     const double small[8] = {h, h, h, h, 3 * h, h, 4 * h, h}; /* norms, biases */
     for (int i = 0; i < 8; i++)
-        rs += 8.0 + TG(small[i]);
+        rs += 8.0 + TG(small[i]) + 2 * n * LP_PY_VIEW_CALL_S;
     CLOSE_REL(dc.z3_ag_s[0], ag);
     CLOSE_REL(dc.z3_rs_s[0] - plain.z3_rs_s[0], rs);
 #undef TG
+#undef FILL
 #undef AG
 #undef COPIES
 }
 
+/* The Python loops of DeepSpeed 2021's ZeRO-3 at Narayanan et al.'s E0013
+ * (GPT-3 175B, DP 1536, full recomputation; partition_parameters.py
+ * _allgather_param: one narrow() per rank after torch.cuda.synchronize();
+ * _reduce_scatter_gradient: view(-1).narrow() per rank). Per layer 11
+ * gathers x 1536 narrow() = 16,896 calls and 12 reduce-scatters x 1536 x 2
+ * = 36,864: 53,760; x 96 layers = 5,160,960; the embedding and head
+ * gathered twice and reduce-scattered once: 2 x 1536 + 3072 = 6,144. In
+ * all 5,167,104 calls, 11.678 s per micro-batch at 2.26 us. Without the
+ * flag nothing of it. */
+TEST(deepspeed_zero3_list_build_by_hand)
+{
+    static struct lp_run r;
+    z3_run(&r, 1536);
+    struct lp_params pr;
+    struct lp_dp_cost dc, plain;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
+    ASSERT_TRUE(dc.z3_py_views == 5167104.0);
+    ASSERT_TRUE(fabs(dc.z3_py_views * LP_PY_VIEW_CALL_S - 11.678) < 1e-3);
+    /* per layer, the time beyond the copies and collectives: the narrow()
+     * calls and the zero fill of each gathered matrix (fp16) */
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    const double h = 12288, n = 1536;
+    const double mats[4] = {3 * h * h, h * h, 4 * h * h, 4 * h * h};
+    double fill = 0;
+    for (int i = 0; i < 4; i++)
+        fill += cm.ops->mem_s(&cm, LP_MEM_COPY, mats[i] * 2.0);
+    r.fw.zero3_rank_copies = false;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &plain), 0);
+    ASSERT_TRUE(plain.z3_py_views == 0);
+    /* the roofline backend has no host launch time: n copies of 1/n after
+     * each gather, the GPU queue's bound */
+    double copies = 0;
+    for (int i = 0; i < 4; i++)
+        copies += n * cm.ops->mem_s(&cm, LP_MEM_COPY, 2.0 * mats[i] * 2.0 / n);
+    CLOSE_REL(dc.z3_ag_s[0] - plain.z3_ag_s[0], copies + fill + 4 * n * LP_PY_VIEW_CALL_S);
+}
+
 TH_MAIN(TH_CASE(nccl_ring_allgather_by_hand), TH_CASE(nccl_ring_latency_counts_hops),
         TH_CASE(deepspeed_zero3_persistence_and_reuse),
-        TH_CASE(deepspeed_zero3_rank_copies_by_hand))
+        TH_CASE(deepspeed_zero3_rank_copies_by_hand), TH_CASE(deepspeed_zero3_list_build_by_hand))

@@ -457,8 +457,6 @@ static double attn_impl_ratio(const struct sy_ctx *c, enum lp_attn_impl impl, bo
                               enum lp_pass pass, double s, double d)
 {
     double r[2];
-    /* triton's forward is FlashAttention-2's forward (see sy_fa1_fb) */
-    if (impl == LP_ATTN_TRITON && pass == LP_PASS_FWD) return 1.0;
     if (impl == LP_ATTN_CUDNN) {
         if (!c->sm90) return 1.0;
         const double d128 =
@@ -466,8 +464,8 @@ static double attn_impl_ratio(const struct sy_ctx *c, enum lp_attn_impl impl, bo
         r[0] = seq_ratio(sy_h100_cudnn_fwd[0], sy_h100_fa2_fwd[0], s);
         if (causal) r[0] *= d128 / seq_ratio(sy_h100_cudnn_fwd[1], sy_h100_fa2_fwd[1], s);
         r[1] = d128;
-    } else if (impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) {
-        /* flash1; triton's backward is v1's (see sy_fa1_fb) */
+    } else if (lp_attn_pass_is_v1(impl, pass)) {
+        /* flash1; triton's backward (its forward is FA2's: sy_fa1_fb) */
         for (int di = 0; di < 2; di++)
             r[di] = seq_ratio(sy_fa1_fb[c->attn_class][di][causal],
                               sy_fa2_fb[c->attn_class][di][causal], s);

@@ -386,6 +386,23 @@ TEST(synth_a100)
     cm.attn_old_ratio = 0.26; /* a calibration file's value is the one used */
     ASSERT_NEAR(cm.ops->attn_s(&cm, LP_ATTN_FLASH1, false, LP_PASS_FWD, LP_BF16, 128, 2048, 128),
                 2.0 * scaled, 1e-9);
+    /* without triton tables: its forward is the fused table's (FA2's
+     * partition), its backward the fused one at the v1 ratio
+     * (lp_attn_pass_is_v1); the roofline backend does the same */
+    cm.attn_old_ratio = 0.52;
+    for (int ps = 0; ps < LP_PASS_COUNT; ps++) {
+        lp_table_free(&p->attn[LP_ATTN_TRITON][0][ps][LP_BF16]);
+        const double fused = lp_table_lookup(&p->attn[LP_ATTN_FUSED][0][ps][LP_BF16], xb, NULL);
+        ASSERT_NEAR(cm.ops->attn_s(&cm, LP_ATTN_TRITON, false, ps, LP_BF16, 128, 2048, 128),
+                    ps == LP_PASS_FWD ? fused : fused / 0.52, 1e-9);
+    }
+    struct lp_cost_model rl;
+    lp_cost_model_roofline(&rl, &g);
+    for (int ps = 0; ps < LP_PASS_COUNT; ps++)
+        ASSERT_NEAR(rl.ops->attn_s(&rl, LP_ATTN_TRITON, true, ps, LP_BF16, 128, 4096, 64),
+                    rl.ops->attn_s(&rl, ps == LP_PASS_FWD ? LP_ATTN_FUSED : LP_ATTN_FLASH1, true,
+                                   ps, LP_BF16, 128, 4096, 64),
+                    1e-12);
 
     /* copy of 1 GiB: 0.9 of 2039 GB/s within the latency terms */
     const double gib = 1073741824.0;

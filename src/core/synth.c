@@ -151,33 +151,34 @@ static const double sy_fa2[2][2][2][2][SY_ATTN_NS] = {
  * 2.0.0.dev20221202's pre-MLIR code generator, flash-attn 0.2.8's copy for
  * the A100 tables, mosaicml/examples 9fa3ceb9a, llm-foundry's copy under
  * triton_pre_mlir for the H100 ones) take FlashAttention-2's forward and
- * FlashAttention v1's backward, on every GPU, by what the kernels' code
- * does (flash-attention v1.0.9): the Triton forward launches one program
- * per block of 128 query rows (`_flash_attn_forward`, grid (cdiv(seqlen_q,
- * BLOCK_M), batch * nheads)), keeps its output in registers over the loop
- * over K/V blocks, skips the blocks past the causal diagonal (`end_n`) and
- * writes the output once: FlashAttention-2's forward partition (its paper,
- * sections 3.1-3.2). v1's CUDA forward runs one thread block per (batch,
- * head, split) (`fmha_fwd_launch_template.h`, grid (b, h, num_splits)) with
- * the K/V loop outside (`fmha_fprop_kernel_1xN.h`, `loop_step_idx`),
- * reloading and storing an fp32 output accumulator (`o_tmp`) every step.
- * The kernel's docstring: "Triton forward is generally faster than CUDA
- * forward, while Triton backward is generally slower than CUDA backward";
- * its backward (`_bwd_kernel`, K/V blocks outer, dQ by atomic adds when
- * SEQUENCE_PARALLEL) is taken at v1's speed, an upper bound by that
- * sentence (assumption: no forward + backward measurement of the kernel is
- * published). The MosaicML A100 rows imply 85-102 TFLOP/s for it at s
- * 8192-32768 (scripts/mosaic_attention.py, docs/case-studies.md section 6;
- * not fitted). The FA2 figure's "FlashAttention Triton" rows (A100 K0038-K0043,
- * K0067-K0072, K0096-K0101, K0125-K0130), which these tables took until
- * 2026-12, time another kernel: OpenAI's triton.ops.flash_attention of
- * mid-2023 (flash-attention 4f285b35, benchmarks/benchmark_causal.py, the
- * commit that added the figure: "Triton" = attention_triton); they are not
- * used. On an H100 the pre-MLIR compiler has no warpgroup MMA: the kernel
- * runs the Ampere mma.sync path, as FlashAttention v1 and -2 do, so the
- * H100's own FA2 and v1 rows apply. The H100 "Triton" forward rows
- * K0216-K0279 (FlashAttention-3 paper) measure Triton 3's fused attention
- * with H100-specific instructions: they do not apply either. */
+ * FlashAttention v1's backward, on every GPU, by what the kernels' code does
+ * (flash-attention v0.2.8 and v1.0.9 alike): the Triton forward launches one
+ * program per block of 128 query rows (`_flash_attn_forward`, grid
+ * (cdiv(seqlen_q, BLOCK_M), batch * nheads)), keeps its output in registers
+ * over the loop over K/V blocks, skips the blocks past the causal diagonal
+ * (`end_n`) and writes the output once: FlashAttention-2's forward partition
+ * (its paper, sections 3.1-3.2). v1's CUDA forward runs one thread block per
+ * (batch, head, split) (`fmha_fwd_launch_template.h`, grid (b, h,
+ * num_splits)) with the K/V loop outside (`fmha_fprop_kernel_1xN.h`,
+ * `loop_step_idx`), reloading and storing an fp32 output accumulator
+ * (`o_tmp`) every step. The kernel's docstring: "Triton forward is generally
+ * faster than CUDA forward, while Triton backward is generally slower than
+ * CUDA backward"; its backward (`_bwd_kernel`, K/V blocks outer, dQ by
+ * atomic adds when SEQUENCE_PARALLEL) is taken at v1's speed, an upper bound
+ * by that sentence (assumption: no forward + backward measurement of the
+ * kernel is published). The MosaicML A100 rows imply 75-102 TFLOP/s for it
+ * at s 4096-32768, the tables give 76-97 (scripts/mosaic_attention.py,
+ * docs/case-studies.md section 6; not fitted). The FA2 figure's
+ * "FlashAttention Triton" rows (A100 K0038-K0043, K0067-K0072, K0096-K0101,
+ * K0125-K0130), which these tables took until 2026-12, time another kernel:
+ * OpenAI's triton.ops.flash_attention of mid-2023 (flash-attention 4f285b35,
+ * benchmarks/benchmark_causal.py, the commit that added the figure: "Triton"
+ * = attention_triton); they are not used. On an H100 the pre-MLIR compiler
+ * has no warpgroup MMA: the kernel runs the Ampere mma.sync path, as
+ * FlashAttention v1 and -2 do, so the H100's own FA2 and v1 rows apply. The
+ * H100 "Triton" forward rows K0216-K0279 (FlashAttention-3 paper) measure
+ * Triton 3's fused attention with H100-specific instructions: they do not
+ * apply either. */
 static const double sy_fa2_fb[2][2][2][SY_ATTN_NS] = {
     {{{132, 153, 162, 171, 175, 176}, {88, 119, 140, 156, 165, 171}},
      {{151, 173, 187, 196, 201, 203}, {99, 133, 155, 173, 182, 189}}},

@@ -94,6 +94,14 @@ const char *lp_tier_name(enum lp_tier t);
 double lp_gemm_flops(double m, double n, double k);
 double lp_attn_flops(bool causal, enum lp_pass pass, double bh, double seq, double hd);
 
+/* Whether a pass of an attention kernel runs at FlashAttention v1's speed
+ * (the rest at FlashAttention-2's class): `flash1` in both passes; `triton`
+ * (MPT's flash_attn_triton.py) in the backward only, its forward being
+ * FlashAttention-2's partition (docs/profile-format.md). The synthesized
+ * tables, a measured profile without flash1/triton tables and the roofline
+ * backend all follow it. */
+bool lp_attn_pass_is_v1(enum lp_attn_impl impl, enum lp_pass pass);
+
 /* ---- the operator-cost interface used by the simulator ---- */
 
 struct lp_cost_model;

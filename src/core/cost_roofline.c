@@ -35,6 +35,11 @@ double lp_attn_flops(bool causal, enum lp_pass pass, double bh, double seq, doub
     return causal ? 0.5 * flops : flops;
 }
 
+bool lp_attn_pass_is_v1(enum lp_attn_impl impl, enum lp_pass pass)
+{
+    return impl == LP_ATTN_FLASH1 || (impl == LP_ATTN_TRITON && pass == LP_PASS_BWD);
+}
+
 static double rl_gemm(const struct lp_cost_model *cm, enum lp_gemm_layout l, enum lp_prec p,
                       double m, double n, double k)
 {
@@ -54,7 +59,7 @@ static double rl_attn(const struct lp_cost_model *cm, enum lp_attn_impl impl, bo
     double flops = lp_attn_flops(causal, pass, bh, seq, hd);
     double io = e * bh * seq * hd * (pass == LP_PASS_BWD ? 8.0 : 4.0);
     double eff = pass == LP_PASS_BWD ? RL_ATTN_BWD_EFF : RL_ATTN_FWD_EFF;
-    if (impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) eff *= cm->attn_old_ratio;
+    if (lp_attn_pass_is_v1(impl, pass)) eff *= cm->attn_old_ratio;
     const bool unf = impl == LP_ATTN_UNFUSED || impl == LP_ATTN_UNFUSED_FS;
     if (unf) { /* unfused_fs: costed as eager unfused attention (an upper bound) */
         /* score matrix written and read by softmax and dropout: s*s elements per head */

@@ -62,14 +62,15 @@ static double tb_attn(const struct lp_cost_model *cm, enum lp_attn_impl impl, bo
         const double x[3] = {bh, seq, hd};
         if (lp_table_present(t)) return lp_table_lookup_pow(t, x, attn_pow, NULL);
         /* a measured profile without flash1/triton tables: its fused
-         * (FlashAttention-2 class) table at the stated relative speed;
-         * without cudnn tables: its fused table, which llmplan-profile
-         * measures with cuDNN's kernel */
+         * (FlashAttention-2 class) table, at the stated relative speed in
+         * the passes that run at v1's (lp_attn_pass_is_v1); without cudnn
+         * tables: its fused table, which llmplan-profile measures with
+         * cuDNN's kernel */
         t = &pr->attn[LP_ATTN_FUSED][causal ? 1 : 0][pass][p];
-        if (impl == LP_ATTN_CUDNN && lp_table_present(t))
-            return lp_table_lookup_pow(t, x, attn_pow, NULL);
-        if ((impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) && lp_table_present(t))
-            return lp_table_lookup_pow(t, x, attn_pow, NULL) / cm->attn_old_ratio;
+        if ((impl == LP_ATTN_CUDNN || impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) &&
+            lp_table_present(t))
+            return lp_table_lookup_pow(t, x, attn_pow, NULL) /
+                   (lp_attn_pass_is_v1(impl, pass) ? cm->attn_old_ratio : 1.0);
         /* without unfused_fs tables: the unfused table (an eager softmax, so
          * an overestimate; llmplan-profile measures both) */
         t = &pr->attn[LP_ATTN_UNFUSED][causal ? 1 : 0][pass][p];

@@ -150,25 +150,35 @@ static const double sy_fa2[2][2][2][2][SY_ATTN_NS] = {
  * of their published benchmarks: flash_attn_triton.py on Triton
  * 2.0.0.dev20221202's pre-MLIR code generator, flash-attn 0.2.8's copy for
  * the A100 tables, mosaicml/examples 9fa3ceb9a, llm-foundry's copy under
- * triton_pre_mlir for the H100 ones) are the FlashAttention v1 tables, on
- * every GPU. No forward + backward measurement of that kernel is published;
- * the two first-hand statements put it at v1's speed: its docstring ("Triton
- * forward + backward is slightly slower than CUDA forward + backward", CUDA =
- * FlashAttention v1) and llm-foundry's TUTORIAL.md (v0.3.0: "In our
- * experience, `triton` is slightly faster than `flash`", flash-attn 1.0.x).
- * The FA2 figure's "FlashAttention Triton" rows (A100 K0038-K0043,
- * K0067-K0072, K0096-K0101, K0125-K0130), which these tables took until
- * 2026-12, time another kernel: OpenAI's triton.ops.flash_attention of
- * mid-2023 (flash-attention 4f285b35, benchmarks/benchmark_causal.py, the
- * commit that added the figure: "Triton" = attention_triton); they are not
- * used. On an H100 the pre-MLIR compiler has no warpgroup MMA: the kernel
- * runs the Ampere mma.sync path, as FlashAttention v1 and -2 do, so the
- * H100's own v1 rows apply. The H100 "Triton" forward rows K0216-K0279
- * (FlashAttention-3 paper) measure Triton 3's fused attention with
- * H100-specific instructions: they do not apply either. MosaicML's A100
- * rows imply the kernel ran 1.0-1.4x faster than these tables at s 4096-
- * 32768 (scripts/mosaic_attention.py, docs/case-studies.md section 6; not
- * fitted). */
+ * triton_pre_mlir for the H100 ones) take FlashAttention-2's forward and
+ * FlashAttention v1's backward, on every GPU, by what the kernels' code does
+ * (flash-attention v0.2.8 and v1.0.9 alike): the Triton forward launches one
+ * program per block of 128 query rows (`_flash_attn_forward`, grid
+ * (cdiv(seqlen_q, BLOCK_M), batch * nheads)), keeps its output in registers
+ * over the loop over K/V blocks, skips the blocks past the causal diagonal
+ * (`end_n`) and writes the output once: FlashAttention-2's forward partition
+ * (its paper, sections 3.1-3.2). v1's CUDA forward runs one thread block per
+ * (batch, head, split) (`fmha_fwd_launch_template.h`, grid (b, h,
+ * num_splits)) with the K/V loop outside (`fmha_fprop_kernel_1xN.h`,
+ * `loop_step_idx`), reloading and storing an fp32 output accumulator
+ * (`o_tmp`) every step. The kernel's docstring: "Triton forward is generally
+ * faster than CUDA forward, while Triton backward is generally slower than
+ * CUDA backward"; its backward (`_bwd_kernel`, K/V blocks outer, dQ by
+ * atomic adds when SEQUENCE_PARALLEL) is taken at v1's speed, an upper bound
+ * by that sentence (assumption: no forward + backward measurement of the
+ * kernel is published). The MosaicML A100 rows imply 75-102 TFLOP/s for it
+ * at s 4096-32768, the tables give 76-97 (scripts/mosaic_attention.py,
+ * docs/case-studies.md section 6; not fitted). The FA2 figure's
+ * "FlashAttention Triton" rows (A100 K0038-K0043, K0067-K0072, K0096-K0101,
+ * K0125-K0130), which these tables took until 2026-12, time another kernel:
+ * OpenAI's triton.ops.flash_attention of mid-2023 (flash-attention 4f285b35,
+ * benchmarks/benchmark_causal.py, the commit that added the figure: "Triton"
+ * = attention_triton); they are not used. On an H100 the pre-MLIR compiler
+ * has no warpgroup MMA: the kernel runs the Ampere mma.sync path, as
+ * FlashAttention v1 and -2 do, so the H100's own FA2 and v1 rows apply. The
+ * H100 "Triton" forward rows K0216-K0279 (FlashAttention-3 paper) measure
+ * Triton 3's fused attention with H100-specific instructions: they do not
+ * apply either. */
 static const double sy_fa2_fb[2][2][2][SY_ATTN_NS] = {
     {{{132, 153, 162, 171, 175, 176}, {88, 119, 140, 156, 165, 171}},
      {{151, 173, 187, 196, 201, 203}, {99, 133, 155, 173, 182, 189}}},
@@ -444,8 +454,8 @@ static double seq_ratio(const double *k, const double *ref, double s)
     return a + w * (b - a);
 }
 
-static double attn_impl_ratio(const struct sy_ctx *c, enum lp_attn_impl impl, bool causal, double s,
-                              double d)
+static double attn_impl_ratio(const struct sy_ctx *c, enum lp_attn_impl impl, bool causal,
+                              enum lp_pass pass, double s, double d)
 {
     double r[2];
     if (impl == LP_ATTN_CUDNN) {
@@ -455,8 +465,8 @@ static double attn_impl_ratio(const struct sy_ctx *c, enum lp_attn_impl impl, bo
         r[0] = seq_ratio(sy_h100_cudnn_fwd[0], sy_h100_fa2_fwd[0], s);
         if (causal) r[0] *= d128 / seq_ratio(sy_h100_cudnn_fwd[1], sy_h100_fa2_fwd[1], s);
         r[1] = d128;
-    } else if (impl == LP_ATTN_FLASH1 || impl == LP_ATTN_TRITON) {
-        /* triton = FlashAttention v1 (see sy_fa1_fb) */
+    } else if (lp_attn_pass_is_v1(impl, pass)) {
+        /* flash1; triton's backward (its forward is FA2's: sy_fa1_fb) */
         for (int di = 0; di < 2; di++)
             r[di] = seq_ratio(sy_fa1_fb[c->attn_class][di][causal],
                               sy_fa2_fb[c->attn_class][di][causal], s);
@@ -477,7 +487,7 @@ static double fused_attn_s(const struct sy_ctx *c, enum lp_attn_impl impl, bool 
     const double blocks = bh * ceil(s / SY_ATTN_BLOCK);
     const double wave = blocks / (ceil(blocks / c->sms) * c->sms);
     const double tc = flops / (peak * attn_frac(c, causal, pass, s, d) *
-                               attn_impl_ratio(c, impl, causal, s, d) * wave);
+                               attn_impl_ratio(c, impl, causal, pass, s, d) * wave);
     /* Q, K, V, O (fwd); Q, K, V, O, dO in and dQ, dK, dV out, dQ accumulated
      * in fp32 (bwd) */
     const double e = prec_in_bytes(ap);
@@ -845,10 +855,12 @@ static int add_provenance(const struct sy_ctx *c, const struct lp_system *ref, s
                      c->attn_class ? "H100 K0142-K0198 / K0148-K0204"
                                    : "A100 K0026-K0118 / K0044-K0136"));
     LP_TRY(err, prov(p, err, "attn_triton",
-                     "= the flash1 tables: MPT's flash_attn_triton.py (pre-MLIR Triton, "
-                     "mma.sync%s) is 'slightly' slower (its docstring) or faster (llm-foundry "
-                     "TUTORIAL.md v0.3.0) than FlashAttention v1; no measurement of its own (the "
-                     "FA2 figure's Triton rows K0038-K0130 time triton.ops, another kernel)",
+                     "forward = the fused (FlashAttention-2) forward, backward = the flash1 "
+                     "backward: MPT's flash_attn_triton.py (pre-MLIR Triton, mma.sync%s) runs "
+                     "FlashAttention-2's forward partition (a program per query block, K/V "
+                     "loop inside); its docstring puts its backward below v1's; no "
+                     "measurement of its own (the FA2 figure's Triton rows K0038-K0130 time "
+                     "triton.ops, another kernel)",
                      c->attn_class ? " on Hopper too" : ""));
     LP_TRY(err, prov(p, err, "attn_cudnn", "%s",
                      c->sm90 ? "FlashAttention-2 tables x measured cuDNN/FA2 forward TFLOP/s "

@@ -67,3 +67,26 @@ check(f32["iteration_time_s"] > b16["iteration_time_s"],
       f"grad_fp32 did not slow the FSDP step: {b16['iteration_time_s']} vs {f32['iteration_time_s']}")
 print(f"ok   fsdp grad_fp32: {b16['iteration_time_s']:.4f} s -> {f32['iteration_time_s']:.4f} s")
 PY
+
+# scripts/mosaic_attention.py --readme runs the README's sections outside the
+# validation set with validate's own rows (mosaic_run): a two-section excerpt
+# of llm-foundry's README (495218376, the H100 BF16 1b s 8192 row and the
+# large-scale 7b row, whose FlashAttention version is open)
+cat > "$dir/README.md" <<'MD'
+# MPT Training Benchmarks
+## H100 80GB BF16 (Large Scale, >= 128 GPUs)
+|  Model | SeqLen (T) | # GPUs | GPU | MFU | HFU | Model TFLOP | MicroBatchSize | GradAccum | GlobalBatchSize | Throughput (S/s) | Throughput (T/s) | Throughput (T/s/GPU) | GlobalBatchSize (T) | Precision | MP Mode | Sharding Strategy | Activation Checkpointing | Activation CPUOffload | NumParams |
+|  --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+|  7b | 2048 | 128 | h100_80gb | 50.0 | 50.0 | 494 | 6 | 1 | 768 | 1000 | 2000000 | 15000 | 1572864 | amp_bf16 | DEFAULT | FULL_SHARD | False | False | 6658859008 |
+## H100 80GB BF16
+|  Model | SeqLen (T) | # GPUs | GPU | MFU | HFU | Model TFLOP | MicroBatchSize | GradAccum | GlobalBatchSize | Throughput (S/s) | Throughput (T/s) | Throughput (T/s/GPU) | GlobalBatchSize (T) | Precision | MP Mode | Sharding Strategy | Activation Checkpointing | Activation CPUOffload | NumParams |
+|  --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |
+|  1b | 8192 | 8 | h100_80gb | 37.73 | 37.73 | 373 | 3 | 4 | 96 | 28 | 233256 | 29157 | 786432 | amp_bf16 | DEFAULT | FULL_SHARD | False | False | 1328533504 |
+MD
+out=$(python3 "$src/scripts/mosaic_attention.py" --build "$(dirname "$(dirname "$bin")")" \
+      --readme "$dir/README.md") || fail "mosaic_attention.py --readme: $out"
+echo "$out" | grep -q '^H100-BF16-00 *1b *8192 *8 *3 none' || fail "no H100 BF16 row: $out"
+echo "$out" | grep -q 'H100 80GB BF16: .*(1)' || fail "no MAPE line: $out"
+echo "$out" | grep -q 'excluded H100-large-00 7b seq 2048: attn_impl flash' ||
+  fail "the large-scale 7b row is not excluded with its reason: $out"
+echo "ok   mosaic_attention.py --readme: rows, MAPE and exclusions"

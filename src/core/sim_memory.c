@@ -233,11 +233,11 @@ static double layer_input_bytes(const struct lp_run *r)
  * attention mixer and a dense MLP (recompute module "op"; the policy as
  * sim_workload.c op_sac_redo describes it): per token, e bytes per element,
  * the checkpoint's input (the block's input, h, not split: torchtitan's
- * Llama blocks save the full hidden state), the kept mm outputs in bf16 /
- * fp16 (wq's a d and wv's g d; w1's f and w2's h with SwiGLU, w1's f
- * without), none when the linears are quantised (torch._scaled_mm is not in
- * the save list), and the SDPA kernel's output (a d) and fp32 log-sum-exp
- * (a). Heads and f are split by TP. */
+ * Llama blocks save the full hidden state), the kept mm outputs (wq's a d
+ * and wv's g d; w1's f and w2's h with SwiGLU, w1's f without; in 16 bits
+ * under Float8 too: the policy keeps torch.mm's output before torchao casts
+ * anything), and the SDPA kernel's output (a d) and fp32 log-sum-exp (a).
+ * Heads and f are split by TP. */
 static double op_sac_activation_bytes(const struct lp_run *r)
 {
     const struct lp_model *m = &r->model;
@@ -245,10 +245,8 @@ static double op_sac_activation_bytes(const struct lp_run *r)
     const double e = r->train.precision == LP_FP32 ? 4.0 : 2.0, t = p->tp, h = m->hidden;
     const double ad = (double)m->heads * lp_arch_head_dim(m) / t;
     const double gd = (double)m->kv_heads * lp_arch_head_dim(m) / t, f = m->ffn_hidden / t;
-    const bool quant = r->train.precision == LP_FP8 || r->train.precision == LP_MXFP8 ||
-                       r->train.precision == LP_NVFP4;
-    double per_tok = e * h + e * ad + 4.0 * m->heads / t;
-    if (!quant) per_tok += e * (ad + gd) + e * f + (m->ffn_act == LP_ACT_SWIGLU ? e * h : 0.0);
+    const double per_tok = e * h + e * ad + 4.0 * m->heads / t + e * (ad + gd) + e * f +
+                           (m->ffn_act == LP_ACT_SWIGLU ? e * h : 0.0);
     return p->micro_batch * (double)m->seq_len / p->cp * per_tok;
 }
 

@@ -746,16 +746,18 @@ static void mla_projections(const struct wl *w, struct acc *f, struct acc *b, st
  * of the SDPA kernels; the backward reruns the block's forward and redoes
  * every other op. The block's mms in order (models/llama/model.py
  * Attention.forward, FeedForward.forward): wq, wk, wv, wo, w1, w3, w2, so
- * wk, wo and w3 are redone and wq, wv, w1, w2 kept. Under Float8 (torchao
- * Float8Linear) every linear runs torch._scaled_mm, which is not in the save
- * list: all of them are redone, their casts too (only the amax reductions,
- * abs and max, are kept). The norms, rotary, activation and residual
- * kernels are always redone. `rc` collects the redone forward kernels of
- * one sub-block: its elementwise kernels and the linears
- * (M x n[i]) x (K[i] x n[i]) given in `lin` that the policy does not keep. */
+ * wk, wo and w3 are redone and wq, wv, w1, w2 kept. Float8 (torchao at
+ * eab345c, the benchmarks' version) changes nothing: Float8Linear's
+ * matmul_with_hp_or_float8_args calls torch.mm on Float8Tensors, the policy's
+ * dispatch mode sees that aten.mm before float8_ops.py float8_mm turns it
+ * into torch._scaled_mm, and the redone linears redo their casts (the amax
+ * reductions, abs and max, are kept). The norms, rotary, activation and
+ * residual kernels are always redone. `rc` collects the redone forward
+ * kernels of one sub-block: its elementwise kernels and the linears
+ * (T x k) x (k x n) given in `lin` that the policy does not keep. */
 struct op_lin {
     double n, k;
-    bool kept_bf16; /* an odd-numbered mm: kept unless Float8 */
+    bool kept; /* an odd-numbered mm */
 };
 
 static void op_sac_redo(const struct wl *w, const struct op_lin *lin, int nlin, struct acc *rc)
@@ -763,7 +765,7 @@ static void op_sac_redo(const struct wl *w, const struct op_lin *lin, int nlin, 
     struct acc scratch = {0};
     elementwise(w, rc, &scratch);
     for (int i = 0; i < nlin; i++)
-        if (!(lin[i].kept_bf16 && w->q == 0)) linear(w, w->T, lin[i].n, lin[i].k, rc, &scratch);
+        if (!lin[i].kept) linear(w, w->T, lin[i].n, lin[i].k, rc, &scratch);
 }
 
 /* Attention block: norm, QKV (or MLA), rotary, core, output projection,

@@ -504,11 +504,10 @@ TEST(recompute_keys)
 
 /* torchtitan's op-level selective checkpointing (recompute module "op",
  * parallelize_llama.py at 9dec370): each layer keeps its input, the SDPA
- * output and log-sum-exp, and in bf16 the outputs of wq, wv, w1 and w2
- * (hand-computed bytes); under Float8 no linear output. One layer's full
- * activations are live while it is redone. Its recomputation costs time
- * (wk, wo, w3 and the elementwise kernels; every linear under Float8),
- * less than a full recomputation. */
+ * output and log-sum-exp, and the outputs of wq, wv, w1 and w2 in 16 bits,
+ * under Float8 too (hand-computed bytes). One layer's full activations are
+ * live while it is redone. Its recomputation (wk, wo, w3 and the
+ * elementwise kernels) costs time, less than a full recomputation. */
 TEST(torchtitan_op_sac)
 {
     struct lp_run r;
@@ -540,8 +539,7 @@ TEST(torchtitan_op_sac)
         r.par.recompute_modules = 0;
         lp_sim_run(sim, &r, &full);
         const double layer = (none.memory.activations_bytes - emb) / L;
-        double kept = e * h + e * a * d + 4.0 * a;
-        if (!fp8) kept += e * (a * d + g * d) + e * f + e * h;
+        const double kept = e * h + e * a * d + 4.0 * a + e * (a * d + g * d) + e * f + e * h;
         ASSERT_NEAR(op.memory.activations_bytes, L * T * kept + layer + emb, 1.0);
         ASSERT_TRUE(op.iteration_time_s > none.iteration_time_s);
         ASSERT_TRUE(op.iteration_time_s < full.iteration_time_s);

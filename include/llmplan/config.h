@@ -53,11 +53,15 @@ enum lp_rc_module {
     LP_RC_MLA_UP_PROJ = 1 << 3, /* MLA's up projections and rotary embedding */
     LP_RC_MLP = 1 << 4,         /* the dense MLP block */
     LP_RC_MOE = 1 << 5,         /* the whole MoE block, its dispatch and combine too */
-    LP_RC_SHARED_EXPERTS = 1 << 6 /* the shared experts */
+    LP_RC_SHARED_EXPERTS = 1 << 6, /* the shared experts */
+    /* not a Megatron module: torchtitan's op-level selective checkpointing
+     * of each transformer block (selective_ac_option "op"), a policy of its
+     * own, given alone; attention and dense MLP blocks only */
+    LP_RC_OP = 1 << 7
 };
-#define LP_RC_MODULES 7
+#define LP_RC_MODULES 8
 /* "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe",
- * "shared_experts" for bit i */
+ * "shared_experts", "op" for bit i */
 const char *lp_rc_module_name(int i);
 /* Which layers a full recomputation covers (Megatron recompute_method with
  * recompute_num_layers N): uniform checkpoints groups of N layers, every

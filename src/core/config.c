@@ -20,7 +20,7 @@ const char *lp_graph_scope_name(int i)
 }
 static const char *const recompute_names[LP_RECOMPUTE_COUNT] = {"none", "selective", "full"};
 static const char *const rc_module_names[LP_RC_MODULES] = {
-    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"};
+    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts", "op"};
 static const char *const rc_method_names[LP_RC_METHOD_COUNT] = {"uniform", "block"};
 
 const char *lp_rc_module_name(int i)

@@ -229,6 +229,27 @@ static double layer_input_bytes(const struct lp_run *r)
     return T * r->model.hidden * e / (p->sequence_parallel ? p->tp : 1.0);
 }
 
+/* Activation bytes torchtitan's op-level policy keeps for one layer of an
+ * attention mixer and a dense MLP (recompute module "op"; the policy as
+ * sim_workload.c op_sac_redo describes it): per token, e bytes per element,
+ * the checkpoint's input (the block's input, h, not split: torchtitan's
+ * Llama blocks save the full hidden state), the kept mm outputs (wq's a d
+ * and wv's g d; w1's f and w2's h with SwiGLU, w1's f without; in 16 bits
+ * under Float8 too: the policy keeps torch.mm's output before torchao casts
+ * anything), and the SDPA kernel's output (a d) and fp32 log-sum-exp (a).
+ * Heads and f are split by TP. */
+static double op_sac_activation_bytes(const struct lp_run *r)
+{
+    const struct lp_model *m = &r->model;
+    const struct lp_parallel *p = &r->par;
+    const double e = r->train.precision == LP_FP32 ? 4.0 : 2.0, t = p->tp, h = m->hidden;
+    const double ad = (double)m->heads * lp_arch_head_dim(m) / t;
+    const double gd = (double)m->kv_heads * lp_arch_head_dim(m) / t, f = m->ffn_hidden / t;
+    const double per_tok = e * h + e * ad + 4.0 * m->heads / t + e * (ad + gd) + e * f +
+                           (m->ffn_act == LP_ACT_SWIGLU ? e * h : 0.0);
+    return p->micro_batch * (double)m->seq_len / p->cp * per_tok;
+}
+
 /* `covered`: a full recomputation redoes the layer, which keeps only its
  * input. Otherwise the run's selective modules (lp_sim_rc_modules) drop
  * what they redo: the attention scores (core_attn, unfused), the up
@@ -252,6 +273,7 @@ static double kind_activation_bytes(const struct lp_run *r, int k, bool covered)
     if (r->fw.kind == LP_FW_HF && (attn_layer || (mx == LP_MIX_NONE && ff != LP_FFN_NONE)))
         return hf_layer_activation_bytes(r, attn_layer, ff);
     const unsigned mods = lp_sim_rc_modules(r);
+    if (mods & LP_RC_OP) return op_sac_activation_bytes(r); /* attention + dense MLP only */
     const double mask = m->dropout ? h : 0.0;
     double repl = 0, split = 0;
     if (mx == LP_MIX_ATTN || mx == LP_MIX_ATTN_LOCAL) {
@@ -364,15 +386,17 @@ void lp_sim_memory_stages(const struct lp_run *r, const struct lp_kinds *ks,
     /* A full recomputation redoes one checkpoint at a time (a group of
      * recompute_layers layers under uniform): its activations (the largest
      * kind the model has) are live during it; so are a block's under the
-     * recompute modules mlp and moe. */
+     * recompute modules mlp and moe, and a layer's under torchtitan's "op"
+     * policy (its whole forward rerun: lp_sim_rc_modules' default stands in,
+     * every tensor a layer saves). */
     const unsigned mods = lp_sim_rc_modules(r);
     double redo = 0;
     const int group =
         p->recompute_method == LP_RC_UNIFORM && p->recompute_layers > 1 ? p->recompute_layers : 1;
-    if (p->recompute == LP_RECOMPUTE_FULL || (mods & (LP_RC_MLP | LP_RC_MOE))) {
+    if (p->recompute == LP_RECOMPUTE_FULL || (mods & (LP_RC_MLP | LP_RC_MOE | LP_RC_OP))) {
         struct lp_run tmp = *r;
         tmp.par.recompute = LP_RECOMPUTE_SELECTIVE;
-        tmp.par.recompute_modules = mods & ~(unsigned)(LP_RC_MLP | LP_RC_MOE);
+        tmp.par.recompute_modules = mods & ~(unsigned)(LP_RC_MLP | LP_RC_MOE | LP_RC_OP);
         for (int j = 0; j < ks->n; j++)
             redo = fmax(redo, kind_activation_bytes(&tmp, ks->id[j], false));
         if (p->recompute == LP_RECOMPUTE_FULL) redo *= group;

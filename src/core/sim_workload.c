@@ -737,6 +737,37 @@ static void mla_projections(const struct wl *w, struct acc *f, struct acc *b, st
     if (redo) redo_since(rc, f, &up);
 }
 
+/* torchtitan's op-level selective checkpointing (recompute module "op":
+ * selective_ac_option "op", torchtitan/parallelisms/parallelize_llama.py
+ * _apply_ac_to_transformer_block at 9dec370, 2024-12, the version of its
+ * published Llama 3.1 H100 benchmarks): each TransformerBlock runs under
+ * non-reentrant torch.utils.checkpoint with a policy that keeps the outputs
+ * of aten.mm, except every second one counted from the block's start, and
+ * of the SDPA kernels; the backward reruns the block's forward and redoes
+ * every other op. The block's mms in order (models/llama/model.py
+ * Attention.forward, FeedForward.forward): wq, wk, wv, wo, w1, w3, w2, so
+ * wk, wo and w3 are redone and wq, wv, w1, w2 kept. Float8 (torchao at
+ * eab345c, the benchmarks' version) changes nothing: Float8Linear's
+ * matmul_with_hp_or_float8_args calls torch.mm on Float8Tensors, the policy's
+ * dispatch mode sees that aten.mm before float8_ops.py float8_mm turns it
+ * into torch._scaled_mm, and the redone linears redo their casts (the amax
+ * reductions, abs and max, are kept). The norms, rotary, activation and
+ * residual kernels are always redone. `rc` collects the redone forward
+ * kernels of one sub-block: its elementwise kernels and the linears
+ * (T x k) x (k x n) given in `lin` that the policy does not keep. */
+struct op_lin {
+    double n, k;
+    bool kept; /* an odd-numbered mm */
+};
+
+static void op_sac_redo(const struct wl *w, const struct op_lin *lin, int nlin, struct acc *rc)
+{
+    struct acc scratch = {0};
+    elementwise(w, rc, &scratch);
+    for (int i = 0; i < nlin; i++)
+        if (!lin[i].kept) linear(w, w->T, lin[i].n, lin[i].k, rc, &scratch);
+}
+
 /* Attention block: norm, QKV (or MLA), rotary, core, output projection,
  * residual. `local`: a sliding-window layer. */
 static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool local)
@@ -804,6 +835,15 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
         rc.s += af;
         rc.n += nf;
         rc.cat[LP_OPC_ATTN] += af;
+    }
+    if ((mods & LP_RC_OP) && !mla) { /* the SDPA output is kept; wq wk wv, wo */
+        const struct op_lin lin[] = {{w->at * d, h, true},
+                                     {w->gt * d, h, false},
+                                     {w->gt * d, h, true},
+                                     {h, w->at * dv, false}};
+        op_sac_redo(w, lin, 4, &rc);
+        if (r->model.pos == LP_POS_ROTARY)
+            addk(&rc, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * T * (w->at + w->gt) * d * w->e));
     }
     close_block(w, c, &f, &b, &rc, comm_f, comm_b, ncoll, true);
 }
@@ -993,13 +1033,25 @@ static void ffn_core(const struct wl *w, double T, double width, double ft, bool
 static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
 {
     const struct lp_run *r = w->run;
-    struct acc f = {0}, b = {0};
+    struct acc f = {0}, b = {0}, rc = {0};
     elementwise(w, &f, &b);
-    ffn_core(w, w->T, w->h, (double)r->model.ffn_hidden / w->t,
-             r->train.lora_targets == LP_LORA_ALL, true, &f, &b, NULL);
+    const double ft = (double)r->model.ffn_hidden / w->t;
+    double act = 0;
+    ffn_core(w, w->T, w->h, ft, r->train.lora_targets == LP_LORA_ALL, true, &f, &b, &act);
     double comm = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
-    close_block(w, c, &f, &b, NULL, comm, comm, ncoll, true);
+    if (lp_sim_rc_modules(r) & LP_RC_OP) { /* w1 (w3) w2; the activation redone */
+        const bool swiglu = r->model.ffn_act == LP_ACT_SWIGLU;
+        const struct op_lin lin[] = {{ft, w->h, true}, {ft, w->h, false}, {w->h, ft, true}};
+        /* without a gate: six mms in the block, w1 kept and w2 redone */
+        const struct op_lin plain[] = {{ft, w->h, true}, {w->h, ft, false}};
+        if (swiglu)
+            op_sac_redo(w, lin, 3, &rc);
+        else
+            op_sac_redo(w, plain, 2, &rc);
+        addk(&rc, LP_OPC_MEM, act);
+    }
+    close_block(w, c, &f, &b, &rc, comm, comm, ncoll, true);
     /* recompute module "mlp" (transformer_layer.py: dense MLPs only): the
      * whole block, as a full recomputation would */
     if (lp_sim_rc_modules(r) & LP_RC_MLP) {

@@ -1187,6 +1187,11 @@ static int parse_recompute_details(const struct lp_jctx *c, const cJSON *o, cons
                     c->file, kp);
         if (m == 0)
             LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected at least one module", c->file, kp);
+        if ((m & LP_RC_OP) && m != LP_RC_OP)
+            LP_FAIL(err, LP_EINVAL,
+                    "%s: key '%s': \"op\" (torchtitan's op-level policy) is a whole policy; "
+                    "expected it alone, not beside Megatron's modules",
+                    c->file, kp);
         p->recompute_modules = m;
     }
     const char *full_keys[] = {"recompute_method", "recompute_layers"};
@@ -1421,6 +1426,21 @@ void lp_json_framework_defaults(const struct lp_jctx *c, enum lp_framework kind,
     lp_framework_defaults_cal(kind, c->cal ? c->cal : &builtin, out);
 }
 
+/* torchtitan's op-level policy is modelled for its Llama blocks (GQA
+ * attention and a dense MLP): refused for the layer kinds it was not. */
+static int check_op_sac(const struct lp_jctx *c, const struct lp_run *r)
+{
+    const struct lp_model *m = &r->model;
+    if ((r->par.recompute_modules & LP_RC_OP) && (m->moe.experts > 0 || m->mla.kv_lora_rank > 0 ||
+                                                  m->mamba.d_state > 0 || r->train.lora_rank > 0))
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key 'parallel.recompute_modules': \"op\" expects attention and dense MLP "
+                "layers without LoRA (torchtitan's Llama blocks), but model '%s' has MoE, MLA or "
+                "Mamba layers or the run trains LoRA adapters",
+                c->file, m->name);
+    return LP_OK;
+}
+
 int lp_json_check_graph_scope(const struct lp_jctx *c, const struct lp_model *m,
                               const struct lp_framework_opts *fw, const char *fw_key)
 {
@@ -1587,6 +1607,7 @@ int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struc
     if (v) LP_TRY_GOTO(err, rc, lp_json_framework(&c, v, "framework", &out->fw), cleanup);
     LP_TRY_GOTO(err, rc, lp_json_check_graph_scope(&c, &out->model, &out->fw, "framework"),
                 cleanup);
+    LP_TRY_GOTO(err, rc, check_op_sac(&c, out), cleanup);
     /* the GPU count tp*pp*cp*dp in 64 bits: each degree fits an int, their
      * product may not (LP_MAX_GPUS) */
     const int64_t mp = (int64_t)out->par.tp * out->par.pp * out->par.cp;

@@ -482,7 +482,11 @@ TEST(recompute_keys)
         {"\"recompute_modules\": [\"attn\"]", "core_attn"},
         {"\"recompute_modules\": []", "at least one"},
         {"\"recompute_layers\": 2", "recompute_layers"},
-        {"\"recompute\": \"full\", \"recompute_method\": \"blocks\"", "recompute_method"}};
+        {"\"recompute\": \"full\", \"recompute_method\": \"blocks\"", "recompute_method"},
+        /* torchtitan's op-level policy: alone, and for dense attention +
+         * MLP layers only (this model has MoE layers) */
+        {"\"recompute_modules\": [\"op\", \"mlp\"]", "alone"},
+        {"\"recompute_modules\": [\"op\"]", "torchtitan's Llama blocks"}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(text, sizeof(text), RC_BASE, bad[i][0]);
         lp_err_clear(&err);
@@ -490,6 +494,57 @@ TEST(recompute_keys)
         ASSERT_TRUE(strstr(err.msg, bad[i][1]) != NULL);
     }
 #undef RC_BASE
+    /* a dense model takes it */
+    ASSERT_OK(lp_parse_run("{\"model\": \"llama3-8b\", \"system\": \"dgx-h100\", \"parallel\": "
+                           "{\"dp\": 8, \"zero\": 3, \"recompute_modules\": [\"op\"]}, "
+                           "\"training\": {\"global_batch\": 8}}",
+                           "t.json", &r, &err));
+    ASSERT_EQ_INT((int)r.par.recompute_modules, LP_RC_OP);
+}
+
+/* torchtitan's op-level selective checkpointing (recompute module "op",
+ * parallelize_llama.py at 9dec370): each layer keeps its input, the SDPA
+ * output and log-sum-exp, and the outputs of wq, wv, w1 and w2 in 16 bits,
+ * under Float8 too (hand-computed bytes). One layer's full activations are
+ * live while it is redone. Its recomputation (wk, wo, w3 and the
+ * elementwise kernels) costs time, less than a full recomputation. */
+TEST(torchtitan_op_sac)
+{
+    struct lp_run r;
+    struct lp_parallel par = {.tp = 1,
+                              .pp = 1,
+                              .dp = 8,
+                              .cp = 1,
+                              .ep = 1,
+                              .vp = 1,
+                              .micro_batch = 1,
+                              .zero = 3,
+                              .schedule = LP_SCHED_1F1B};
+    struct lp_sim *sim = megatron_run("llama3-8b", "dgx-h100", par, &r);
+    ASSERT_TRUE(sim != NULL);
+    lp_framework_defaults(LP_FW_FSDP, &r.fw);
+    r.train.global_batch = 8;
+    const double L = 32, T = 8192, h = 4096, a = 32, d = 128, g = 8, f = 14336, e = 2;
+    const double emb = T * (e + 1.0) * h; /* the first stage's embedding output and mask */
+    for (int fp8 = 0; fp8 < 2; fp8++) {
+        r.train.precision = fp8 ? LP_FP8 : LP_BF16;
+        struct lp_result none, op, full;
+        r.par.recompute = LP_RECOMPUTE_NONE;
+        r.par.recompute_modules = 0;
+        lp_sim_run(sim, &r, &none);
+        r.par.recompute = LP_RECOMPUTE_SELECTIVE;
+        r.par.recompute_modules = LP_RC_OP;
+        lp_sim_run(sim, &r, &op);
+        r.par.recompute = LP_RECOMPUTE_FULL;
+        r.par.recompute_modules = 0;
+        lp_sim_run(sim, &r, &full);
+        const double layer = (none.memory.activations_bytes - emb) / L;
+        const double kept = e * h + e * a * d + 4.0 * a + e * (a * d + g * d) + e * f + e * h;
+        ASSERT_NEAR(op.memory.activations_bytes, L * T * kept + layer + emb, 1.0);
+        ASSERT_TRUE(op.iteration_time_s > none.iteration_time_s);
+        ASSERT_TRUE(op.iteration_time_s < full.iteration_time_s);
+    }
+    lp_sim_destroy(&sim);
 }
 
 /* TP overlap with userbuffers splits the GEMMs beside the collectives
@@ -528,7 +583,7 @@ TEST(userbuffers_split_gemms)
     lp_sim_destroy(&sim);
 }
 
-TH_MAIN(TH_CASE(recompute_modules_and_block), TH_CASE(recompute_keys),
+TH_MAIN(TH_CASE(recompute_modules_and_block), TH_CASE(recompute_keys), TH_CASE(torchtitan_op_sac),
         TH_CASE(userbuffers_split_gemms), TH_CASE(schedule_fallback_continuous),
         TH_CASE(simulate_uneven_and_scale_up), TH_CASE(model_card_counts),
         TH_CASE(gqa_head_dim_flops), TH_CASE(mla_flops_and_params),

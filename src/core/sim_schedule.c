@@ -503,7 +503,7 @@ static void advance(struct fast *x, const int *lim)
     }
 }
 
-static bool steady_1f1b(struct fast *x);
+static bool steady_pairs(struct fast *x);
 
 int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
                    struct lp_event *ev, int cap, int *nev)
@@ -533,13 +533,13 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     }
     const long total = (long)p * 2 * mv;
     sim->sched_ops_total += (uint64_t)total;
-    if (!(in->ends_only && !ev && !sim->sched_every_op && steady_1f1b(x))) advance(x, NULL);
+    if (!(in->ends_only && !ev && !sim->sched_every_op && steady_pairs(x))) advance(x, NULL);
     if (x->done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
     finish(out, x->cursor, p, x->ne, nev);
     return 0;
 }
 
-/* ---- 1F1B's periodic regime, extrapolated exactly ----
+/* ---- 1F1B's (and interleaved 1F1B's) periodic regime, extrapolated exactly ----
  * (docs/simulator.md section 4 has the proof.) With m >= p micro-batches,
  * stage s runs w_s = p - s - 1 warm-up forwards, then pairs i = 0, 1, ...:
  * F(w_s + i), B(i). Level q is the cut after every stage's pairs < q (op
@@ -560,59 +560,122 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
  * the last c levels' S moved by j d and each stage's counters and resumes
  * the worklist. Values of the skipped ops are never read (the reads above
  * level q+jc are S_{q+jc} or later ops), and each stage's busy sum is not
- * kept (ends_only). */
+ * kept (ends_only).
+ * Interleaved 1F1B (v chunks, w_s = 2 (p - s - 1) + (v - 1) p, items in
+ * groups of pv: item() above) keeps the same argument with two changes.
+ * (a) The cut is skewed: stage s has run q + s pairs. An unskewed one is not
+ * closed: stage 0's forward of chunk c > 0 reads stage p-1's forward p items
+ * back (the previous chunk of the same micro-batch), which lies p - 2 levels
+ * above it, and stage p-1's backward of chunk c < v-1 reads stage 0's
+ * backward p items back. With the skew every read from above the cut to
+ * below it is the producing stage's last F or B (F(s) reads F(s-1) of the
+ * same item: lag 1; F(0, k) reads F(p-1, k-p): lag 1; B(s) reads B(s+1):
+ * above the cut; B(p-1, k) reads B(0, k-p): lag 1, or its own F of chunk v-1
+ * (k + (v-1) p): above), so S_q is again each stage's last F, B and cursor.
+ * (b) The ops of a level depend on the chunks of its items (the durations,
+ * the reads, the sends), which repeat every pv items: only periods c that
+ * are whole groups (multiples of pv levels) are looked for, and a jump of
+ * k = j c levels moves every item by whole groups (the same chunk, k / pv
+ * groups of p micro-batches on). */
 static bool tie_at(double c, double u)
 {
     const double r = c / u; /* exact: u is a power of two */
     return r - floor(r) == 0.5;
 }
 
-static void seq_at(struct seq *q, int k, int p)
+static void seq_at(struct seq *q, int k, int p, int v)
 {
-    /* v = 1: item k is micro-batch k */
-    *q = (struct seq){.r = k % p, .c = 0, .g = k / p};
+    const int pv = p * v;
+    *q = (struct seq){.r = k % p, .c = (k % pv) / p, .g = k / pv};
 }
 
-/* Whether S_q = S_{q-c} + d in every component (its F and B finish; the
- * cursor is the B finish plus a blocking send: the same function of it),
- * d > 0 the same for all; lo, hi: the least of S_{q-c}, the greatest of
- * S_q (cursors included). */
-static bool period_1f1b(const struct fast *x, int q, int c, double *d, double *lo, double *hi)
+/* Where item k of stage s's forward (bwd false) or backward sequence keeps
+ * its finish time in F or B (item() above: chunk c of micro-batch
+ * (k / pv) p + k mod p; backwards run the chunks in reverse). */
+static size_t item_at(const struct lp_sched_in *in, int s, int k, bool bwd)
 {
-    const int p = x->in->p, m = x->in->m;
+    const int p = in->p, v = in->v, pv = p * v;
+    const int c = (k % pv) / p, chunk = bwd ? v - 1 - c : c;
+    return at(chunk * p + s, in->m, (k / pv) * p + k % p);
+}
+
+/* Level q's cut: stage s has run its w_s warm-up forwards and q + sk s
+ * (F, B) pairs (sk: the skew of the cut, docs/simulator.md section 4). */
+static int cut_ops(const struct walker *w, int q, int sk, int s)
+{
+    return w->w + 2 * (q + sk * s);
+}
+
+/* Whether S_q = S_{q-c} + d in every component (each stage's last F and B
+ * finish; the cursor is the B finish plus a blocking send: the same
+ * function of it), d > 0 the same for all; lo, hi: the least of S_{q-c},
+ * the greatest of S_q (cursors included). Stage s's last pair below level q
+ * is F item w_s + q + sk s - 1 and B item q + sk s - 1. */
+static bool period_pairs(const struct fast *x, int q, int c, int sk, double *d, double *lo,
+                         double *hi)
+{
+    const struct lp_sched_in *in = x->in;
+    const int p = in->p;
     const double *F = x->F, *B = x->B;
-    *d = F[at(0, m, x->wk[0].w + q - 1)] - F[at(0, m, x->wk[0].w + q - 1 - c)];
+    const int f0 = x->wk[0].w + q - 1;
+    *d = F[item_at(in, 0, f0, false)] - F[item_at(in, 0, f0 - c, false)];
     if (!(*d > 0)) return false;
     *lo = INFINITY;
     *hi = 0;
     for (int s = 0; s < p; s++) {
-        const int fi = x->wk[s].w + q - 1;
-        const double f1 = F[at(s, m, fi)], f0 = F[at(s, m, fi - c)];
-        if (f1 - f0 != *d || B[at(s, m, q - 1)] - B[at(s, m, q - 1 - c)] != *d) return false;
-        *lo = fmin(*lo, f0);
+        const int fi = x->wk[s].w + q + sk * s - 1, bi = q + sk * s - 1;
+        const double f1 = F[item_at(in, s, fi, false)], fp = F[item_at(in, s, fi - c, false)];
+        if (f1 - fp != *d || B[item_at(in, s, bi, true)] - B[item_at(in, s, bi - c, true)] != *d)
+            return false;
+        *lo = fmin(*lo, fp);
         *hi = fmax(*hi, x->cursor[s]);
     }
     return true;
 }
 
-static bool steady_1f1b(struct fast *x)
+/* Whether an addend of the solve (a pass's duration as op_dur gives it, or
+ * the p2p time) is a tie for the spacing u (section 4, step 2). */
+static bool any_tie(const struct lp_sched_in *in, double u)
+{
+    if (in->p > 1 && tie_at(in->p2p_s, u)) return true;
+    for (int vs = 0; vs < in->p * in->v; vs++)
+        if (tie_at(op_dur(in, false, vs), u) || tie_at(op_dur(in, true, vs), u)) return true;
+    return false;
+}
+
+/* 1F1B (v = 1) and interleaved 1F1B (v > 1): the periodic regime of the
+ * pairs, extrapolated (the comment above; docs/simulator.md section 4). */
+static bool steady_pairs(struct fast *x)
 {
     const struct lp_sched_in *in = x->in;
-    const int p = in->p, m = in->m;
-    if (in->kind != LP_SCHED_1F1B || in->v != 1 || m < p + 2) return false;
-    double *F = x->F, *B = x->B;
-    const int last = m - p + 1; /* the level after stage 0's last steady pair */
-    /* periods of up to 2p + 2 levels are looked for (uniform stages with a
-     * p2p time repeat every p levels) */
-    const int cmax = 2 * p + 2;
-    const int stride = 1 + p / 8;
-    int lim[1024];
-    double df[1024], db[1024]; /* each stage's durations, as run_op adds them */
-    for (int s = 0; s < p; s++) {
-        df[s] = op_dur(in, false, s);
-        db[s] = op_dur(in, true, s);
-        lim[s] = x->wk[s].w; /* level 0: the warm-ups */
+    const int p = in->p, v = in->v, m = in->m, pv = p * v, mv = m * v;
+    if (in->kind == LP_SCHED_1F1B) {
+        if (v != 1 || m < p + 2) return false;
+    } else if (in->kind != LP_SCHED_INTERLEAVED || v < 2 || p < 2 || m % p != 0) {
+        return false; /* item() maps whole groups of p micro-batches */
     }
+    /* interleaved: the cut is skewed by one pair per stage (stage 0's
+     * chunk c > 0 forwards read stage p-1's forwards p items back, stage
+     * p-1's backwards stage 0's); a level's map depends on the chunks of
+     * its items, so periods are whole groups of pv items */
+    const int sk = v > 1, step = v > 1 ? pv : 1;
+    const int w0 = (int)lp_sched_warmup(in->kind, p, v, m, 0);
+    const int last = mv - w0; /* the level after stage 0's last steady pair */
+    if (last < 3) return false;
+    /* periods of up to 2p + 2 levels are looked for (uniform stages with a
+     * p2p time repeat every p levels); interleaved: two groups */
+    const int cmax = v > 1 ? 2 * pv : 2 * p + 2;
+    /* no check within `margin` levels of the end (the jump would be short);
+     * interleaved regimes have period one group (pv levels) in
+     * test_sched_fast's cases: a margin of two groups */
+    const int margin = v > 1 ? 2 * step : 2 * cmax;
+    const int stride = 1 + p / 8;
+    /* a jump needs q - c >= 1 and last - q >= margin: stepping level by
+     * level would only cost */
+    if (last < margin + step + 1) return false;
+    int lim[1024];
+    for (int s = 0; s < p; s++)
+        lim[s] = cut_ops(&x->wk[s], 0, sk, s); /* level 0: the warm-ups (and the skew) */
     advance(x, lim);
     int q = 0, known = 1; /* levels >= known have their S in F and B */
     while (q < last) {
@@ -622,9 +685,9 @@ static bool steady_1f1b(struct fast *x)
         bool cut = true;
         for (int s = 0; s < p; s++) {
             cut = cut && x->wk[s].j == lim[s];
-            lim[s] = x->wk[s].w + 2 * to;
+            lim[s] = cut_ops(&x->wk[s], to, sk, s);
         }
-        if (!cut) break; /* cannot happen (every level is a cut); the worklist finishes */
+        if (!cut) break; /* not a closed cut: the worklist finishes */
         advance(x, lim);
         q = to;
         if (q >= last) break;
@@ -634,20 +697,17 @@ static bool steady_1f1b(struct fast *x)
         if (!cut_q) break;
         /* S_q against S_{q-c}, the smallest period c that fits, not near
          * the end */
-        if (last - q < 2 * cmax) continue;
-        int c = 1;
+        if (last - q < margin) continue;
+        int c = step;
         double d = 0, lo = 0, hi = 0;
-        for (; c <= cmax && q - c >= known; c++)
-            if (period_1f1b(x, q, c, &d, &lo, &hi)) break;
+        for (; c <= cmax && q - c >= known; c += step)
+            if (period_pairs(x, q, c, sk, &d, &lo, &hi)) break;
         if (c > cmax || q - c < known || !(lo > 0)) continue;
         int e;
         (void)frexp(lo, &e); /* lo in [2^(e-1), 2^e) */
         const double top = ldexp(1.0, e), u = ldexp(1.0, e - 53);
         if (!(hi < top)) continue; /* S_{q-c} .. S_q straddle two binades */
-        bool tie = p > 1 && tie_at(in->p2p_s, u);
-        for (int s = 0; s < p && !tie; s++)
-            tie = tie_at(df[s], u) || tie_at(db[s], u);
-        if (tie) continue;
+        if (any_tie(in, u)) continue;
         int j = (last - q) / c; /* periods */
         const double room = floor((top - hi) / d);
         if (room < j) j = (int)room;
@@ -658,15 +718,18 @@ static bool steady_1f1b(struct fast *x)
         const double shift = j * d; /* exact: a multiple of u below 2^E */
         for (int s = 0; s < p; s++) {
             struct walker *w = &x->wk[s];
-            /* levels q+k-c+1 .. q+k: those of q-c+1 .. q, moved */
+            const int fi = w->w + q + sk * s - 1, bi = q + sk * s - 1;
+            /* levels q+k-c+1 .. q+k: those of q-c+1 .. q, moved (k is a
+             * whole number of groups: the same chunks) */
             for (int i = 0; i < c; i++) {
-                F[at(s, m, w->w + q - 1 - i + k)] = F[at(s, m, w->w + q - 1 - i)] + shift;
-                B[at(s, m, q - 1 - i + k)] = B[at(s, m, q - 1 - i)] + shift;
+                x->F[item_at(in, s, fi - i + k, false)] =
+                    x->F[item_at(in, s, fi - i, false)] + shift;
+                x->B[item_at(in, s, bi - i + k, true)] = x->B[item_at(in, s, bi - i, true)] + shift;
             }
             x->cursor[s] += shift;
             w->j += 2 * k;
-            seq_at(&w->f, w->w + q + k, p);
-            seq_at(&w->b, q + k, p);
+            seq_at(&w->f, fi + 1 + k, p, v);
+            seq_at(&w->b, bi + 1 + k, p, v);
             lim[s] = w->j;
         }
         x->done += 2L * k * p;
@@ -730,7 +793,7 @@ static void zb_update(struct zb_node *tree, int leaves, const struct zb_stage *z
     }
 }
 
-/* zb's periodic regime, extrapolated exactly: the argument of steady_1f1b
+/* zb's periodic regime, extrapolated exactly: the argument of steady_pairs
  * (docs/simulator.md section 4) on zb's event loop. The state after an event
  * is every stage's counters and free time and the F/B finish times still to
  * be read ("live": stage s's F of micro-batches stage s+1 has not started,

@@ -504,6 +504,7 @@ static void advance(struct fast *x, const int *lim)
 }
 
 static bool steady_pairs(struct fast *x);
+static bool steady_gpipe(struct fast *x);
 
 int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
                    struct lp_event *ev, int cap, int *nev)
@@ -533,7 +534,8 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     }
     const long total = (long)p * 2 * mv;
     sim->sched_ops_total += (uint64_t)total;
-    if (!(in->ends_only && !ev && !sim->sched_every_op && steady_pairs(x))) advance(x, NULL);
+    if (!(in->ends_only && !ev && !sim->sched_every_op && (steady_pairs(x) || steady_gpipe(x))))
+        advance(x, NULL);
     if (x->done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
     finish(out, x->cursor, p, x->ne, nev);
     return 0;
@@ -599,35 +601,55 @@ static size_t item_at(const struct lp_sched_in *in, int s, int k, bool bwd)
     return at(chunk * p + s, in->m, (k / pv) * p + k % p);
 }
 
-/* Level q's cut: stage s has run its w_s warm-up forwards and q + sk s
- * (F, B) pairs (sk: the skew of the cut, docs/simulator.md section 4). */
-static int cut_ops(const struct walker *w, int q, int sk, int s)
+/* A family of cuts for the level-by-level shortcut: at level q stage s has
+ * run fo[s] + q fwd forwards and bo[s] + q bwd backwards (fwd, bwd: 0 or 1,
+ * the items one level adds per stage). 1F1B and interleaved 1F1B: a pair
+ * per level after the warm-ups (fo = w_s + sk s, bo = sk s, sk the skew);
+ * GPipe: a forward per level (fo = bo = 0), then a backward per level
+ * (fo = m, bo = 0). */
+struct levels {
+    int fwd, bwd;
+    int fo[1024], bo[1024];
+    int step, cmax, margin, stride;
+    int last;       /* the highest level whose map is the steady one */
+    bool fill_last; /* write every skipped forward of stage p-1 (GPipe: its
+                     * backwards read them) */
+};
+
+static int level_ops(const struct levels *L, int s, int q)
 {
-    return w->w + 2 * (q + sk * s);
+    return L->fo[s] + L->fwd * q + L->bo[s] + L->bwd * q;
 }
 
 /* Whether S_q = S_{q-c} + d in every component (each stage's last F and B
- * finish; the cursor is the B finish plus a blocking send: the same
- * function of it), d > 0 the same for all; lo, hi: the least of S_{q-c},
- * the greatest of S_q (cursors included). Stage s's last pair below level q
- * is F item w_s + q + sk s - 1 and B item q + sk s - 1. */
-static bool period_pairs(const struct fast *x, int q, int c, int sk, double *d, double *lo,
-                         double *hi)
+ * of the level, those it runs; the cursor is the last pass's finish plus a
+ * blocking send: the same function of it), d > 0 the same for all; lo, hi:
+ * the least of S_{q-c}, the greatest of S_q (cursors included). */
+static bool period_of(const struct fast *x, const struct levels *L, int q, int c, double *d,
+                      double *lo, double *hi)
 {
     const struct lp_sched_in *in = x->in;
-    const int p = in->p;
     const double *F = x->F, *B = x->B;
-    const int f0 = x->wk[0].w + q - 1;
-    *d = F[item_at(in, 0, f0, false)] - F[item_at(in, 0, f0 - c, false)];
+    const bool bwd0 = !L->fwd; /* the component d is taken from */
+    const int k0 = (bwd0 ? L->bo[0] : L->fo[0]) + q - 1;
+    const double *X0 = bwd0 ? B : F;
+    *d = X0[item_at(in, 0, k0, bwd0)] - X0[item_at(in, 0, k0 - c, bwd0)];
     if (!(*d > 0)) return false;
     *lo = INFINITY;
     *hi = 0;
-    for (int s = 0; s < p; s++) {
-        const int fi = x->wk[s].w + q + sk * s - 1, bi = q + sk * s - 1;
-        const double f1 = F[item_at(in, s, fi, false)], fp = F[item_at(in, s, fi - c, false)];
-        if (f1 - fp != *d || B[item_at(in, s, bi, true)] - B[item_at(in, s, bi - c, true)] != *d)
-            return false;
-        *lo = fmin(*lo, fp);
+    for (int s = 0; s < in->p; s++) {
+        if (L->fwd) {
+            const int fi = L->fo[s] + q - 1;
+            const double f1 = F[item_at(in, s, fi, false)], f0 = F[item_at(in, s, fi - c, false)];
+            if (f1 - f0 != *d) return false;
+            *lo = fmin(*lo, f0);
+        }
+        if (L->bwd) {
+            const int bi = L->bo[s] + q - 1;
+            const double b1 = B[item_at(in, s, bi, true)], b0 = B[item_at(in, s, bi - c, true)];
+            if (b1 - b0 != *d) return false;
+            *lo = fmin(*lo, b0);
+        }
         *hi = fmax(*hi, x->cursor[s]);
     }
     return true;
@@ -643,66 +665,81 @@ static bool any_tie(const struct lp_sched_in *in, double u)
     return false;
 }
 
-/* 1F1B (v = 1) and interleaved 1F1B (v > 1): the periodic regime of the
- * pairs, extrapolated (the comment above; docs/simulator.md section 4). */
-static bool steady_pairs(struct fast *x)
+/* Move the state k = j c levels on from level q (shift = j d): the last c
+ * levels' values (the next check's history; with fill_last every skipped
+ * forward of stage p-1), the cursors and the counters. */
+static void jump_levels(struct fast *x, const struct levels *L, int q, int c, int k, double d,
+                        int j, int *lim)
 {
     const struct lp_sched_in *in = x->in;
-    const int p = in->p, v = in->v, m = in->m, pv = p * v, mv = m * v;
-    if (in->kind == LP_SCHED_1F1B) {
-        if (v != 1 || m < p + 2) return false;
-    } else if (in->kind != LP_SCHED_INTERLEAVED || v < 2 || p < 2 || m % p != 0) {
-        return false; /* item() maps whole groups of p micro-batches */
+    const int p = in->p, v = in->v;
+    const double shift = j * d; /* exact: a multiple of u below 2^E */
+    for (int s = 0; s < p; s++) {
+        struct walker *w = &x->wk[s];
+        const int fi = L->fo[s] + q - 1, bi = L->bo[s] + q - 1;
+        /* levels q+k-c+1 .. q+k: those of q-c+1 .. q, moved (interleaved:
+         * k is a whole number of groups, the same chunks) */
+        for (int i = 0; i < c; i++) {
+            if (L->fwd)
+                x->F[item_at(in, s, fi - i + k, false)] =
+                    x->F[item_at(in, s, fi - i, false)] + shift;
+            if (L->bwd)
+                x->B[item_at(in, s, bi - i + k, true)] = x->B[item_at(in, s, bi - i, true)] + shift;
+        }
+        /* forward item fi + 1 + t, t < k - c: that of level q - c + 1 +
+         * (t mod c), moved t / c + 1 periods (the same exact shift) */
+        if (L->fill_last && L->fwd && s == p - 1)
+            for (int t = 0; t < k - c; t++)
+                x->F[item_at(in, s, fi + 1 + t, false)] =
+                    x->F[item_at(in, s, fi + 1 - c + t % c, false)] + (t / c + 1) * d;
+        x->cursor[s] += shift;
+        w->j += (L->fwd + L->bwd) * k;
+        if (L->fwd) seq_at(&w->f, fi + 1 + k, p, v);
+        if (L->bwd) seq_at(&w->b, bi + 1 + k, p, v);
+        lim[s] = w->j;
     }
-    /* interleaved: the cut is skewed by one pair per stage (stage 0's
-     * chunk c > 0 forwards read stage p-1's forwards p items back, stage
-     * p-1's backwards stage 0's); a level's map depends on the chunks of
-     * its items, so periods are whole groups of pv items */
-    const int sk = v > 1, step = v > 1 ? pv : 1;
-    const int w0 = (int)lp_sched_warmup(in->kind, p, v, m, 0);
-    const int last = mv - w0; /* the level after stage 0's last steady pair */
-    if (last < 3) return false;
-    /* periods of up to 2p + 2 levels are looked for (uniform stages with a
-     * p2p time repeat every p levels); interleaved: two groups */
-    const int cmax = v > 1 ? 2 * pv : 2 * p + 2;
-    /* no check within `margin` levels of the end (the jump would be short);
-     * interleaved regimes have period one group (pv levels) in
-     * test_sched_fast's cases: a margin of two groups */
-    const int margin = v > 1 ? 2 * step : 2 * cmax;
-    const int stride = 1 + p / 8;
-    /* a jump needs q - c >= 1 and last - q >= margin: stepping level by
-     * level would only cost */
-    if (last < margin + step + 1) return false;
+    x->done += (long)(L->fwd + L->bwd) * k * p;
+    x->sim->sched_ops_skipped += (uint64_t)(L->fwd + L->bwd) * (uint64_t)k * (uint64_t)p;
+}
+
+/* Step the worklist level by level up to L->last, extrapolating periodic
+ * stretches (the comment above; docs/simulator.md section 4). False when a
+ * level was not a closed cut (the caller's worklist then finishes the
+ * solve). */
+static bool steady_levels(struct fast *x, const struct levels *L)
+{
+    const struct lp_sched_in *in = x->in;
+    const int p = in->p, last = L->last;
     int lim[1024];
     for (int s = 0; s < p; s++)
-        lim[s] = cut_ops(&x->wk[s], 0, sk, s); /* level 0: the warm-ups (and the skew) */
+        lim[s] = level_ops(L, s, 0);
     advance(x, lim);
     int q = 0, known = 1; /* levels >= known have their S in F and B */
     while (q < last) {
         /* stride levels at a time: a check every stride-th level (a regime,
          * once periodic, stays so; the search costs up to cmax checks) */
-        const int to = q + stride < last ? q + stride : last;
+        const int to = q + L->stride < last ? q + L->stride : last;
         bool cut = true;
         for (int s = 0; s < p; s++) {
             cut = cut && x->wk[s].j == lim[s];
-            lim[s] = cut_ops(&x->wk[s], to, sk, s);
+            lim[s] = level_ops(L, s, to);
         }
-        if (!cut) break; /* not a closed cut: the worklist finishes */
+        if (!cut) return false; /* not a closed cut */
         advance(x, lim);
         q = to;
-        if (q >= last) break;
         bool cut_q = true;
         for (int s = 0; s < p; s++)
             cut_q = cut_q && x->wk[s].j == lim[s];
-        if (!cut_q) break;
+        if (!cut_q) return false;
+        if (q >= last) break;
         /* S_q against S_{q-c}, the smallest period c that fits, not near
          * the end */
-        if (last - q < margin) continue;
-        int c = step;
+        if (last - q < L->margin) continue;
+        int c = L->step;
         double d = 0, lo = 0, hi = 0;
-        for (; c <= cmax && q - c >= known; c += step)
-            if (period_pairs(x, q, c, sk, &d, &lo, &hi)) break;
-        if (c > cmax || q - c < known || !(lo > 0)) continue;
+        for (; c <= L->cmax && q - c >= known; c += L->step)
+            if (period_of(x, L, q, c, &d, &lo, &hi)) break;
+        if (c > L->cmax || q - c < known || !(lo > 0)) continue;
         int e;
         (void)frexp(lo, &e); /* lo in [2^(e-1), 2^e) */
         const double top = ldexp(1.0, e), u = ldexp(1.0, e - 53);
@@ -714,28 +751,85 @@ static bool steady_pairs(struct fast *x)
         while (j > 0 && !(hi + j * d < top))
             j--;
         if (j < 1) continue;
-        const int k = j * c;        /* levels */
-        const double shift = j * d; /* exact: a multiple of u below 2^E */
-        for (int s = 0; s < p; s++) {
-            struct walker *w = &x->wk[s];
-            const int fi = w->w + q + sk * s - 1, bi = q + sk * s - 1;
-            /* levels q+k-c+1 .. q+k: those of q-c+1 .. q, moved (k is a
-             * whole number of groups: the same chunks) */
-            for (int i = 0; i < c; i++) {
-                x->F[item_at(in, s, fi - i + k, false)] =
-                    x->F[item_at(in, s, fi - i, false)] + shift;
-                x->B[item_at(in, s, bi - i + k, true)] = x->B[item_at(in, s, bi - i, true)] + shift;
-            }
-            x->cursor[s] += shift;
-            w->j += 2 * k;
-            seq_at(&w->f, fi + 1 + k, p, v);
-            seq_at(&w->b, bi + 1 + k, p, v);
-            lim[s] = w->j;
-        }
-        x->done += 2L * k * p;
-        x->sim->sched_ops_skipped += 2 * (uint64_t)k * (uint64_t)p;
+        const int k = j * c; /* levels */
+        jump_levels(x, L, q, c, k, d, j, lim);
         q += k;
         known = q - c + 1;
+    }
+    return true;
+}
+
+/* 1F1B (v = 1) and interleaved 1F1B (v > 1): the periodic regime of the
+ * pairs, extrapolated (the comment above; docs/simulator.md section 4). */
+static bool steady_pairs(struct fast *x)
+{
+    const struct lp_sched_in *in = x->in;
+    const int p = in->p, v = in->v, m = in->m, pv = p * v, mv = m * v;
+    if (in->kind == LP_SCHED_1F1B) {
+        if (v != 1 || m < p + 2) return false;
+    } else if (in->kind != LP_SCHED_INTERLEAVED || v < 2 || p < 2 || m % p != 0) {
+        return false; /* item() maps whole groups of p micro-batches */
+    }
+    struct levels L;
+    /* interleaved: the cut is skewed by one pair per stage (stage 0's
+     * chunk c > 0 forwards read stage p-1's forwards p items back, stage
+     * p-1's backwards stage 0's); a level's map depends on the chunks of
+     * its items, so periods are whole groups of pv items */
+    const int sk = v > 1;
+    L.fwd = L.bwd = 1;
+    L.fill_last = false;
+    L.step = v > 1 ? pv : 1;
+    for (int s = 0; s < p; s++) {
+        L.fo[s] = x->wk[s].w + sk * s;
+        L.bo[s] = sk * s;
+    }
+    L.last = mv - x->wk[0].w; /* the level after stage 0's last steady pair */
+    if (L.last < 3) return false;
+    /* periods of up to 2p + 2 levels are looked for (uniform stages with a
+     * p2p time repeat every p levels); interleaved: two groups */
+    L.cmax = v > 1 ? 2 * pv : 2 * p + 2;
+    /* no check within `margin` levels of the end (the jump would be short);
+     * interleaved regimes have period one group (pv levels) in
+     * test_sched_fast's cases: a margin of two groups */
+    L.margin = v > 1 ? 2 * L.step : 2 * L.cmax;
+    L.stride = 1 + p / 8;
+    /* a jump needs q - c >= 1 and last - q >= margin: stepping level by
+     * level would only cost */
+    if (L.last < L.margin + L.step + 1) return false;
+    steady_levels(x, &L);
+    advance(x, NULL);
+    return true;
+}
+
+/* GPipe (v = 1): every forward, then every backward, each phase a line of
+ * stages with one pass per level (docs/simulator.md section 4). */
+static bool steady_gpipe(struct fast *x)
+{
+    const struct lp_sched_in *in = x->in;
+    const int p = in->p, m = in->m;
+    if (in->kind != LP_SCHED_GPIPE || in->v != 1) return false;
+    struct levels L;
+    L.fwd = 1;
+    L.bwd = 0;
+    L.fill_last = true; /* stage p-1's backwards read its forwards */
+    L.step = 1;
+    L.cmax = 2 * p + 2;
+    L.margin = 2 * L.cmax;
+    L.stride = 1 + p / 8;
+    L.last = m;
+    if (L.last < L.margin + L.step + 1) return false;
+    for (int s = 0; s < p; s++)
+        L.fo[s] = L.bo[s] = 0;
+    if (steady_levels(x, &L)) {
+        /* the backwards: every stage past its m forwards. Stage p-1's
+         * backward reads its own forward, finished before its cursor, so
+         * its start is the cursor: the map is a max-plus map of S_q. */
+        L.fwd = 0;
+        L.bwd = 1;
+        L.fill_last = false;
+        for (int s = 0; s < p; s++)
+            L.fo[s] = m;
+        steady_levels(x, &L);
     }
     advance(x, NULL);
     return true;

@@ -135,24 +135,27 @@ TEST(steady_state_equals_reference)
     ASSERT_TRUE(sim != NULL);
     static struct lp_sched_out o1, o2;
     static double f[1024], b[1024], w[1024];
-    int checked[3] = {0, 0, 0}, skipped[3] = {0, 0, 0};
-    const char *names[3] = {"1f1b", "zb", "interleaved"};
-    for (int t = 0; t < 1600; t++) {
+    int checked[4] = {0, 0, 0, 0}, skipped[4] = {0, 0, 0, 0};
+    const char *names[4] = {"1f1b", "zb", "interleaved", "gpipe"};
+    for (int t = 0; t < 2200; t++) {
         /* the first 600: 1F1B or zb (its reference is O(p^2 m): shallower,
          * shorter pipelines), drawn as before interleaving was added; then
-         * 1,000 interleaved */
-        const int kind = t < 600 ? (pick(3) == 0 ? 1 : 0) : 2;
+         * 1,000 interleaved, then 600 GPipe */
+        const int kind = t < 600 ? (pick(3) == 0 ? 1 : 0) : t < 1600 ? 2 : 3;
         const bool zb = kind == 1;
         int p = 0, v = 1, m = 0;
         if (kind < 2) {
             p = pick(6) == 0 ? 1 + pick(zb ? 64 : 256) : 1 + pick(16);
             m = p + 2 + pick(t % 4 == 0 ? (zb ? 1024 : 4096) : 300);
-        } else {
+        } else if (kind == 2) {
             p = pick(6) == 0 ? 2 + pick(63) : 2 + pick(15);
             v = 2 + pick(3);
             /* whole groups of p micro-batches (lp_sim_validate), at least
              * the warm-up's (v + 1) p and up to 64 groups */
             m = p * (v + 1 + pick(t % 4 == 0 ? 64 : 16));
+        } else {
+            p = pick(6) == 0 ? 1 + pick(128) : 1 + pick(16);
+            m = 4 * p + 7 + pick(t % 4 == 0 ? 4096 : 300);
         }
         while ((size_t)p * (size_t)v * (size_t)m > sim->sched_cap)
             m -= kind == 2 ? p : 1;
@@ -177,7 +180,8 @@ TEST(steady_state_equals_reference)
             const int wk = pick(3);
             w[i] = wk == 0 ? 0.0 : wk == 1 ? 0.5 * bi : bi * (double)(rng() >> 11) * 0x1.0p-53;
         }
-        const enum lp_schedule kinds[3] = {LP_SCHED_1F1B, LP_SCHED_ZB, LP_SCHED_INTERLEAVED};
+        const enum lp_schedule kinds[4] = {LP_SCHED_1F1B, LP_SCHED_ZB, LP_SCHED_INTERLEAVED,
+                                           LP_SCHED_GPIPE};
         struct lp_sched_in in = random_in(kinds[kind], p, m, v, f, b, zb ? w : NULL);
         ASSERT_OK(lp_sched_exact_ref(sim, &in, &o1, NULL, 0, NULL));
         in.ends_only = true;
@@ -192,11 +196,11 @@ TEST(steady_state_equals_reference)
         skipped[kind] += sim->sched_ops_skipped > before;
         checked[kind]++;
     }
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         fprintf(stderr, "  %s: %d of %d pipelines took the shortcut\n", names[k], skipped[k],
                 checked[k]);
     fprintf(stderr, "  %llu ops extrapolated\n", (unsigned long long)sim->sched_ops_skipped);
-    for (int k = 0; k < 3; k++)
+    for (int k = 0; k < 4; k++)
         ASSERT_TRUE(skipped[k] > checked[k] / 2);
     lp_sim_destroy(&sim);
 }

@@ -596,6 +596,7 @@ static void seq_at(struct seq *q, int k, int p, int v)
  * (k / pv) p + k mod p; backwards run the chunks in reverse). */
 static size_t item_at(const struct lp_sched_in *in, int s, int k, bool bwd)
 {
+    if (in->v == 1) return at(s, in->m, k);
     const int p = in->p, v = in->v, pv = p * v;
     const int c = (k % pv) / p, chunk = bwd ? v - 1 - c : c;
     return at(chunk * p + s, in->m, (k / pv) * p + k % p);
@@ -621,37 +622,46 @@ static int level_ops(const struct levels *L, int s, int q)
     return L->fo[s] + L->fwd * q + L->bo[s] + L->bwd * q;
 }
 
+/* The latest stage's cursor. */
+static double max_cursor(const struct fast *x)
+{
+    double h = 0;
+    for (int s = 0; s < x->in->p; s++)
+        h = x->cursor[s] > h ? x->cursor[s] : h;
+    return h;
+}
+
 /* Whether S_q = S_{q-c} + d in every component (each stage's last F and B
  * of the level, those it runs; the cursor is the last pass's finish plus a
  * blocking send: the same function of it), d > 0 the same for all; lo, hi:
- * the least of S_{q-c}, the greatest of S_q (cursors included). */
-static bool period_of(const struct fast *x, const struct levels *L, int q, int c, double *d,
-                      double *lo, double *hi)
+ * the least of S_{q-c}, the greatest of S_q (cursors included). fx, bx:
+ * where each stage's last F and B of level q are; the same items c levels
+ * earlier are c / v entries before them (v = 1: c micro-batches back;
+ * interleaved: c is whole groups, so the same chunk, c / (p v) groups of p
+ * micro-batches back). */
+static bool period_of(const struct fast *x, const struct levels *L, const size_t *fx,
+                      const size_t *bx, int c, double *d, double *lo, double *hi)
 {
-    const struct lp_sched_in *in = x->in;
+    const int p = x->in->p;
+    const size_t back = (size_t)(c / x->in->v);
     const double *F = x->F, *B = x->B;
-    const bool bwd0 = !L->fwd; /* the component d is taken from */
-    const int k0 = (bwd0 ? L->bo[0] : L->fo[0]) + q - 1;
-    const double *X0 = bwd0 ? B : F;
-    *d = X0[item_at(in, 0, k0, bwd0)] - X0[item_at(in, 0, k0 - c, bwd0)];
+    *d = L->fwd ? F[fx[0]] - F[fx[0] - back] : B[bx[0]] - B[bx[0] - back];
     if (!(*d > 0)) return false;
-    *lo = INFINITY;
-    *hi = 0;
-    for (int s = 0; s < in->p; s++) {
+    double l = INFINITY;
+    for (int s = 0; s < p; s++) {
         if (L->fwd) {
-            const int fi = L->fo[s] + q - 1;
-            const double f1 = F[item_at(in, s, fi, false)], f0 = F[item_at(in, s, fi - c, false)];
-            if (f1 - f0 != *d) return false;
-            *lo = fmin(*lo, f0);
+            const double f0 = F[fx[s] - back];
+            if (F[fx[s]] - f0 != *d) return false;
+            l = f0 < l ? f0 : l; /* positive and finite: fmin's value */
         }
         if (L->bwd) {
-            const int bi = L->bo[s] + q - 1;
-            const double b1 = B[item_at(in, s, bi, true)], b0 = B[item_at(in, s, bi - c, true)];
-            if (b1 - b0 != *d) return false;
-            *lo = fmin(*lo, b0);
+            const double b0 = B[bx[s] - back];
+            if (B[bx[s]] - b0 != *d) return false;
+            l = b0 < l ? b0 : l;
         }
-        *hi = fmax(*hi, x->cursor[s]);
     }
+    *lo = l;
+    *hi = max_cursor(x);
     return true;
 }
 
@@ -735,10 +745,28 @@ static bool steady_levels(struct fast *x, const struct levels *L)
         /* S_q against S_{q-c}, the smallest period c that fits, not near
          * the end */
         if (last - q < L->margin) continue;
+        /* S_{q-c} <= S_q: if S_q straddles two binades, so does any
+         * S_{q-c} .. S_q (no period is looked for) */
+        size_t fx[1024], bx[1024];
+        double lq = INFINITY;
+        for (int s = 0; s < p; s++) {
+            if (L->fwd) {
+                fx[s] = item_at(in, s, L->fo[s] + q - 1, false);
+                lq = x->F[fx[s]] < lq ? x->F[fx[s]] : lq;
+            }
+            if (L->bwd) {
+                bx[s] = item_at(in, s, L->bo[s] + q - 1, true);
+                lq = x->B[bx[s]] < lq ? x->B[bx[s]] : lq;
+            }
+        }
+        int el, eh;
+        (void)frexp(lq, &el);
+        (void)frexp(max_cursor(x), &eh);
+        if (!(lq > 0) || el != eh) continue;
         int c = L->step;
         double d = 0, lo = 0, hi = 0;
         for (; c <= L->cmax && q - c >= known; c += L->step)
-            if (period_of(x, L, q, c, &d, &lo, &hi)) break;
+            if (period_of(x, L, fx, bx, c, &d, &lo, &hi)) break;
         if (c > L->cmax || q - c < known || !(lo > 0)) continue;
         int e;
         (void)frexp(lo, &e); /* lo in [2^(e-1), 2^e) */

@@ -6,17 +6,18 @@
  * micro-batches per pipeline) and on 128 GPUs (48 to 1536 micro-batches:
  * long pipelines of micro-batches, where the schedule solve is longest).
  *
- * Reported in one run, each for three schedule solvers on the same list:
+ * Reported in one run, each for four schedule solvers on the same list:
  * the reference solvers (the clear ones: lp_sched_exact_ref, which the tree
  * before #20 used), the fast ones solving every operation (lp_sched_exact
- * with sched_every_op: #20's first step) and the fast ones with the
- * steady-state shortcuts of 1F1B, interleaved, GPipe and zb (lp_sched_exact
- * as the simulator runs it), with the
+ * with sched_every_op: #20's first step), the fast ones with stop 28's
+ * steady-state shortcuts only (1F1B and zb: sched_stop28) and the fast ones
+ * with the shortcuts of 1F1B, interleaved, GPipe and zb (lp_sched_exact as
+ * the simulator runs it since stop 29), with the
  * ratios: sweep order (each configuration once, on a fresh simulator, as a
  * sweep sees them: the memos fill as it goes), warm (the list again and
  * again: memo hits where the direct-mapped memos hold them), cold (both
  * memos cleared before every configuration: the full operator-by-operator
- * cost and schedule solve). The results of all three must be bit-identical
+ * cost and schedule solve). The results of all four must be bit-identical
  * (checked here too). Rates are per CPU-second; the solvers are measured
  * alternately ROUNDS times and each keeps its best rates, so that load on a
  * shared machine affects them alike. Then one 1F1B, zb, GPipe and interleaved (vp 2) schedule
@@ -100,7 +101,7 @@ struct rates {
     uint64_t hash;
 };
 
-enum solver { REFERENCE, EVERY_OP, STEADY, SOLVERS };
+enum solver { REFERENCE, EVERY_OP, STOP28, STEADY, SOLVERS };
 
 /* One solver's three rates on the list. */
 static int measure(const struct lp_cost_model *cm, enum solver solver, const struct lp_run *list,
@@ -111,6 +112,7 @@ static int measure(const struct lp_cost_model *cm, enum solver solver, const str
     if (lp_sim_create(cm, &sim, &err) < 0) return -1;
     sim->sched_reference = solver == REFERENCE;
     sim->sched_every_op = solver == EVERY_OP;
+    sim->sched_stop28 = solver == STOP28;
     struct lp_result res;
     out->feasible = 0;
     out->sum = 0;
@@ -182,27 +184,30 @@ static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base,
             }
             best_of(&best[v], &r);
         }
-    const struct rates *ref = &best[REFERENCE], *every = &best[EVERY_OP], *st = &best[STEADY];
+    const struct rates *ref = &best[REFERENCE], *every = &best[EVERY_OP], *old = &best[STOP28],
+                       *st = &best[STEADY];
     printf("bench_sim: %d GPT-3 175B configurations on %d A100s (%ld feasible), profile %s\n", n,
            gpus, st->feasible, path);
-    printf("  configs per CPU-second   reference     every op       steady"
-           "   steady/every op   steady/reference   (best of %d rounds)\n",
+    printf("  configs per CPU-second   reference     every op      stop 28       steady"
+           "   steady/every op   steady/stop 28   steady/reference   (best of %d rounds)\n",
            rounds);
     const char *names[] = {"sweep order (once each)", "warm (memos hit)       ",
                            "cold (memos cleared)   "};
     for (int i = 0; i < 3; i++) {
         const double a = i == 0 ? ref->first : i == 1 ? ref->warm : ref->cold;
         const double b = i == 0 ? every->first : i == 1 ? every->warm : every->cold;
+        const double o = i == 0 ? old->first : i == 1 ? old->warm : old->cold;
         const double c = i == 0 ? st->first : i == 1 ? st->warm : st->cold;
-        printf("  %s %10.0f   %10.0f   %10.0f   %15.2f   %16.2f\n", names[i], a, b, c, c / b,
-               c / a);
+        printf("  %s %10.0f   %10.0f   %10.0f   %10.0f   %15.2f   %14.2f   %16.2f\n", names[i], a,
+               b, o, c, c / b, c / o, c / a);
     }
     bool same = true;
     for (int v = 0; v < SOLVERS; v++)
         same =
             same && best[v].hash && best[v].hash == ref->hash && best[v].feasible == ref->feasible;
-    printf("  schedule ops extrapolated by the steady-state shortcuts (sweep order): %.1f%%\n",
-           100.0 * st->skipped);
+    printf("  schedule ops extrapolated by the steady-state shortcuts (sweep order): %.1f%% (stop "
+           "28's: %.1f%%)\n",
+           100.0 * st->skipped, 100.0 * old->skipped);
     printf("  results bit-identical: %s\n", same ? "yes" : "NO");
     return same ? 0 : 1;
 }

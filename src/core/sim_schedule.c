@@ -534,8 +534,9 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     }
     const long total = (long)p * 2 * mv;
     sim->sched_ops_total += (uint64_t)total;
-    if (!(in->ends_only && !ev && !sim->sched_every_op && (steady_pairs(x) || steady_gpipe(x))))
-        advance(x, NULL);
+    const bool steady = in->ends_only && !ev && !sim->sched_every_op &&
+                        (!sim->sched_stop28 || in->kind == LP_SCHED_1F1B);
+    if (!(steady && (steady_pairs(x) || steady_gpipe(x)))) advance(x, NULL);
     if (x->done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
     finish(out, x->cursor, p, x->ne, nev);
     return 0;

@@ -653,7 +653,7 @@ static bool period_of(const struct fast *x, const struct levels *L, const size_t
         if (L->fwd) {
             const double f0 = F[fx[s] - back];
             if (F[fx[s]] - f0 != *d) return false;
-            l = f0 < l ? f0 : l; /* positive and finite: fmin's value */
+            l = f0 < l ? f0 : l; /* never NaN: fmin's value */
         }
         if (L->bwd) {
             const double b0 = B[bx[s] - back];

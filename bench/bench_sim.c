@@ -6,19 +6,21 @@
  * micro-batches per pipeline) and on 128 GPUs (48 to 1536 micro-batches:
  * long pipelines of micro-batches, where the schedule solve is longest).
  *
- * Reported in one run, each for three schedule solvers on the same list:
+ * Reported in one run, each for four schedule solvers on the same list:
  * the reference solvers (the clear ones: lp_sched_exact_ref, which the tree
  * before #20 used), the fast ones solving every operation (lp_sched_exact
- * with sched_every_op: #20's first step) and the fast ones with 1F1B's
- * steady-state shortcut (lp_sched_exact as the simulator runs it), with the
+ * with sched_every_op: #20's first step), the fast ones with stop 28's
+ * steady-state shortcuts only (1F1B and zb: sched_stop28) and the fast ones
+ * with the shortcuts of 1F1B, interleaved, GPipe and zb (lp_sched_exact as
+ * the simulator runs it since stop 29), with the
  * ratios: sweep order (each configuration once, on a fresh simulator, as a
  * sweep sees them: the memos fill as it goes), warm (the list again and
  * again: memo hits where the direct-mapped memos hold them), cold (both
  * memos cleared before every configuration: the full operator-by-operator
- * cost and schedule solve). The results of all three must be bit-identical
+ * cost and schedule solve). The results of all four must be bit-identical
  * (checked here too). Rates are per CPU-second; the solvers are measured
  * alternately ROUNDS times and each keeps its best rates, so that load on a
- * shared machine affects them alike. Then one 1F1B and one zb schedule
+ * shared machine affects them alike. Then one 1F1B, zb, GPipe and interleaved (vp 2) schedule
  * alone, every op against the shortcut, for a few pipeline depths and
  * micro-batch counts (the shortcut's asymptotics).
  * Then the search's pruning (issue #20, `llmplan search --prune`): the list
@@ -99,7 +101,7 @@ struct rates {
     uint64_t hash;
 };
 
-enum solver { REFERENCE, EVERY_OP, STEADY, SOLVERS };
+enum solver { REFERENCE, EVERY_OP, STOP28, STEADY, SOLVERS };
 
 /* One solver's three rates on the list. */
 static int measure(const struct lp_cost_model *cm, enum solver solver, const struct lp_run *list,
@@ -110,6 +112,7 @@ static int measure(const struct lp_cost_model *cm, enum solver solver, const str
     if (lp_sim_create(cm, &sim, &err) < 0) return -1;
     sim->sched_reference = solver == REFERENCE;
     sim->sched_every_op = solver == EVERY_OP;
+    sim->sched_stop28 = solver == STOP28;
     struct lp_result res;
     out->feasible = 0;
     out->sum = 0;
@@ -181,27 +184,30 @@ static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base,
             }
             best_of(&best[v], &r);
         }
-    const struct rates *ref = &best[REFERENCE], *every = &best[EVERY_OP], *st = &best[STEADY];
+    const struct rates *ref = &best[REFERENCE], *every = &best[EVERY_OP], *old = &best[STOP28],
+                       *st = &best[STEADY];
     printf("bench_sim: %d GPT-3 175B configurations on %d A100s (%ld feasible), profile %s\n", n,
            gpus, st->feasible, path);
-    printf("  configs per CPU-second   reference     every op       steady"
-           "   steady/every op   steady/reference   (best of %d rounds)\n",
+    printf("  configs per CPU-second   reference     every op      stop 28       steady"
+           "   steady/every op   steady/stop 28   steady/reference   (best of %d rounds)\n",
            rounds);
     const char *names[] = {"sweep order (once each)", "warm (memos hit)       ",
                            "cold (memos cleared)   "};
     for (int i = 0; i < 3; i++) {
         const double a = i == 0 ? ref->first : i == 1 ? ref->warm : ref->cold;
         const double b = i == 0 ? every->first : i == 1 ? every->warm : every->cold;
+        const double o = i == 0 ? old->first : i == 1 ? old->warm : old->cold;
         const double c = i == 0 ? st->first : i == 1 ? st->warm : st->cold;
-        printf("  %s %10.0f   %10.0f   %10.0f   %15.2f   %16.2f\n", names[i], a, b, c, c / b,
-               c / a);
+        printf("  %s %10.0f   %10.0f   %10.0f   %10.0f   %15.2f   %14.2f   %16.2f\n", names[i], a,
+               b, o, c, c / b, c / o, c / a);
     }
     bool same = true;
     for (int v = 0; v < SOLVERS; v++)
         same =
             same && best[v].hash && best[v].hash == ref->hash && best[v].feasible == ref->feasible;
-    printf("  schedule ops extrapolated by the steady-state shortcuts (sweep order): %.1f%%\n",
-           100.0 * st->skipped);
+    printf("  schedule ops extrapolated by the steady-state shortcuts (sweep order): %.1f%% (stop "
+           "28's: %.1f%%)\n",
+           100.0 * st->skipped, 100.0 * old->skipped);
     printf("  results bit-identical: %s\n", same ? "yes" : "NO");
     return same ? 0 : 1;
 }
@@ -322,21 +328,22 @@ static int bench_prune(const struct lp_cost_model *cm, const struct lp_run *base
 
 /* One schedule alone, solved again and again: microseconds per solve with
  * every operation and with the steady-state shortcut, on uniform stages with
- * GPT-3-like costs (f 1, b 2, w 1 ms; p2p 0.1 ms), both results compared. */
-static int bench_solve(const struct lp_cost_model *cm, enum lp_schedule kind, int p, int m,
+ * GPT-3-like costs (f 1, b 2, w 1 ms; p2p 0.1 ms; interleaved: v chunks of
+ * 1/v of that), both results compared. */
+static int bench_solve(const struct lp_cost_model *cm, enum lp_schedule kind, int p, int v, int m,
                        double secs)
 {
     struct lp_sim *sim = NULL;
     if (lp_sim_create(cm, &sim, NULL) < 0) return -1;
     static double f[1024], b[1024], w[1024];
-    for (int i = 0; i < p; i++) {
-        f[i] = 1e-3;
-        b[i] = 2e-3;
-        w[i] = 1e-3;
+    for (int i = 0; i < p * v; i++) {
+        f[i] = 1e-3 / v;
+        b[i] = 2e-3 / v;
+        w[i] = 1e-3 / v;
     }
     struct lp_sched_in in = {.p = p,
                              .m = m,
-                             .v = 1,
+                             .v = v,
                              .kind = kind,
                              .f = f,
                              .b = b,
@@ -360,9 +367,13 @@ static int bench_solve(const struct lp_cost_model *cm, enum lp_schedule kind, in
         us[mode] = 1e6 * t / (double)n;
     }
     const bool same = memcmp(&o[0].makespan_s, &o[1].makespan_s, sizeof(double)) == 0;
-    printf("  %-4s pp %3d, %5d micro-batches: %9.1f us every op, %7.1f us steady (x%.1f)%s\n",
-           kind == LP_SCHED_ZB ? "zb" : "1f1b", p, m, us[0], us[1], us[0] / us[1],
-           same ? "" : "  RESULTS DIFFER");
+    const char *name = kind == LP_SCHED_ZB            ? "zb"
+                       : kind == LP_SCHED_GPIPE       ? "gpipe"
+                       : kind == LP_SCHED_INTERLEAVED ? "int."
+                                                      : "1f1b";
+    printf(
+        "  %-5s pp %3d, vp %d, %5d micro-batches: %9.1f us every op, %7.1f us steady (x%.1f)%s\n",
+        name, p, v, m, us[0], us[1], us[0] / us[1], same ? "" : "  RESULTS DIFFER");
     lp_sim_destroy(&sim);
     return same ? 0 : 1;
 }
@@ -397,10 +408,13 @@ int main(int argc, char **argv)
     if (rc == 0) rc = bench_list(&cm, &base, 128, secs, rounds, path, &sink);
     printf("one schedule solve (CPU time per solve):\n");
     const int shapes[][2] = {{8, 64}, {8, 1024}, {32, 384}, {32, 4096}};
-    for (int k = 0; k < 2 && rc == 0; k++)
+    /* 1F1B, zb, GPipe (one chunk), interleaved with 2 chunks per stage */
+    const enum lp_schedule kinds[] = {LP_SCHED_1F1B, LP_SCHED_ZB, LP_SCHED_GPIPE,
+                                      LP_SCHED_INTERLEAVED};
+    for (int k = 0; k < 4 && rc == 0; k++)
         for (int i = 0; i < 4 && rc == 0; i++)
-            rc = bench_solve(&cm, k ? LP_SCHED_ZB : LP_SCHED_1F1B, shapes[i][0], shapes[i][1],
-                             secs / 4);
+            rc = bench_solve(&cm, kinds[k], shapes[i][0], kinds[k] == LP_SCHED_INTERLEAVED ? 2 : 1,
+                             shapes[i][1], secs / 4);
     printf("the search's pruning (llmplan search --prune), each list once, top-10 by time and "
            "cost and the Pareto front kept (best of %d passes):\n",
            10 * rounds);

@@ -202,6 +202,7 @@ struct lp_sim {
     struct lp_sched_out sout; /* solver output scratch (16 KiB) */
     bool sched_reference;     /* bench_sim: solve with the reference solvers */
     bool sched_every_op;      /* bench_sim: no steady-state shortcut */
+    bool sched_stop28;        /* bench_sim: the shortcuts of stop 28 only (1F1B, zb) */
     /* bench_sim: run as the tree before this stop of #20 (d7debed) did: memo
      * slots from FNV-1a, no model-hash, layer-split or present-kinds shortcuts */
     bool bench_baseline;

@@ -503,7 +503,8 @@ static void advance(struct fast *x, const int *lim)
     }
 }
 
-static bool steady_1f1b(struct fast *x);
+static bool steady_pairs(struct fast *x);
+static bool steady_gpipe(struct fast *x);
 
 int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
                    struct lp_event *ev, int cap, int *nev)
@@ -533,13 +534,15 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     }
     const long total = (long)p * 2 * mv;
     sim->sched_ops_total += (uint64_t)total;
-    if (!(in->ends_only && !ev && !sim->sched_every_op && steady_1f1b(x))) advance(x, NULL);
+    const bool steady = in->ends_only && !ev && !sim->sched_every_op &&
+                        (!sim->sched_stop28 || in->kind == LP_SCHED_1F1B);
+    if (!(steady && (steady_pairs(x) || steady_gpipe(x)))) advance(x, NULL);
     if (x->done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
     finish(out, x->cursor, p, x->ne, nev);
     return 0;
 }
 
-/* ---- 1F1B's periodic regime, extrapolated exactly ----
+/* ---- 1F1B's (and interleaved 1F1B's) periodic regime, extrapolated exactly ----
  * (docs/simulator.md section 4 has the proof.) With m >= p micro-batches,
  * stage s runs w_s = p - s - 1 warm-up forwards, then pairs i = 0, 1, ...:
  * F(w_s + i), B(i). Level q is the cut after every stage's pairs < q (op
@@ -560,119 +563,302 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
  * the last c levels' S moved by j d and each stage's counters and resumes
  * the worklist. Values of the skipped ops are never read (the reads above
  * level q+jc are S_{q+jc} or later ops), and each stage's busy sum is not
- * kept (ends_only). */
+ * kept (ends_only).
+ * Interleaved 1F1B (v chunks, w_s = 2 (p - s - 1) + (v - 1) p, items in
+ * groups of pv: item() above) keeps the same argument with two changes.
+ * (a) The cut is skewed: stage s has run q + s pairs. An unskewed one is not
+ * closed: stage 0's forward of chunk c > 0 reads stage p-1's forward p items
+ * back (the previous chunk of the same micro-batch), which lies p - 2 levels
+ * above it, and stage p-1's backward of chunk c < v-1 reads stage 0's
+ * backward p items back. With the skew every read from above the cut to
+ * below it is the producing stage's last F or B (F(s) reads F(s-1) of the
+ * same item: lag 1; F(0, k) reads F(p-1, k-p): lag 1; B(s) reads B(s+1):
+ * above the cut; B(p-1, k) reads B(0, k-p): lag 1, or its own F of chunk v-1
+ * (k + (v-1) p): above), so S_q is again each stage's last F, B and cursor.
+ * (b) The ops of a level depend on the chunks of its items (the durations,
+ * the reads, the sends), which repeat every pv items: only periods c that
+ * are whole groups (multiples of pv levels) are looked for, and a jump of
+ * k = j c levels moves every item by whole groups (the same chunk, k / pv
+ * groups of p micro-batches on). */
 static bool tie_at(double c, double u)
 {
     const double r = c / u; /* exact: u is a power of two */
     return r - floor(r) == 0.5;
 }
 
-static void seq_at(struct seq *q, int k, int p)
+static void seq_at(struct seq *q, int k, int p, int v)
 {
-    /* v = 1: item k is micro-batch k */
-    *q = (struct seq){.r = k % p, .c = 0, .g = k / p};
+    const int pv = p * v;
+    *q = (struct seq){.r = k % p, .c = (k % pv) / p, .g = k / pv};
 }
 
-/* Whether S_q = S_{q-c} + d in every component (its F and B finish; the
- * cursor is the B finish plus a blocking send: the same function of it),
- * d > 0 the same for all; lo, hi: the least of S_{q-c}, the greatest of
- * S_q (cursors included). */
-static bool period_1f1b(const struct fast *x, int q, int c, double *d, double *lo, double *hi)
+/* Where item k of stage s's forward (bwd false) or backward sequence keeps
+ * its finish time in F or B (item() above: chunk c of micro-batch
+ * (k / pv) p + k mod p; backwards run the chunks in reverse). */
+static size_t item_at(const struct lp_sched_in *in, int s, int k, bool bwd)
 {
-    const int p = x->in->p, m = x->in->m;
+    if (in->v == 1) return at(s, in->m, k);
+    const int p = in->p, v = in->v, pv = p * v;
+    const int c = (k % pv) / p, chunk = bwd ? v - 1 - c : c;
+    return at(chunk * p + s, in->m, (k / pv) * p + k % p);
+}
+
+/* A family of cuts for the level-by-level shortcut: at level q stage s has
+ * run fo[s] + q fwd forwards and bo[s] + q bwd backwards (fwd, bwd: 0 or 1,
+ * the items one level adds per stage). 1F1B and interleaved 1F1B: a pair
+ * per level after the warm-ups (fo = w_s + sk s, bo = sk s, sk the skew);
+ * GPipe: a forward per level (fo = bo = 0), then a backward per level
+ * (fo = m, bo = 0). */
+struct levels {
+    int fwd, bwd;
+    int fo[1024], bo[1024];
+    int step, cmax, margin, stride;
+    int last;       /* the highest level whose map is the steady one */
+    bool fill_last; /* write every skipped forward of stage p-1 (GPipe: its
+                     * backwards read them) */
+};
+
+static int level_ops(const struct levels *L, int s, int q)
+{
+    return L->fo[s] + L->fwd * q + L->bo[s] + L->bwd * q;
+}
+
+/* The latest stage's cursor. */
+static double max_cursor(const struct fast *x)
+{
+    double h = 0;
+    for (int s = 0; s < x->in->p; s++)
+        h = x->cursor[s] > h ? x->cursor[s] : h;
+    return h;
+}
+
+/* Whether S_q = S_{q-c} + d in every component (each stage's last F and B
+ * of the level, those it runs; the cursor is the last pass's finish plus a
+ * blocking send: the same function of it), d > 0 the same for all; lo, hi:
+ * the least of S_{q-c}, the greatest of S_q (cursors included). fx, bx:
+ * where each stage's last F and B of level q are; the same items c levels
+ * earlier are c / v entries before them (v = 1: c micro-batches back;
+ * interleaved: c is whole groups, so the same chunk, c / (p v) groups of p
+ * micro-batches back). */
+static bool period_of(const struct fast *x, const struct levels *L, const size_t *fx,
+                      const size_t *bx, int c, double *d, double *lo, double *hi)
+{
+    const int p = x->in->p;
+    const size_t back = (size_t)(c / x->in->v);
     const double *F = x->F, *B = x->B;
-    *d = F[at(0, m, x->wk[0].w + q - 1)] - F[at(0, m, x->wk[0].w + q - 1 - c)];
+    *d = L->fwd ? F[fx[0]] - F[fx[0] - back] : B[bx[0]] - B[bx[0] - back];
     if (!(*d > 0)) return false;
-    *lo = INFINITY;
-    *hi = 0;
+    double l = INFINITY;
     for (int s = 0; s < p; s++) {
-        const int fi = x->wk[s].w + q - 1;
-        const double f1 = F[at(s, m, fi)], f0 = F[at(s, m, fi - c)];
-        if (f1 - f0 != *d || B[at(s, m, q - 1)] - B[at(s, m, q - 1 - c)] != *d) return false;
-        *lo = fmin(*lo, f0);
-        *hi = fmax(*hi, x->cursor[s]);
+        if (L->fwd) {
+            const double f0 = F[fx[s] - back];
+            if (F[fx[s]] - f0 != *d) return false;
+            l = f0 < l ? f0 : l; /* never NaN: fmin's value */
+        }
+        if (L->bwd) {
+            const double b0 = B[bx[s] - back];
+            if (B[bx[s]] - b0 != *d) return false;
+            l = b0 < l ? b0 : l;
+        }
     }
+    *lo = l;
+    *hi = max_cursor(x);
     return true;
 }
 
-static bool steady_1f1b(struct fast *x)
+/* Whether an addend of the solve (a pass's duration as op_dur gives it, or
+ * the p2p time) is a tie for the spacing u (section 4, step 2). */
+static bool any_tie(const struct lp_sched_in *in, double u)
+{
+    if (in->p > 1 && tie_at(in->p2p_s, u)) return true;
+    for (int vs = 0; vs < in->p * in->v; vs++)
+        if (tie_at(op_dur(in, false, vs), u) || tie_at(op_dur(in, true, vs), u)) return true;
+    return false;
+}
+
+/* Move the state k = j c levels on from level q (shift = j d): the last c
+ * levels' values (the next check's history; with fill_last every skipped
+ * forward of stage p-1), the cursors and the counters. */
+static void jump_levels(struct fast *x, const struct levels *L, int q, int c, int k, double d,
+                        int j, int *lim)
 {
     const struct lp_sched_in *in = x->in;
-    const int p = in->p, m = in->m;
-    if (in->kind != LP_SCHED_1F1B || in->v != 1 || m < p + 2) return false;
-    double *F = x->F, *B = x->B;
-    const int last = m - p + 1; /* the level after stage 0's last steady pair */
-    /* periods of up to 2p + 2 levels are looked for (uniform stages with a
-     * p2p time repeat every p levels) */
-    const int cmax = 2 * p + 2;
-    const int stride = 1 + p / 8;
-    int lim[1024];
-    double df[1024], db[1024]; /* each stage's durations, as run_op adds them */
+    const int p = in->p, v = in->v;
+    const double shift = j * d; /* exact: a multiple of u below 2^E */
     for (int s = 0; s < p; s++) {
-        df[s] = op_dur(in, false, s);
-        db[s] = op_dur(in, true, s);
-        lim[s] = x->wk[s].w; /* level 0: the warm-ups */
+        struct walker *w = &x->wk[s];
+        const int fi = L->fo[s] + q - 1, bi = L->bo[s] + q - 1;
+        /* levels q+k-c+1 .. q+k: those of q-c+1 .. q, moved (interleaved:
+         * k is a whole number of groups, the same chunks) */
+        for (int i = 0; i < c; i++) {
+            if (L->fwd)
+                x->F[item_at(in, s, fi - i + k, false)] =
+                    x->F[item_at(in, s, fi - i, false)] + shift;
+            if (L->bwd)
+                x->B[item_at(in, s, bi - i + k, true)] = x->B[item_at(in, s, bi - i, true)] + shift;
+        }
+        /* forward item fi + 1 + t, t < k - c: that of level q - c + 1 +
+         * (t mod c), moved t / c + 1 periods (the same exact shift) */
+        if (L->fill_last && L->fwd && s == p - 1)
+            for (int t = 0; t < k - c; t++)
+                x->F[item_at(in, s, fi + 1 + t, false)] =
+                    x->F[item_at(in, s, fi + 1 - c + t % c, false)] + (t / c + 1) * d;
+        x->cursor[s] += shift;
+        w->j += (L->fwd + L->bwd) * k;
+        if (L->fwd) seq_at(&w->f, fi + 1 + k, p, v);
+        if (L->bwd) seq_at(&w->b, bi + 1 + k, p, v);
+        lim[s] = w->j;
     }
+    x->done += (long)(L->fwd + L->bwd) * k * p;
+    x->sim->sched_ops_skipped += (uint64_t)(L->fwd + L->bwd) * (uint64_t)k * (uint64_t)p;
+}
+
+/* Step the worklist level by level up to L->last, extrapolating periodic
+ * stretches (the comment above; docs/simulator.md section 4). False when a
+ * level was not a closed cut (the caller's worklist then finishes the
+ * solve). */
+static bool steady_levels(struct fast *x, const struct levels *L)
+{
+    const struct lp_sched_in *in = x->in;
+    const int p = in->p, last = L->last;
+    int lim[1024];
+    for (int s = 0; s < p; s++)
+        lim[s] = level_ops(L, s, 0);
     advance(x, lim);
     int q = 0, known = 1; /* levels >= known have their S in F and B */
     while (q < last) {
         /* stride levels at a time: a check every stride-th level (a regime,
          * once periodic, stays so; the search costs up to cmax checks) */
-        const int to = q + stride < last ? q + stride : last;
+        const int to = q + L->stride < last ? q + L->stride : last;
         bool cut = true;
         for (int s = 0; s < p; s++) {
             cut = cut && x->wk[s].j == lim[s];
-            lim[s] = x->wk[s].w + 2 * to;
+            lim[s] = level_ops(L, s, to);
         }
-        if (!cut) break; /* cannot happen (every level is a cut); the worklist finishes */
+        if (!cut) return false; /* not a closed cut */
         advance(x, lim);
         q = to;
-        if (q >= last) break;
         bool cut_q = true;
         for (int s = 0; s < p; s++)
             cut_q = cut_q && x->wk[s].j == lim[s];
-        if (!cut_q) break;
+        if (!cut_q) return false;
+        if (q >= last) break;
         /* S_q against S_{q-c}, the smallest period c that fits, not near
          * the end */
-        if (last - q < 2 * cmax) continue;
-        int c = 1;
+        if (last - q < L->margin) continue;
+        /* S_{q-c} <= S_q: if S_q straddles two binades, so does any
+         * S_{q-c} .. S_q (no period is looked for) */
+        size_t fx[1024], bx[1024];
+        double lq = INFINITY;
+        for (int s = 0; s < p; s++) {
+            if (L->fwd) {
+                fx[s] = item_at(in, s, L->fo[s] + q - 1, false);
+                lq = x->F[fx[s]] < lq ? x->F[fx[s]] : lq;
+            }
+            if (L->bwd) {
+                bx[s] = item_at(in, s, L->bo[s] + q - 1, true);
+                lq = x->B[bx[s]] < lq ? x->B[bx[s]] : lq;
+            }
+        }
+        int el, eh;
+        (void)frexp(lq, &el);
+        (void)frexp(max_cursor(x), &eh);
+        if (!(lq > 0) || el != eh) continue;
+        int c = L->step;
         double d = 0, lo = 0, hi = 0;
-        for (; c <= cmax && q - c >= known; c++)
-            if (period_1f1b(x, q, c, &d, &lo, &hi)) break;
-        if (c > cmax || q - c < known || !(lo > 0)) continue;
+        for (; c <= L->cmax && q - c >= known; c += L->step)
+            if (period_of(x, L, fx, bx, c, &d, &lo, &hi)) break;
+        if (c > L->cmax || q - c < known || !(lo > 0)) continue;
         int e;
         (void)frexp(lo, &e); /* lo in [2^(e-1), 2^e) */
         const double top = ldexp(1.0, e), u = ldexp(1.0, e - 53);
         if (!(hi < top)) continue; /* S_{q-c} .. S_q straddle two binades */
-        bool tie = p > 1 && tie_at(in->p2p_s, u);
-        for (int s = 0; s < p && !tie; s++)
-            tie = tie_at(df[s], u) || tie_at(db[s], u);
-        if (tie) continue;
+        if (any_tie(in, u)) continue;
         int j = (last - q) / c; /* periods */
         const double room = floor((top - hi) / d);
         if (room < j) j = (int)room;
         while (j > 0 && !(hi + j * d < top))
             j--;
         if (j < 1) continue;
-        const int k = j * c;        /* levels */
-        const double shift = j * d; /* exact: a multiple of u below 2^E */
-        for (int s = 0; s < p; s++) {
-            struct walker *w = &x->wk[s];
-            /* levels q+k-c+1 .. q+k: those of q-c+1 .. q, moved */
-            for (int i = 0; i < c; i++) {
-                F[at(s, m, w->w + q - 1 - i + k)] = F[at(s, m, w->w + q - 1 - i)] + shift;
-                B[at(s, m, q - 1 - i + k)] = B[at(s, m, q - 1 - i)] + shift;
-            }
-            x->cursor[s] += shift;
-            w->j += 2 * k;
-            seq_at(&w->f, w->w + q + k, p);
-            seq_at(&w->b, q + k, p);
-            lim[s] = w->j;
-        }
-        x->done += 2L * k * p;
-        x->sim->sched_ops_skipped += 2 * (uint64_t)k * (uint64_t)p;
+        const int k = j * c; /* levels */
+        jump_levels(x, L, q, c, k, d, j, lim);
         q += k;
         known = q - c + 1;
+    }
+    return true;
+}
+
+/* 1F1B (v = 1) and interleaved 1F1B (v > 1): the periodic regime of the
+ * pairs, extrapolated (the comment above; docs/simulator.md section 4). */
+static bool steady_pairs(struct fast *x)
+{
+    const struct lp_sched_in *in = x->in;
+    const int p = in->p, v = in->v, m = in->m, pv = p * v, mv = m * v;
+    if (in->kind == LP_SCHED_1F1B) {
+        if (v != 1 || m < p + 2) return false;
+    } else if (in->kind != LP_SCHED_INTERLEAVED || v < 2 || p < 2 || m % p != 0) {
+        return false; /* item() maps whole groups of p micro-batches */
+    }
+    struct levels L;
+    /* interleaved: the cut is skewed by one pair per stage (stage 0's
+     * chunk c > 0 forwards read stage p-1's forwards p items back, stage
+     * p-1's backwards stage 0's); a level's map depends on the chunks of
+     * its items, so periods are whole groups of pv items */
+    const int sk = v > 1;
+    L.fwd = L.bwd = 1;
+    L.fill_last = false;
+    L.step = v > 1 ? pv : 1;
+    for (int s = 0; s < p; s++) {
+        L.fo[s] = x->wk[s].w + sk * s;
+        L.bo[s] = sk * s;
+    }
+    L.last = mv - x->wk[0].w; /* the level after stage 0's last steady pair */
+    if (L.last < 3) return false;
+    /* periods of up to 2p + 2 levels are looked for (uniform stages with a
+     * p2p time repeat every p levels); interleaved: two groups */
+    L.cmax = v > 1 ? 2 * pv : 2 * p + 2;
+    /* no check within `margin` levels of the end (the jump would be short);
+     * interleaved regimes have period one group (pv levels) in
+     * test_sched_fast's cases: a margin of two groups */
+    L.margin = v > 1 ? 2 * L.step : 2 * L.cmax;
+    L.stride = 1 + p / 8;
+    /* a jump needs q - c >= 1 and last - q >= margin: stepping level by
+     * level would only cost */
+    if (L.last < L.margin + L.step + 1) return false;
+    steady_levels(x, &L);
+    advance(x, NULL);
+    return true;
+}
+
+/* GPipe (v = 1): every forward, then every backward, each phase a line of
+ * stages with one pass per level (docs/simulator.md section 4). */
+static bool steady_gpipe(struct fast *x)
+{
+    const struct lp_sched_in *in = x->in;
+    const int p = in->p, m = in->m;
+    if (in->kind != LP_SCHED_GPIPE || in->v != 1) return false;
+    struct levels L;
+    L.fwd = 1;
+    L.bwd = 0;
+    L.fill_last = true; /* stage p-1's backwards read its forwards */
+    L.step = 1;
+    L.cmax = 2 * p + 2;
+    L.margin = 2 * L.cmax;
+    L.stride = 1 + p / 8;
+    L.last = m;
+    if (L.last < L.margin + L.step + 1) return false;
+    for (int s = 0; s < p; s++)
+        L.fo[s] = L.bo[s] = 0;
+    if (steady_levels(x, &L)) {
+        /* the backwards: every stage past its m forwards. Stage p-1's
+         * backward reads its own forward, finished before its cursor, so
+         * its start is the cursor: the map is a max-plus map of S_q. */
+        L.fwd = 0;
+        L.bwd = 1;
+        L.fill_last = false;
+        for (int s = 0; s < p; s++)
+            L.fo[s] = m;
+        steady_levels(x, &L);
     }
     advance(x, NULL);
     return true;
@@ -730,7 +916,7 @@ static void zb_update(struct zb_node *tree, int leaves, const struct zb_stage *z
     }
 }
 
-/* zb's periodic regime, extrapolated exactly: the argument of steady_1f1b
+/* zb's periodic regime, extrapolated exactly: the argument of steady_pairs
  * (docs/simulator.md section 4) on zb's event loop. The state after an event
  * is every stage's counters and free time and the F/B finish times still to
  * be read ("live": stage s's F of micro-batches stage s+1 has not started,

@@ -118,33 +118,51 @@ TEST(fast_equals_reference)
 }
 
 /* The steady-state shortcuts (ends_only: src/core/sim_schedule.c
- * steady_1f1b, zb_period) against the reference solvers on random 1F1B and
- * zb pipelines with long micro-batch counts (up to 4096; zb 1024) and deep
- * pipelines (up to 256 stages; zb 64):
- * every stage's end bit-equal. Costs are random doubles (rounding at every
- * addition), round values (no rounding: long exact periods), and round
- * values plus half the spacing of a binade the times pass through (ties:
- * round-to-even then depends on the time, the shortcut must refuse that
- * binade); uniform and uneven stages, p2p zero or
- * not, blocking or overlapped sends. The shortcut must have skipped ops in
- * most cases (else this would test nothing). */
+ * steady_pairs, zb_period) against the reference solvers on random 1F1B,
+ * interleaved and zb pipelines with long micro-batch counts (up to 4096;
+ * interleaved up to 64 groups of pp; zb 1024) and deep pipelines (up to 256
+ * stages; interleaved 64 with 2-4 chunks; zb 64): every stage's end
+ * bit-equal. Costs are random doubles (rounding at every addition), round
+ * values (no rounding: long exact periods), and round values plus half the
+ * spacing of a binade the times pass through (ties: round-to-even then
+ * depends on the time, the shortcut must refuse that binade); uniform and
+ * uneven (virtual) stages, p2p zero or not, blocking or overlapped sends.
+ * The shortcut must have skipped ops in most cases of each schedule (else
+ * this would test nothing). */
 TEST(steady_state_equals_reference)
 {
     struct lp_sim *sim = lp_fixture_schedule_sim();
     ASSERT_TRUE(sim != NULL);
     static struct lp_sched_out o1, o2;
     static double f[1024], b[1024], w[1024];
-    int checked[2] = {0, 0}, skipped[2] = {0, 0};
-    for (int t = 0; t < 600; t++) {
-        /* zb's reference is O(p^2 m): shallower, shorter pipelines */
-        const bool zb = pick(3) == 0;
-        const int p = pick(6) == 0 ? 1 + pick(zb ? 64 : 256) : 1 + pick(16);
-        int m = p + 2 + pick(t % 4 == 0 ? (zb ? 1024 : 4096) : 300);
-        if ((size_t)p * (size_t)m > sim->sched_cap) m = (int)(sim->sched_cap / (size_t)p);
+    int checked[4] = {0, 0, 0, 0}, skipped[4] = {0, 0, 0, 0};
+    const char *names[4] = {"1f1b", "zb", "interleaved", "gpipe"};
+    for (int t = 0; t < 2200; t++) {
+        /* the first 600: 1F1B or zb (its reference is O(p^2 m): shallower,
+         * shorter pipelines), drawn as before interleaving was added; then
+         * 1,000 interleaved, then 600 GPipe */
+        const int kind = t < 600 ? (pick(3) == 0 ? 1 : 0) : t < 1600 ? 2 : 3;
+        const bool zb = kind == 1;
+        int p = 0, v = 1, m = 0;
+        if (kind < 2) {
+            p = pick(6) == 0 ? 1 + pick(zb ? 64 : 256) : 1 + pick(16);
+            m = p + 2 + pick(t % 4 == 0 ? (zb ? 1024 : 4096) : 300);
+        } else if (kind == 2) {
+            p = pick(6) == 0 ? 2 + pick(63) : 2 + pick(15);
+            v = 2 + pick(3);
+            /* whole groups of p micro-batches (lp_sim_validate), at least
+             * the warm-up's (v + 1) p and up to 64 groups */
+            m = p * (v + 1 + pick(t % 4 == 0 ? 64 : 16));
+        } else {
+            p = pick(6) == 0 ? 1 + pick(128) : 1 + pick(16);
+            m = 4 * p + 7 + pick(t % 4 == 0 ? 4096 : 300);
+        }
+        while ((size_t)p * (size_t)v * (size_t)m > sim->sched_cap)
+            m -= kind == 2 ? p : 1;
         const int style = pick(3); /* 0: any doubles, 1: round values, 2: ties */
         const bool uniform = pick(2) == 0;
         double fu = cost(), bu = cost();
-        for (int i = 0; i < p; i++) {
+        for (int i = 0; i < p * v; i++) {
             double fi = uniform ? fu : cost(), bi = uniform ? bu : cost();
             if (style == 1) {
                 fi = 0.25 * (1 + pick(8));
@@ -162,26 +180,28 @@ TEST(steady_state_equals_reference)
             const int wk = pick(3);
             w[i] = wk == 0 ? 0.0 : wk == 1 ? 0.5 * bi : bi * (double)(rng() >> 11) * 0x1.0p-53;
         }
-        struct lp_sched_in in =
-            random_in(zb ? LP_SCHED_ZB : LP_SCHED_1F1B, p, m, 1, f, b, zb ? w : NULL);
+        const enum lp_schedule kinds[4] = {LP_SCHED_1F1B, LP_SCHED_ZB, LP_SCHED_INTERLEAVED,
+                                           LP_SCHED_GPIPE};
+        struct lp_sched_in in = random_in(kinds[kind], p, m, v, f, b, zb ? w : NULL);
         ASSERT_OK(lp_sched_exact_ref(sim, &in, &o1, NULL, 0, NULL));
         in.ends_only = true;
         const uint64_t before = sim->sched_ops_skipped;
         ASSERT_OK(lp_sched_exact(sim, &in, &o2, NULL, 0, NULL));
         if (memcmp(&o1.makespan_s, &o2.makespan_s, sizeof(double)) != 0 ||
             memcmp(o1.stage_end_s, o2.stage_end_s, (size_t)p * sizeof(double)) != 0) {
-            fprintf(stderr, "  case %d: %s p %d m %d style %d: %.17g vs %.17g\n", t,
-                    zb ? "zb" : "1f1b", p, m, style, o1.makespan_s, o2.makespan_s);
+            fprintf(stderr, "  case %d: %s p %d v %d m %d style %d: %.17g vs %.17g\n", t,
+                    names[kind], p, v, m, style, o1.makespan_s, o2.makespan_s);
             ASSERT_TRUE(0);
         }
-        skipped[zb] += sim->sched_ops_skipped > before;
-        checked[zb]++;
+        skipped[kind] += sim->sched_ops_skipped > before;
+        checked[kind]++;
     }
-    fprintf(stderr,
-            "  1f1b: %d of %d pipelines took the shortcut, zb: %d of %d; %llu ops extrapolated\n",
-            skipped[0], checked[0], skipped[1], checked[1],
-            (unsigned long long)sim->sched_ops_skipped);
-    ASSERT_TRUE(skipped[0] > checked[0] / 2 && skipped[1] > checked[1] / 2);
+    for (int k = 0; k < 4; k++)
+        fprintf(stderr, "  %s: %d of %d pipelines took the shortcut\n", names[k], skipped[k],
+                checked[k]);
+    fprintf(stderr, "  %llu ops extrapolated\n", (unsigned long long)sim->sched_ops_skipped);
+    for (int k = 0; k < 4; k++)
+        ASSERT_TRUE(skipped[k] > checked[k] / 2);
     lp_sim_destroy(&sim);
 }
 

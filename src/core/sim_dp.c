@@ -494,6 +494,11 @@ static double coll(struct lp_dp_rec *rec, double *free_s, double ready_s, double
     return end;
 }
 
+double lp_fsdp_grad_cat_s(const struct lp_cost_model *cm, double P, double w_bytes)
+{
+    return cm->ops->mem_s(cm, LP_MEM_COPY, P * w_bytes * 2.0);
+}
+
 static double predivide_factor(int n)
 {
     int f = 1;
@@ -516,13 +521,21 @@ static double unit_gather_s(const struct torch_coll *c, double P, double w_bytes
     return cast + lp_coll_time(c->cm, c->sys, LP_COLL_ALLGATHER, P * w_bytes, c->n, c->stride);
 }
 
-/* reduce one unit's gradient of P parameters (FSDP _reduce_grad) */
-static double unit_reduce_s(const struct torch_coll *c, double P, double g_bytes, bool shard,
-                            bool accumulate)
+/* reduce one unit's gradient of P parameters (FSDP _reduce_grad). The
+ * gradient arrives in the flat parameter's dtype (w_bytes, the param dtype
+ * under MixedPrecision); where the reduce dtype differs (Composer's DEFAULT:
+ * bf16 parameters, fp32 reduce) _post_backward_hook first casts the whole
+ * unsharded gradient on the post-backward stream,
+ * `flat_param.grad.data = flat_param.grad.to(handle._reduce_dtype)`
+ * (torch/distributed/fsdp/_runtime_utils.py, pytorch/pytorch 00ae0bc91, the
+ * PyTorch 2.0 line; the same test in 2.1-2.4): w + g bytes per parameter. */
+static double unit_reduce_s(const struct torch_coll *c, double P, double w_bytes, double g_bytes,
+                            bool shard, bool accumulate)
 {
     const struct lp_cost_model *cm = c->cm;
     int world = c->n * c->rep_n;
     double pre = predivide_factor(world), post = world / pre, t = 0;
+    if (g_bytes != w_bytes) t += cm->ops->mem_s(cm, LP_MEM_COPY, P * (w_bytes + g_bytes));
     if (pre > 1) t += cm->ops->mem_s(cm, LP_MEM_COPY, P * 2.0 * g_bytes);
     if (!shard) {
         t += lp_coll_time(cm, c->sys, LP_COLL_ALLREDUCE, P * g_bytes, c->n, c->stride);
@@ -574,6 +587,21 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
         hu_root = nr * LP_FSDP_UNSHARD_VIEWS_S;
         hr_root = nr * LP_FSDP_SHARD_VIEWS_S;
     }
+    /* FSDP's flat-parameter gradient: with use_orig_params=False (the
+     * default) the module's parameters are views of the unsharded flat
+     * parameter made by torch.split(flat_param, _numels) then view(shape)
+     * (flat_param.py FlatParamHandle._get_unflat_views, called from
+     * _use_unsharded_views at every unshard; PyTorch 2.0-2.2), and autograd
+     * records that split. So the gradient reaches the flat parameter through
+     * SplitWithSizesBackward, whose split_with_sizes_backward
+     * (torch/csrc/autograd/FunctionsManual.cpp) builds it with one at::cat of
+     * the unit's parameter gradients: a kernel on the compute stream at the
+     * end of each unit's backward, reading and writing P elements of the flat
+     * parameter's dtype (the param dtype), before AccumulateGrad and the
+     * post-backward hook. Every strategy (NO_SHARD unshards into the same
+     * views). DDP's parameters are plain nn.Parameters: no such kernel. */
+    const double cat_blk = fsdp ? lp_fsdp_grad_cat_s(cm, P_layer, b.w) : 0.0;
+    const double cat_root = fsdp ? lp_fsdp_grad_cat_s(cm, P_root, b.w) : 0.0;
     double ag_blk = 0, ag_root = 0;
     if (shard) {
         ag_blk = unit_gather_s(&c, P_layer, b.w);
@@ -622,7 +650,7 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
             /* reduce-scatters waiting for their unit's gradient, in order */
             double rs_ready[LP_TORCH_MAX_UNITS];
             int rs_n = 0, rs_next = 0;
-            const double rs_blk = unit_reduce_s(&c, P_layer, b.g_comm, shard, k > 0);
+            const double rs_blk = unit_reduce_s(&c, P_layer, b.w, b.g_comm, shard, k > 0);
             const double bstart = t;
             for (int i = L - 1; i >= 0; i--) {
                 if (h < bstart && i == L - 1) h = bstart; /* loss.backward() */
@@ -643,18 +671,20 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
                     if (ag > t) wait_b += ag - t, t = ag;
                 }
                 if (h > t) wait_b += h - t, t = h; /* kernels issued after the hooks */
-                t += ps->layer_b;
+                t += ps->layer_b + cat_blk;
+                extra_b += cat_blk;
                 ce[i] = t; /* now: the end of the unit's backward */
                 rs_ready[rs_n++] = t;
                 h += hr_blk; /* _post_backward_hook -> _reshard */
             }
             h += hr_root;
-            t += ps->emb_b;
+            t += ps->emb_b + cat_root;
+            extra_b += cat_root;
             bend = t;
             for (; rs_next < rs_n; rs_next++)
                 coll(rec, &net_free, rs_ready[rs_next], rs_blk, &busy, LP_DPC_UNIT_REDUCE,
                      L - 1 - rs_next, L + 1, k);
-            coll(rec, &net_free, t, unit_reduce_s(&c, P_root, b.g_comm, shard, k > 0), &busy,
+            coll(rec, &net_free, t, unit_reduce_s(&c, P_root, b.w, b.g_comm, shard, k > 0), &busy,
                  LP_DPC_UNIT_REDUCE, L, L + 1, k);
         } else {
             /* DDP: gradients in reverse registration order: the head, the

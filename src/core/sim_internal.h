@@ -357,6 +357,9 @@ struct lp_torch_dp {
     double comm_s;      /* all communication (and the kernels on its streams) */
     double host_s;      /* FSDP hooks' host work (views), hidden or not */
 };
+/* FSDP's per-unit gradient cat (split_with_sizes_backward of the flat
+ * parameter's views, lp_torch_dp): P parameters of w_bytes read and written */
+double lp_fsdp_grad_cat_s(const struct lp_cost_model *cm, double P, double w_bytes);
 /* For a timeline: lp_torch_dp's collectives as LP_EV_DP_COLL events (up to
  * cap; n counts them), at the play-out's times relative to the end of the
  * last backward pass. */

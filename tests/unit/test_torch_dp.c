@@ -84,13 +84,30 @@ static double ag_s(const struct lp_cost_model *cm, const struct lp_run *r, doubl
 }
 
 /* FSDP FULL_SHARD reduce of P parameters on n = 16 GPUs: predivide 4,
- * postdivide 4 (_get_gradient_predivide_factor(16) = 4), bf16 gradients. */
-static double rs_s(const struct lp_cost_model *cm, const struct lp_run *r, double P, int n)
+ * postdivide 4 (_get_gradient_predivide_factor(16) = 4), gradients reduced
+ * in g bytes; with g = 4 (fp32 reduce_dtype) _post_backward_hook first
+ * casts the bf16 unsharded gradient (2 + 4 bytes per parameter). */
+static double rs_g(const struct lp_cost_model *cm, const struct lp_run *r, double P, int n,
+                   double g)
 {
     double S = P / n;
-    return cm->ops->mem_s(cm, LP_MEM_COPY, P * 4.0) +
-           lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, P * 2.0, n, 1) +
-           cm->ops->mem_s(cm, LP_MEM_COPY, S * 4.0) + cm->ops->mem_s(cm, LP_MEM_COPY, S * 6.0);
+    double cast = g != 2.0 ? cm->ops->mem_s(cm, LP_MEM_COPY, P * (2.0 + g)) : 0.0;
+    return cast + cm->ops->mem_s(cm, LP_MEM_COPY, P * 2.0 * g) +
+           lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, P * g, n, 1) +
+           cm->ops->mem_s(cm, LP_MEM_COPY, S * 2.0 * g) +
+           cm->ops->mem_s(cm, LP_MEM_COPY, S * (g + 4.0));
+}
+
+static double rs_s(const struct lp_cost_model *cm, const struct lp_run *r, double P, int n)
+{
+    return rs_g(cm, r, P, n, 2.0);
+}
+
+/* the at::cat of split_with_sizes_backward that builds a unit's flat bf16
+ * gradient from its parameters' gradients (2 bytes read, 2 written) */
+static double cat_s(const struct lp_cost_model *cm, double P)
+{
+    return cm->ops->mem_s(cm, LP_MEM_COPY, P * 4.0);
 }
 
 /* No compute at all: every collective is exposed, and FULL_SHARD gathers
@@ -109,12 +126,27 @@ TEST(fsdp_all_exposed_without_compute)
     double want = ag_s(&cm, &r, 130e6, 16) + 2 * L * ag_s(&cm, &r, pr.layer, 16) +
                   L * rs_s(&cm, &r, pr.layer, 16) + rs_s(&cm, &r, 130e6, 16);
     ASSERT_NEAR(o.comm_s, want, 1e-9);
+    /* the only work on the compute stream: each unit's gradient cat */
+    const double cat = L * cat_s(&cm, pr.layer) + cat_s(&cm, 130e6);
     /* the host's hooks delay the first gathers a little: the root's
-     * unshard before anything, at most all of the hook work */
-    const double exposed = o.fwd_extra_s + o.bwd_extra_s + o.tail_s;
+     * unshard before anything, at most all of the hook work; what the
+     * network does during the cats is hidden, nothing else */
+    const double waits = o.fwd_extra_s + o.bwd_extra_s - cat + o.tail_s;
     ASSERT_NEAR(o.host_s, 2 * L * NT * (HU + HS) + NR * (HU + HS), 1e-9);
-    ASSERT_TRUE(exposed >= want + NR * HU - 1e-12 && exposed <= want + o.host_s + 1e-12);
-    ASSERT_NEAR(o.hidden_s, 0.0, want * 1e-9);
+    ASSERT_TRUE(waits >= want - cat + NR * HU - 1e-12 && waits <= want + o.host_s + 1e-12);
+    ASSERT_TRUE(o.hidden_s > 0.0 && o.hidden_s <= cat + 1e-12);
+    ASSERT_NEAR(o.hidden_s, o.comm_s - waits, 1e-9);
+
+    /* Composer's DEFAULT mixed precision (fp32 reduce_dtype): the bf16
+     * gradient is cast to fp32 before each unit's reduction, which then
+     * moves 4 bytes per parameter */
+    r.fw.grad_fp32 = true;
+    struct lp_torch_dp o32;
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o32, NULL));
+    ASSERT_NEAR(o32.comm_s,
+                ag_s(&cm, &r, 130e6, 16) + 2 * L * ag_s(&cm, &r, pr.layer, 16) +
+                    L * rs_g(&cm, &r, pr.layer, 16, 4.0) + rs_g(&cm, &r, 130e6, 16, 4.0),
+                1e-9);
 }
 
 /* Compute far longer than any collective: only what nothing can hide is
@@ -134,9 +166,16 @@ TEST(fsdp_exposed_with_long_compute)
     /* the root's pre-forward hook runs before its gather is issued, the last
      * block's pre-backward hook before its gather */
     ASSERT_NEAR(o.fwd_extra_s, NR * HU + ag_s(&cm, &r, 130e6, 16) + g, 1e-9);
-    ASSERT_NEAR(o.bwd_extra_s, NT * HU + g, 1e-9);
-    ASSERT_NEAR(o.tail_s, rs_s(&cm, &r, pr.layer, 16) + rs_s(&cm, &r, 130e6, 16), 1e-9);
-    ASSERT_NEAR(o.hidden_s, o.comm_s - o.fwd_extra_s - o.bwd_extra_s - o.tail_s, 1e-9);
+    /* and every unit's gradient cat lengthens the backward; the root's
+     * runs while the first block's reduction does */
+    const double cb = cat_s(&cm, pr.layer), cr = cat_s(&cm, 130e6);
+    ASSERT_NEAR(o.bwd_extra_s, NT * HU + g + r.model.layers * cb + cr, 1e-9);
+    const double rb = rs_s(&cm, &r, pr.layer, 16);
+    ASSERT_TRUE(rb > cr);
+    ASSERT_NEAR(o.tail_s, rb - cr + rs_s(&cm, &r, 130e6, 16), 1e-9);
+    ASSERT_NEAR(o.hidden_s,
+                o.comm_s - o.fwd_extra_s - (o.bwd_extra_s - r.model.layers * cb - cr) - o.tail_s,
+                1e-9);
 
     /* SHARD_GRAD_OP keeps the gathered blocks for the backward: L fewer
      * gathers per micro-batch, and no wait before the backward */
@@ -144,7 +183,7 @@ TEST(fsdp_exposed_with_long_compute)
     r.par.zero = 2;
     ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o2, NULL));
     ASSERT_NEAR(o.comm_s - o2.comm_s, r.model.layers * g, 1e-9);
-    ASSERT_NEAR(o2.bwd_extra_s, 0.0, 1e-9);
+    ASSERT_NEAR(o2.bwd_extra_s, r.model.layers * cb + cr, 1e-9);
 
     /* HYBRID_SHARD gathers within the node (8 GPUs, NVLink) and all-reduces
      * each gradient shard across the 2 nodes */

@@ -67,6 +67,7 @@ struct lp_shape_key {
     int moe_impl, lora_targets;
     double lora_dropout, imbalance;
     double grad_accum; /* lp_sim_grad_accum_share */
+    int single_stage;  /* par.pp == 1 */
 };
 
 #define LP_SIM_MEMO 512

@@ -781,8 +781,10 @@ static void rope_eager(const struct wl *w, double x, struct acc *f, struct acc *
  * stsxxx/finetune copy_for_tune/modeling_mixtral.py, with flash-attn 2.5.6,
  * LLaMA-Factory/pip.txt). Per layer forward:
  *  - rotary: position_ids[:, -1].max().item() (a host synchronisation),
- *    the fp32 cos/sin caches cast to the activation dtype, cos and sin
- *    gathered at position_ids, and the eager rotary of q and k (rope_eager);
+ *    cos and sin gathered at position_ids (their caches are made in the
+ *    load dtype: from_pretrained sets the default dtype to torch_dtype, so
+ *    MixtralRotaryEmbedding's .to(dtype) is no copy), and the eager rotary
+ *    of q and k (rope_eager);
  *  - repeat_kv of k and v (expand + reshape: a copy to all heads; its
  *    gradient sums the groups), when there are fewer kv heads than heads;
  *  - with padding in the batch (lp_sim_batch_padded: the attention mask
@@ -808,10 +810,8 @@ static int hf_attention_glue(const struct wl *w, struct acc *f, struct acc *b)
     if (r->model.pos == LP_POS_ROTARY) {
         addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, r->par.micro_batch * 16.0)); /* max */
         syncs++;                                                             /* .item() */
-        for (int i = 0; i < 2; i++) { /* cos, sin: cache cast, gather */
-            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, r->model.seq_len * d * (4.0 + e)));
+        for (int i = 0; i < 2; i++) /* cos[position_ids], sin[position_ids] */
             addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, T * (d * 2.0 * e + 8.0)));
-        }
         rope_eager(w, xq, f, b);
         rope_eager(w, xk, f, b);
     }

@@ -236,7 +236,10 @@ def main():
         bm = json.load(f)
     bm["moe"]["top_k"] = 2
     bm["tied_embeddings"] = False  # Xia's loader clones the embedding into output_layer
-    bruns = [{"model": bm, "system": s, "framework": "hf", "parallel": {"micro_batch": 1},
+    # its MoE layer is BlackMamba's SwitchMLP loop (moe_impl "switch", as
+    # scripts/validate runs row X14)
+    bruns = [{"model": bm, "system": s, "framework": {"name": "hf", "moe_impl": "switch"},
+              "parallel": {"micro_batch": 1},
               "training": {"global_batch": 1, "dataset": {"queries": 1000, "median_len": 128}}}
              for _, s, _ in GPUS]
     p = subprocess.run([os.path.join(a.build, "search", "llmplan"), "simulate", "--batch", "-",

@@ -146,8 +146,10 @@ struct lp_moe {
 /* How the experts of an MoE layer run (framework option "moe_impl"). */
 enum lp_moe_impl {
     LP_MOE_GROUPED = 0, /* permute, grouped GEMMs, unpermute (Megatron-Core, MegaBlocks) */
-    LP_MOE_EAGER,       /* one small set of kernels per expert in a Python loop, with a
-                           host synchronisation per expert (Transformers' MixtralSparseMoeBlock) */
+    LP_MOE_EAGER,       /* one small set of kernels per expert in a Python loop, with host
+                           synchronisations per expert (Transformers' MixtralSparseMoeBlock) */
+    LP_MOE_SWITCH,      /* the same loop as Megatron-LM's SwitchMLP runs it (BlackMamba's
+                           switch_mlp.py): one synchronisation per expert */
     LP_MOE_IMPL_COUNT
 };
 

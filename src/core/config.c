@@ -92,7 +92,7 @@ const char *lp_xent_name(enum lp_xent x)
 
 const char *lp_moe_impl_name(enum lp_moe_impl m)
 {
-    static const char *const names[LP_MOE_IMPL_COUNT] = {"grouped", "eager"};
+    static const char *const names[LP_MOE_IMPL_COUNT] = {"grouped", "eager", "switch"};
     return (unsigned)m < LP_MOE_IMPL_COUNT ? names[m] : "?";
 }
 

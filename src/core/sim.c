@@ -408,6 +408,10 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.lora_dropout = r->train.lora_dropout;
     k.imbalance = r->model.moe.imbalance;
     k.grad_accum = lp_sim_grad_accum_share(r);
+    k.padded = lp_sim_batch_padded(r);
+    /* edges(): a tied embedding on a single stage is accumulated with the
+     * head's gradient (no accumulation of its own) */
+    k.single_stage = r->par.pp == 1;
     uint64_t h = key_hash(s, &k, sizeof(k), FNV_OFFSET);
     size_t slot = (size_t)(h % LP_SIM_MEMO);
     if (s->used[slot] && memcmp(&s->key[slot], &k, sizeof(k)) == 0) {

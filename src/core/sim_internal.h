@@ -67,6 +67,8 @@ struct lp_shape_key {
     int moe_impl, lora_targets;
     double lora_dropout, imbalance;
     double grad_accum; /* lp_sim_grad_accum_share */
+    int padded;        /* lp_sim_batch_padded */
+    int single_stage;  /* par.pp == 1 */
 };
 
 #define LP_SIM_MEMO 512
@@ -503,5 +505,10 @@ void lp_sim_memory_peak(const struct lp_run *r, const struct lp_params *pr,
  * of its longest queries (worst = true: the batch that must fit); r itself
  * without a dataset, else *tmp. */
 const struct lp_run *lp_sim_dataset_view(const struct lp_run *r, struct lp_run *tmp, bool worst);
+/* Whether a batch of the run's dataset carries padding tokens (its
+ * attention mask holds zeros): the collator pads each batch to its longest
+ * query and that to pad_multiple, so a dataset of several lengths (or of
+ * one length that is no multiple) pads. Without a dataset, none. */
+bool lp_sim_batch_padded(const struct lp_run *r);
 
 #endif

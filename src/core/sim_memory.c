@@ -535,6 +535,16 @@ const struct lp_run *lp_sim_dataset_view(const struct lp_run *r, struct lp_run *
     return tmp;
 }
 
+bool lp_sim_batch_padded(const struct lp_run *r)
+{
+    const struct lp_dataset *d = &r->train.dataset;
+    if (d->nbins <= 0) return false;
+    /* a histogram's bins stand for queries of many lengths (scripts/
+     * dataset_lengths.py rounds each up to the multiple): even a batch of
+     * one pads */
+    return d->nbins > 1 || (d->pad_multiple > 1 && d->len[0] % d->pad_multiple != 0);
+}
+
 void lp_sim_memory(const struct lp_run *run, struct lp_memory *mem)
 {
     struct lp_params pr;

@@ -297,6 +297,20 @@ static void close_block(const struct wl *w, struct lp_layer_cost *c, struct acc 
     }
 }
 
+/* n host synchronisations in a block's forward (a tensor's size or value
+ * read on the host: nonzero, .item(), .tolist(), a blocking copy): the host
+ * waits for the GPU to drain, then the GPU waits for the host's next
+ * launch, so each costs one op's host time that no GPU work hides. Its
+ * kernels are counted with the block; the recomputed forward (full_s)
+ * synchronises again. */
+static void host_syncs(const struct wl *w, struct lp_layer_cost *c, double n)
+{
+    const double t = n * w->run->fw.host_op_s;
+    c->fwd_s += t;
+    c->op_fwd[LP_OPC_OVERHEAD] += t;
+    c->full_s += t;
+}
+
 static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct acc *f,
                            struct acc *b, double comm_f, double comm_b, int ncoll, bool may_overlap)
 {
@@ -768,6 +782,95 @@ static void op_sac_redo(const struct wl *w, const struct op_lin *lin, int nlin, 
         if (!lin[i].kept) linear(w, w->T, lin[i].n, lin[i].k, rc, &scratch);
 }
 
+/* Transformers' eager rotary embedding of one tensor of x elements
+ * (apply_rotary_pos_emb: q * cos + rotate_half(q) * sin, rotate_half being
+ * cat((-x2, x1))): forward mul, neg of the half, cat, mul, add; backward the
+ * two multiplies' gradients, the neg's, each half slice's (slice_backward:
+ * zeros, then a copy into the slice) and two adds that sum the three
+ * gradients of the input (autograd's InputBuffer). */
+static void rope_eager(const struct wl *w, double x, struct acc *f, struct acc *b)
+{
+    const double e = w->e;
+    addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 2.0 * x * e)); /* q * cos */
+    addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, x * e));       /* -x2 */
+    addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * x * e));     /* cat */
+    addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 2.0 * x * e)); /* * sin */
+    addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * e)); /* + */
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 2.0 * x * e)); /* grad * cos */
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 2.0 * x * e)); /* grad * sin */
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, x * e));       /* neg backward */
+    for (int i = 0; i < 2; i++) {                              /* slice_backward x1, x2 */
+        addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, x * e));
+        addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, x * e));
+    }
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * e)); /* sum of the three */
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * e));
+}
+
+/* What Transformers' attention does around its kernels under `hf` (eager
+ * PyTorch; Xia et al. ran Transformers 4.36's MixtralFlashAttention2,
+ * stsxxx/finetune copy_for_tune/modeling_mixtral.py, with flash-attn 2.5.6,
+ * LLaMA-Factory/pip.txt). Per layer forward:
+ *  - rotary: position_ids[:, -1].max().item() (a host synchronisation),
+ *    cos and sin gathered at position_ids (their caches are made in the
+ *    load dtype: from_pretrained sets the default dtype to torch_dtype, so
+ *    MixtralRotaryEmbedding's .to(dtype) is no copy), and the eager rotary
+ *    of q and k (rope_eager);
+ *  - repeat_kv of k and v (expand + reshape: a copy to all heads; its
+ *    gradient sums the groups), when there are fewer kv heads than heads;
+ *  - with padding in the batch (lp_sim_batch_padded: the attention mask
+ *    holds zeros) the varlen path, _upad_input: _get_unpad_data (a sum,
+ *    nonzero and .max().item(): two synchronisations, cumsum, pad), then
+ *    index_first_axis of q, k and v (flash_attn/bert_padding.py v2.5.6:
+ *    torch.gather with an expanded, stride-0 index; backward zeros +
+ *    scatter_), flash_attn_varlen_func, pad_input (zeros + index_put;
+ *    backward a gather). k and v reach it as (b, s, heads, d) views of the
+ *    (b, heads, s, d) tensors repeat_kv made, so their reshape to
+ *    (b s, heads, d) copies them first (q's rotary output keeps the
+ *    projection's (b, s, heads, d) order: TensorIterator follows its first
+ *    operand, so q's reshape is a view). Without padding flash_attn_func
+ *    takes the strided views as they are.
+ * Every tensor is taken at the padded token count. Returns the forward's
+ * host synchronisations. */
+static int hf_attention_glue(const struct wl *w, struct acc *f, struct acc *b)
+{
+    const struct lp_run *r = w->run;
+    const double T = w->T, d = w->d, e = w->e;
+    const double xq = T * w->at * d, xk = T * w->gt * d;
+    int syncs = 0;
+    if (r->model.pos == LP_POS_ROTARY) {
+        addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, r->par.micro_batch * 16.0)); /* max */
+        syncs++;                                                             /* .item() */
+        for (int i = 0; i < 2; i++) /* cos[position_ids], sin[position_ids] */
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, T * (d * 2.0 * e + 8.0)));
+        rope_eager(w, xq, f, b);
+        rope_eager(w, xk, f, b);
+    }
+    const bool grouped = w->gt < w->at;
+    if (grouped)
+        for (int i = 0; i < 2; i++) { /* k, v */
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, (xk + xq) * e));
+            addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, (xk + xq) * e));
+        }
+    if (r->train.flash_attention && lp_sim_batch_padded(r)) {
+        for (int i = 0; i < 5; i++) /* sum, nonzero, max, cumsum, pad */
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, T * 8.0));
+        syncs += 2;
+        if (grouped)
+            for (int i = 0; i < 2; i++) /* k, v to (b s, heads, d) */
+                addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * xq * e));
+        for (int i = 0; i < 3; i++) { /* index_first_axis of q, k, v */
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * xq * e));
+            addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, xq * e));
+            addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * xq * e));
+        }
+        addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, xq * e)); /* pad_input */
+        addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * xq * e + T * 8.0));
+        addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * xq * e + T * 8.0));
+    }
+    return syncs;
+}
+
 /* Attention block: norm, QKV (or MLA), rotary, core, output projection,
  * residual. `local`: a sliding-window layer. */
 static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool local)
@@ -778,6 +881,7 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
     double T = w->T, h = w->h, d = w->d;
     const unsigned mods = lp_sim_rc_modules(r);
     struct acc f = {0}, b = {0}, rc = {0};
+    int syncs = 0;
     elementwise(w, &f, &b);
     /* the attention kernel's head dim: MLA's scores use d_nope + d_rope and
      * its values d_v; FlashAttention's work is s^2 (d_qk + d_v) per head */
@@ -795,7 +899,9 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
         dv = q->v_head_dim;
     } else {
         linear_tp(w, TP_COLUMN, T, (w->at + 2.0 * w->gt) * d, h, &f, &b);
-        if (r->model.pos == LP_POS_ROTARY) {
+        if (!r->fw.fused_kernels) {
+            syncs = hf_attention_glue(w, &f, &b);
+        } else if (r->model.pos == LP_POS_ROTARY) {
             double x = T * (w->at + w->gt) * d;
             addk(&f, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
             addk(&b, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
@@ -846,6 +952,7 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
             addk(&rc, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * T * (w->at + w->gt) * d * w->e));
     }
     close_block(w, c, &f, &b, &rc, comm_f, comm_b, ncoll, true);
+    host_syncs(w, c, syncs);
 }
 
 /* Mamba-2's SSD in the kernels that run it: Megatron-Core's MambaMixer
@@ -1164,7 +1271,7 @@ static void moe_block_eager(const struct wl *w, struct lp_layer_cost *c);
 static void moe_block(const struct wl *w, struct lp_layer_cost *c)
 {
     const struct lp_run *r = w->run;
-    if (r->fw.moe_impl == LP_MOE_EAGER) {
+    if (r->fw.moe_impl != LP_MOE_GROUPED) {
         moe_block_eager(w, c);
         return;
     }
@@ -1332,12 +1439,25 @@ static void expert_eager(const struct wl *w, double n, double ft, struct acc *f,
     addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * n * h * e)); /* gather backward */
 }
 
-/* Host synchronisations per expert of the eager loop: torch.where on the
- * expert mask (nonzero: the host waits for the output size) and the two
- * .tolist() copies of its indices (Transformers 4.36-4.40,
- * MixtralSparseMoeBlock.forward: "in torch it is faster to index using
- * lists than torch tensors"). */
-#define EAGER_SYNCS_PER_EXPERT 3
+/* Host synchronisations per expert of the eager loop (Transformers
+ * 4.36-4.40, MixtralSparseMoeBlock.forward: "in torch it is faster to index
+ * using lists than torch tensors"): torch.where on the expert mask
+ * (nonzero: the host waits for the output size), the two .tolist() copies
+ * of its indices, and the three Python lists indexing again:
+ * hidden_states[None, top_x_list] and routing_weights[top_x_list,
+ * idx_list, None]. PyTorch turns each list into an index tensor on the
+ * indexed tensor's device (torch/csrc/autograd/python_variable_indexing.cpp,
+ * sequenceToVariable(self.options(), obj)): built on the host, copied with
+ * non_blocking false, which aten/src/ATen/native/cuda/Copy.cu
+ * (copy_kernel_cuda -> memcpy_and_sync) ends with cudaStreamSynchronize. */
+#define EAGER_SYNCS_PER_EXPERT 6
+/* moe_impl "switch": Megatron-LM's SwitchMLP loop as BlackMamba runs it
+ * (stsxxx/finetune BlackMamba/switch_mlp.py, as Zyphra/BlackMamba 5c8cddd):
+ * (global_indices == expert).nonzero() is its one synchronisation; it
+ * indexes with that tensor (no lists). Its kernels are taken as the loop's
+ * above: its `output_total[idx] += ...` (a gather, an add and an index_put
+ * where Mixtral has one index_add_) is not told apart. */
+#define SWITCH_SYNCS_PER_EXPERT 1
 
 /* The MoE block as Transformers runs it in eager PyTorch (framework
  * option moe_impl "eager"): router (softmax in fp32, top-k, renormalise),
@@ -1390,11 +1510,9 @@ static void moe_block_eager(const struct wl *w, struct lp_layer_cost *c)
     double comm = tp_comm(w);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     close_block(w, c, &f, &b, NULL, comm, comm, ncoll, false);
-    /* the synchronisations: serial host time (their kernels counted above) */
-    const double sync = E * EAGER_SYNCS_PER_EXPERT * r->fw.host_op_s;
-    c->fwd_s += sync;
-    c->op_fwd[LP_OPC_OVERHEAD] += sync;
-    c->full_s += sync;
+    host_syncs(
+        w, c,
+        E * (r->fw.moe_impl == LP_MOE_SWITCH ? SWITCH_SYNCS_PER_EXPERT : EAGER_SYNCS_PER_EXPERT));
 }
 
 /* llm-foundry's training metrics (ComposerMPTCausalLM.__init__, v0.3.0:

@@ -475,7 +475,8 @@ static int parse_framework(const char *s, int *o)
     *o = (int)f;
     return LP_OK;
 }
-static const char *const moe_impl_names[] = {"grouped", "eager", NULL}; /* enum lp_moe_impl */
+static const char *const moe_impl_names[] = {"grouped", "eager", "switch",
+                                             NULL}; /* enum lp_moe_impl */
 static int parse_moe_impl(const char *s, int *o)
 {
     return parse_among(s, o, moe_impl_names);

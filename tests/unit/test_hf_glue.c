@@ -1,0 +1,173 @@
+/* What the `hf` framework runs around its attention kernel and in its eager
+ * MoE loop (sim_workload.c hf_attention_glue, rope_eager, EAGER_SYNCS_PER_
+ * EXPERT), checked against hand computations on the roofline backend
+ * (cost_roofline.c: every memory-bound kernel costs 5 us + bytes / (0.85
+ * bw)). The model: h 1024, 16 heads and 4 kv heads of 64 (GQA, n_rep 4),
+ * rotary, micro-batch 2 of 512 tokens, T = 1024; per layer q is xq = T 16 64
+ * elements, k and v xk = T 4 64, 2 bytes each.
+ *  - rotary (Transformers apply_rotary_pos_emb, eager): the position max and
+ *    its .item(), cos and sin gathered (T (64 2 2 + 8)), then per tensor of
+ *    x elements forward mul
+ *    2x, neg 1x, cat 2x, mul 2x, add 3x, backward 2x, 2x, 1x, four
+ *    slice_backward kernels of 1x, two adds of 3x (times 2 bytes);
+ *  - a padded batch (flash-attn 2.5.6's varlen path): five small kernels of
+ *    8 bytes per token (_get_unpad_data), two synchronisations, k and v
+ *    copied to (b s, heads, d) (2 xq 2 bytes each), three index_first_axis
+ *    gathers (2 xq 2) whose backward is zeros (xq 2) + scatter (2 xq 2),
+ *    pad_input zeros (xq 2) + index_put (2 xq 2 + 8 T), backward a gather
+ *    (2 xq 2 + 8 T);
+ *  - each expert of the eager loop synchronises six times (where, two
+ *    .tolist(), three list indexings, each a blocking copy); of the
+ *    SwitchMLP loop (moe_impl "switch", BlackMamba) once (nonzero).
+ * Synchronisations are read as the forward's exposed host time with a host
+ * time per op of 1 ns and a host overlap exponent of 1000 (the kernels hide
+ * every launch, so the exposed host time is the synchronisations'). */
+#include <math.h>
+
+#include "fixtures.h"
+#include "harness.h"
+#include "sim_internal.h"
+
+#define CLOSE(a, b) ASSERT_TRUE(fabs((a) - (b)) <= 1e-9 * fabs(b) + 1e-15)
+#define HOST 1e-9
+
+static void hf_run(struct lp_run *r)
+{
+    lp_fixture_gpt3_run(r);
+    struct lp_model *m = &r->model;
+    m->layers = 2;
+    m->hidden = 1024;
+    m->heads = 16;
+    m->kv_heads = 4;
+    m->ffn_hidden = 4096;
+    m->seq_len = 512;
+    m->vocab = 32000;
+    m->ffn_act = LP_ACT_SWIGLU;
+    m->norm = LP_NORM_RMSNORM;
+    m->pos = LP_POS_ROTARY;
+    m->tied_embeddings = false;
+    m->bias = false;
+    m->dropout = false;
+    r->system.gpu.sustained_frac = 1.0;
+    r->par = (struct lp_parallel){.tp = 1,
+                                  .pp = 1,
+                                  .dp = 1,
+                                  .cp = 1,
+                                  .ep = 1,
+                                  .vp = 1,
+                                  .micro_batch = 2,
+                                  .recompute = LP_RECOMPUTE_FULL,
+                                  .schedule = LP_SCHED_1F1B};
+    r->train.global_batch = 2;
+    lp_framework_defaults(LP_FW_HF, &r->fw);
+    r->fw.host_op_s = HOST;
+    r->fw.host_overlap = 1000.0;
+    /* one query length, a multiple of the collator's 8: no padding */
+    r->train.dataset.queries = 100;
+    r->train.dataset.epochs = 1;
+    r->train.dataset.nbins = 1;
+    r->train.dataset.pad_multiple = 8;
+    r->train.dataset.len[0] = 512;
+    r->train.dataset.frac[0] = 1.0;
+}
+
+static void costs(const struct lp_run *r, struct lp_shape_cost *sc)
+{
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r->system.gpu);
+    lp_shape_cost_compute(&cm, r, sc);
+}
+
+static double mem(const struct lp_run *r, double bytes)
+{
+    return 5e-6 + bytes / (r->system.gpu.mem_bw_Bps * 0.85);
+}
+
+static double rope_fwd(const struct lp_run *r, double x)
+{
+    return mem(r, 4 * x) + mem(r, 2 * x) + mem(r, 4 * x) + mem(r, 4 * x) + mem(r, 6 * x);
+}
+
+static double rope_bwd(const struct lp_run *r, double x)
+{
+    return mem(r, 4 * x) + mem(r, 4 * x) + mem(r, 2 * x) + 4 * mem(r, 2 * x) + 2 * mem(r, 6 * x);
+}
+
+TEST(dataset_padding)
+{
+    static struct lp_run r;
+    hf_run(&r);
+    ASSERT_TRUE(!lp_sim_batch_padded(&r));
+    r.train.dataset.len[0] = 79; /* padded to 80 */
+    ASSERT_TRUE(lp_sim_batch_padded(&r));
+    r.train.dataset.pad_multiple = 1;
+    ASSERT_TRUE(!lp_sim_batch_padded(&r));
+    r.train.dataset.nbins = 2; /* several lengths */
+    ASSERT_TRUE(lp_sim_batch_padded(&r));
+    r.train.dataset.nbins = 0; /* no dataset */
+    ASSERT_TRUE(!lp_sim_batch_padded(&r));
+}
+
+TEST(hf_attention_varlen)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost plain, padded;
+    hf_run(&r);
+    costs(&r, &plain);
+    r.train.dataset.nbins = 2;
+    r.train.dataset.len[0] = 256;
+    r.train.dataset.len[1] = 512;
+    r.train.dataset.frac[0] = r.train.dataset.frac[1] = 0.5;
+    costs(&r, &padded);
+    const struct lp_layer_cost *p = &padded.mix[LP_MIX_ATTN], *u = &plain.mix[LP_MIX_ATTN];
+    const double T = 1024, xq = T * 16 * 64;
+    const double fwd = 5 * mem(&r, 8 * T) + 2 * mem(&r, 4 * xq) + 3 * mem(&r, 4 * xq) +
+                       mem(&r, 2 * xq) + mem(&r, 4 * xq + 8 * T);
+    const double bwd = 3 * (mem(&r, 2 * xq) + mem(&r, 4 * xq)) + mem(&r, 4 * xq + 8 * T);
+    CLOSE(p->op_fwd[LP_OPC_MEM] - u->op_fwd[LP_OPC_MEM], fwd);
+    CLOSE(p->op_bwd[LP_OPC_MEM] - u->op_bwd[LP_OPC_MEM], bwd);
+    /* the rotary's .item() always; _get_unpad_data's nonzero and .item() */
+    CLOSE(u->op_fwd[LP_OPC_OVERHEAD], 1 * HOST);
+    CLOSE(p->op_fwd[LP_OPC_OVERHEAD], 3 * HOST);
+    /* the recomputed forward synchronises again */
+    CLOSE(p->full_s - u->full_s, p->fwd_s - u->fwd_s);
+}
+
+TEST(hf_rotary_eager)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost rot, learned;
+    hf_run(&r);
+    costs(&r, &rot);
+    r.model.pos = LP_POS_LEARNED;
+    costs(&r, &learned);
+    const struct lp_layer_cost *a = &rot.mix[LP_MIX_ATTN], *l = &learned.mix[LP_MIX_ATTN];
+    const double T = 1024, xq = T * 16 * 64, xk = T * 4 * 64;
+    const double fwd =
+        mem(&r, 2 * 16.0) + 2 * mem(&r, T * (256 + 8)) + rope_fwd(&r, xq) + rope_fwd(&r, xk);
+    CLOSE(a->op_fwd[LP_OPC_MEM] - l->op_fwd[LP_OPC_MEM], fwd);
+    CLOSE(a->op_bwd[LP_OPC_MEM] - l->op_bwd[LP_OPC_MEM], rope_bwd(&r, xq) + rope_bwd(&r, xk));
+    CLOSE(a->op_fwd[LP_OPC_OVERHEAD] - l->op_fwd[LP_OPC_OVERHEAD], HOST);
+}
+
+TEST(hf_moe_eager_syncs)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost sc;
+    hf_run(&r);
+    r.model.moe.experts = 8;
+    r.model.moe.top_k = 2;
+    r.model.moe.ffn_hidden = 2048;
+    r.model.moe.layer_freq = 1;
+    costs(&r, &sc);
+    CLOSE(sc.ffn[LP_FFN_MOE].op_fwd[LP_OPC_OVERHEAD], 8 * 6 * HOST);
+    /* BlackMamba's SwitchMLP loop: nonzero only; the same kernels */
+    static struct lp_shape_cost sw;
+    r.fw.moe_impl = LP_MOE_SWITCH;
+    costs(&r, &sw);
+    CLOSE(sw.ffn[LP_FFN_MOE].op_fwd[LP_OPC_OVERHEAD], 8 * 1 * HOST);
+    CLOSE(sw.ffn[LP_FFN_MOE].op_fwd[LP_OPC_MEM], sc.ffn[LP_FFN_MOE].op_fwd[LP_OPC_MEM]);
+}
+
+TH_MAIN(TH_CASE(dataset_padding), TH_CASE(hf_attention_varlen), TH_CASE(hf_rotary_eager),
+        TH_CASE(hf_moe_eager_syncs))

@@ -67,6 +67,9 @@ struct lp_shape_key {
     int moe_impl, lora_targets;
     double lora_dropout, imbalance;
     double grad_accum; /* lp_sim_grad_accum_share */
+    /* the embedding's own accumulation (sim_workload.c edges): none when it
+     * is tied to the head on a single stage */
+    int tied_one_stage;
 };
 
 #define LP_SIM_MEMO 512

@@ -216,6 +216,9 @@ struct lp_model {
      * '*' attention, '-' dense MLP, 'E' MoE; empty = attention + FFN layers */
     char layer_pattern[LP_PATTERN_LEN];
     int mtp_layers; /* multi-token prediction modules (DeepSeek-V3 Sec 2.2) */
+    /* a norm (the model's kind) over head_dim on every query and key head
+     * after the QKV projection (Qwen3; Megatron-Core qk_layernorm) */
+    bool qk_norm;
     char source[LP_SOURCE_LEN];
 };
 

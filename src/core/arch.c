@@ -109,6 +109,10 @@ static double attn_params(const struct lp_model *m, double tp)
     const double d = lp_arch_head_dim(m), g = m->kv_heads;
     double p = (h * d * (a + 2.0 * g) + a * d * h) / tp;
     if (m->bias) p += (a + 2.0 * g) * d / tp + h;
+    /* the query and key norms: one weight over head_dim each, shared by
+     * every head and replicated on the TP ranks (Megatron-Core
+     * q_layernorm / k_layernorm of hidden_size_per_attention_head) */
+    if (m->qk_norm) p += 2.0 * norm_params(m, d);
     return p;
 }
 

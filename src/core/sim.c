@@ -186,7 +186,7 @@ static uint64_t model_hash(const struct lp_sim *s, const struct lp_model *m)
     h = key_hash(s, w, sizeof(w), h);
     h = key_hash(s, &m->moe.capacity_factor, sizeof(double), h);
     /* the architecture keys beyond GPT/Llama */
-    int x[20] = {m->moe.shared_experts,
+    int x[21] = {m->moe.shared_experts,
                  m->moe.shared_ffn_hidden,
                  m->moe.first_dense_layers,
                  (int)m->moe.dropless,
@@ -205,7 +205,8 @@ static uint64_t model_hash(const struct lp_sim *s, const struct lp_model *m)
                  m->mamba.head_dim,
                  m->mamba.n_groups,
                  m->mamba.dt_rank,
-                 m->mtp_layers};
+                 m->mtp_layers,
+                 (int)m->qk_norm};
     h = key_hash(s, x, sizeof(x), h);
     h = key_hash(s, &m->moe.imbalance, sizeof(double), h);
     return key_hash(s, m->layer_pattern, strnlen(m->layer_pattern, LP_PATTERN_LEN), h);
@@ -409,9 +410,7 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.imbalance = r->model.moe.imbalance;
     k.grad_accum = lp_sim_grad_accum_share(r);
     k.padded = lp_sim_batch_padded(r);
-    /* edges(): a tied embedding on a single stage is accumulated with the
-     * head's gradient (no accumulation of its own) */
-    k.single_stage = r->par.pp == 1;
+    k.tied_one_stage = r->model.tied_embeddings && r->par.pp == 1;
     uint64_t h = key_hash(s, &k, sizeof(k), FNV_OFFSET);
     size_t slot = (size_t)(h % LP_SIM_MEMO);
     if (s->used[slot] && memcmp(&s->key[slot], &k, sizeof(k)) == 0) {

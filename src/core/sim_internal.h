@@ -68,7 +68,9 @@ struct lp_shape_key {
     double lora_dropout, imbalance;
     double grad_accum; /* lp_sim_grad_accum_share */
     int padded;        /* lp_sim_batch_padded */
-    int single_stage;  /* par.pp == 1 */
+    /* the embedding's own accumulation (sim_workload.c edges): none when it
+     * is tied to the head on a single stage */
+    int tied_one_stage;
 };
 
 #define LP_SIM_MEMO 512

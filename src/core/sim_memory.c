@@ -291,6 +291,9 @@ static double kind_activation_bytes(const struct lp_run *r, int k, bool covered)
             /* replicated: norm input, QKV input; split: Q, K, V, projection input */
             repl += e * 2.0 * h + mask;
             split += e * (2.0 * a * d + 2.0 * m->kv_heads * d);
+            /* qk_norm: each norm keeps its input and one fp32 rstd per
+             * head (TE RMSNorm op_forward: save_for_backward(x, rstdevs)) */
+            if (m->qk_norm) split += (e * d + 4.0) * (a + m->kv_heads);
         }
         const double keys =
             mx == LP_MIX_ATTN_LOCAL && m->attention_window < s ? m->attention_window : s;

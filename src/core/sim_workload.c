@@ -31,6 +31,10 @@ struct wl {
      * (dropless MoE: lockstep, see moe_block), so its host time is not
      * hidden behind queued GPU work */
     bool lockstep;
+    /* kernel time of the mixer before a MoE block (forward, backward),
+     * the mean over the model's MoE layers: what Megatron-Core's combined
+     * 1F1B hides one pass's combine behind (moe_block) */
+    double pre_f, pre_b;
 };
 
 /* Kernel time and kernel count of a sequence of operators. Every kernel
@@ -604,9 +608,10 @@ static double tp_bwd_exposed(const struct wl *w, const struct acc *b)
  * (per row), x * rsqrt, .to(input dtype), weight * x: five kernels over
  * the elements (and two per row); autograd runs the gradient of each,
  * eight over the elements (the weight's gradient: a multiply and a sum). */
-static void eager_rmsnorm(const struct wl *w, double x, struct acc *fwd, struct acc *bwd)
+static void eager_rmsnorm(const struct wl *w, double x, double width, struct acc *fwd,
+                          struct acc *bwd)
 {
-    const double e = w->e, rows = x / w->h;
+    const double e = w->e, rows = x / width;
     addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_COPY, x * (e + 4.0)));
     addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RMSNORM, x * 8.0));
     addk(fwd, LP_OPC_MEM, mem(w, LP_MEM_RMSNORM, x * 4.0));
@@ -632,7 +637,7 @@ static void block_norm(const struct wl *w, struct acc *fwd, struct acc *bwd)
 {
     double x = w->Tn * w->h;
     if (!w->run->fw.fused_kernels && w->norm == LP_MEM_RMSNORM) {
-        eager_rmsnorm(w, x, fwd, bwd);
+        eager_rmsnorm(w, x, w->h, fwd, bwd);
     } else {
         addk(fwd, LP_OPC_MEM, mem(w, w->norm, 2.0 * x * w->e));
         addk(bwd, LP_OPC_MEM, mem(w, w->norm, 3.0 * x * w->e));
@@ -871,6 +876,33 @@ static int hf_attention_glue(const struct wl *w, struct acc *f, struct acc *b)
     return syncs;
 }
 
+/* The query and key norms (model qk_norm: Qwen3), between the QKV
+ * projection and the rotary embedding, over head_dim per head.
+ * Megatron-Core (attention.py, SelfAttention.get_query_key_value_tensors,
+ * Megatron-LM d98e8a6) splits the fused QKV output with SplitAlongDim and
+ * applies q_layernorm to the query and k_layernorm to the key, each a
+ * Transformer Engine RMSNorm (TENorm) whose forward begins with
+ * input_.contiguous() (TransformerEngine d0067d0,
+ * pytorch/ops/basic/rmsnorm.py op_forward). The key is a strided slice of
+ * the QKV output, so it is copied first; the query is too when the rank
+ * holds one query group (with more, the reshape of its slice to heads has
+ * already copied it, norm or not). One norm kernel each way per tensor;
+ * eager PyTorch (Transformers Qwen3RMSNorm) runs its decomposed RMSNorm. */
+static void qk_norms(const struct wl *w, struct acc *f, struct acc *b)
+{
+    const double T = w->T, d = w->d;
+    const double xs[2] = {T * w->at * d, T * w->gt * d}; /* query, key */
+    for (int i = 0; i < 2; i++) {
+        if (!w->run->fw.fused_kernels && w->norm == LP_MEM_RMSNORM) {
+            eager_rmsnorm(w, xs[i], d, f, b);
+            continue;
+        }
+        if (i == 1 || w->gt <= 1.0) addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * xs[i] * w->e));
+        addk(f, LP_OPC_MEM, mem(w, w->norm, 2.0 * xs[i] * w->e));
+        addk(b, LP_OPC_MEM, mem(w, w->norm, 3.0 * xs[i] * w->e));
+    }
+}
+
 /* Attention block: norm, QKV (or MLA), rotary, core, output projection,
  * residual. `local`: a sliding-window layer. */
 static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool local)
@@ -899,6 +931,7 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
         dv = q->v_head_dim;
     } else {
         linear_tp(w, TP_COLUMN, T, (w->at + 2.0 * w->gt) * d, h, &f, &b);
+        if (r->model.qk_norm) qk_norms(w, &f, &b);
         if (!r->fw.fused_kernels) {
             syncs = hf_attention_glue(w, &f, &b);
         } else if (r->model.pos == LP_POS_ROTARY) {
@@ -1167,26 +1200,44 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
     }
 }
 
+/* Expected number of the `groups` equal shares of E experts that hold at
+ * least one of a token's k distinct experts, routed uniformly: each share
+ * misses all k with probability prod_{i<k} (E - E/groups - i) / (E - i). */
+static double groups_reached(double E, int k, int groups)
+{
+    double miss = 1.0;
+    for (int i = 0; i < k && miss > 0.0; i++)
+        miss *= fmax(0.0, (E - E / groups - i) / (E - i));
+    return groups * (1.0 - miss);
+}
+
 /* One dispatch (or combine) of the tokens this rank routes, `bytes` per
  * copy, over the EP group (ranks `stride` apart). The all-to-all sends
  * every routed copy (top_k of them per token) to its expert's rank. HybridEP
  * (DeepEP's hybrid mode in Megatron-Core's flex dispatcher) sends a token
  * once to each other node holding one of its experts and fans it out over
- * NVLink: with uniform routing a token reaches (N - 1)(1 - (1 - 1/N)^k)
- * other nodes of the N its EP group spans. */
+ * NVLink: with uniform routing a token reaches (N - 1) / N of the
+ * groups_reached nodes among the N its EP group spans, other than its own.
+ * Over NVLink too it sends a token
+ * once to each rank holding one of its experts (DeepEP dd758ca,
+ * impls/hybrid_dispatch.cuh: "Deduplicate for NVLink ranks"; its normal
+ * dispatch's is_token_in_rank, buffers/legacy.py), and the receiver copies
+ * it to its local experts (Megatron-Core dispatch_with_permute): the
+ * groups_reached ranks, not top_k copies; the combine returns one partial
+ * sum per rank the same way. */
 static double dispatch_time(const struct wl *w, double bytes, int stride)
 {
     const struct lp_run *r = w->run;
     const int ep = r->par.ep, k = r->model.moe.top_k;
     if (ep <= 1) return 0.0;
-    const double copies = bytes * k;
+    const bool hybrid = r->fw.dispatcher == LP_DISPATCH_HYBRIDEP;
+    const double copies = bytes * (hybrid ? groups_reached(r->model.moe.experts, k, ep) : k);
     const int G = lp_system_scale_up(&r->system);
     const int per = stride >= G ? 1 : (G / stride < ep ? G / stride : ep);
     const int nodes = (ep + per - 1) / per;
-    if (r->fw.dispatcher != LP_DISPATCH_HYBRIDEP || nodes <= 1)
-        return coll(w, LP_COLL_ALLTOALL, copies, ep, stride);
+    if (!hybrid || nodes <= 1) return coll(w, LP_COLL_ALLTOALL, copies, ep, stride);
     const double N = nodes;
-    const double inter = bytes * (N - 1.0) * (1.0 - pow(1.0 - 1.0 / N, k));
+    const double inter = bytes * (N - 1.0) / N * groups_reached(r->model.moe.experts, k, nodes);
     /* the network part runs at a point-to-point transfer's efficiency
      * through this GPU's NIC (the send/recv table's nominal is one link) */
     const double eff_x =
@@ -1374,10 +1425,20 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     double tpc = etp > 1 ? tp_comm(w) : 0.0;
     if (moe->shared_experts > 0 && etp < w->t) tpc += tp_comm(w);
     /* Megatron-Core's combined 1F1B (overlap_moe_expert_parallel_comm)
-     * runs one micro-batch's forward beside another's backward: each pass's
-     * all-to-alls hide behind the other pass's compute */
-    double comm_f = tpc + (r->fw.ep_overlap ? fmax(0.0, a2a - b.s) : a2a);
-    double comm_b = tpc + (r->fw.ep_overlap ? fmax(0.0, a2a - f.s) : a2a);
+     * runs one micro-batch's forward beside another's backward, layer by
+     * layer (Megatron-LM d98e8a6, models/common/model_chunk_schedule_plan.py
+     * TransformerLayerSchedulePlan.run), on two streams:
+     *   comm: combine_bwd       | dispatch_fwd -> dispatch_bwd | combine_fwd
+     *   comp: pre_dispatch_fwd  | mlp_bwd -> mlp_fwd           | pre_dispatch_bwd
+     * so each pass's dispatch hides behind the other pass's experts (this
+     * block) and its combine behind the other pass's pre-dispatch work (the
+     * layer's mixer, w->pre_f / pre_b): four overlaps of one all-to-all each */
+    double comm_f = tpc + a2a, comm_b = tpc + a2a;
+    if (r->fw.ep_overlap) {
+        const double one = 0.5 * a2a; /* a dispatch or a combine */
+        comm_f = tpc + fmax(0.0, one - b.s) + fmax(0.0, one - w->pre_b);
+        comm_b = tpc + fmax(0.0, one - f.s) + fmax(0.0, one - w->pre_f);
+    }
     int ncoll = (tpc > 0 ? (r->par.sequence_parallel ? 2 : 1) : 0) + (r->par.ep > 1 ? 2 : 0);
     /* cuda_graphs "moe": the whole block, its all-to-alls and every
      * expert's kernels, replayed from one graph, as Megatron-Core's
@@ -1660,6 +1721,33 @@ void lp_shape_cost_order(const struct lp_cost_model *cm, const struct lp_run *ru
     shape_cost(cm, run, &scratch, mix, ffn, out);
 }
 
+/* The mean kernel time (forward, backward) of the mixers of the model's MoE
+ * layers, from their blocks' costs: none for a MoE layer of its own (a
+ * hybrid pattern's 'E'). */
+static void moe_mixer_time(const struct lp_model *m, const struct lp_shape_cost *sc, double *f,
+                           double *b)
+{
+    *f = *b = 0.0;
+    int n = 0;
+    for (int i = 0; i < m->layers; i++) {
+        enum lp_mixer mx;
+        enum lp_ffn ff;
+        lp_arch_layer(m, i, &mx, &ff);
+        if (ff != LP_FFN_MOE) continue;
+        n++;
+        if (mx == LP_MIX_NONE) continue;
+        const struct lp_layer_cost *c = &sc->mix[mx];
+        for (int k = 0; k < LP_OPC_OVERHEAD; k++) { /* GEMM, attention, memory-bound */
+            *f += c->op_fwd[k];
+            *b += c->op_bwd[k];
+        }
+    }
+    if (n > 0) {
+        *f /= n;
+        *b /= n;
+    }
+}
+
 static void shape_cost(const struct lp_cost_model *cm, const struct lp_run *run,
                        struct lp_shape_cost *out, int order_mix, int order_ffn,
                        struct lp_op_order *order)
@@ -1668,6 +1756,7 @@ static void shape_cost(const struct lp_cost_model *cm, const struct lp_run *run,
     struct wl w;
     memset(out, 0, sizeof(*out));
     w.order = NULL;
+    w.pre_f = w.pre_b = 0.0;
     w.cm = cm;
     w.run = run;
     w.prec = run->train.precision;
@@ -1716,7 +1805,10 @@ static void shape_cost(const struct lp_cost_model *cm, const struct lp_run *run,
     w.order = order_ffn == LP_FFN_DENSE ? order : NULL;
     if (ffn[LP_FFN_DENSE]) mlp_block(&w, &out->ffn[LP_FFN_DENSE]);
     w.order = order_ffn == LP_FFN_MOE ? order : NULL;
-    if (ffn[LP_FFN_MOE]) moe_block(&w, &out->ffn[LP_FFN_MOE]);
+    if (ffn[LP_FFN_MOE]) {
+        moe_mixer_time(m, out, &w.pre_f, &w.pre_b);
+        moe_block(&w, &out->ffn[LP_FFN_MOE]);
+    }
     w.order = NULL;
     {
         struct acc nf = {0}, nb = {0};

@@ -573,7 +573,7 @@ static int parse_moe_ext(const struct lp_jctx *c, const cJSON *moe, const char *
     return lp_json_enum(c, moe, mp, "router", false, parse_router, NAMES_TAB(ex, router_names), &r);
 }
 
-/* head_dim, MLA, sliding windows, Mamba, layer pattern, MTP. */
+/* head_dim, MLA, sliding windows, Mamba, layer pattern, MTP, QK norm. */
 static int parse_model_ext(const struct lp_jctx *c, const cJSON *o, const char *path,
                            struct lp_model *m)
 {
@@ -631,6 +631,15 @@ static int parse_model_ext(const struct lp_jctx *c, const cJSON *o, const char *
     LP_TRY(err, lp_json_str(c, o, path, "layer_pattern", false, m->layer_pattern,
                             sizeof(m->layer_pattern)));
     LP_TRY(err, lp_json_int32(c, o, path, "mtp_layers", false, 0, 64, &m->mtp_layers));
+    LP_TRY(err, lp_json_bool(c, o, path, "qk_norm", false, &m->qk_norm));
+    /* with MLA, Megatron-Core's qk_layernorm is the norm of the q and kv
+     * latents (gpt_layer_specs.py: linear_q_up_proj / linear_kv_up_proj
+     * become LayerNormLinear), which the MLA description always counts;
+     * there is no per-head query/key norm to add */
+    if (m->qk_norm && m->mla.kv_lora_rank > 0)
+        LP_FAIL(err, LP_EINVAL,
+                "%s: key '%s': expected false with 'mla' (its latents carry the norms), got true",
+                c->file, lp_jpath(kp, sizeof(kp), path, "qk_norm"));
     return LP_OK;
 }
 
@@ -664,11 +673,13 @@ static int check_pattern(const struct lp_jctx *c, const char *path, struct lp_mo
 static int parse_model_obj(const struct lp_jctx *c, const cJSON *o, const char *path, void *vout)
 {
     static const char *const keys[] = {
-        "name",         "layers",          "hidden",        "heads",      "kv_heads",
-        "ffn_hidden",   "ffn_act",         "vocab",         "seq_len",    "norm",
-        "position",     "tied_embeddings", "bias",          "dropout",    "moe",
-        "source",       "notes",           "head_dim",      "mla",        "attention_window",
-        "global_every", "mamba",           "layer_pattern", "mtp_layers", NULL};
+        "name",         "layers",     "hidden",        "heads",
+        "kv_heads",     "ffn_hidden", "ffn_act",       "vocab",
+        "seq_len",      "norm",       "position",      "tied_embeddings",
+        "bias",         "dropout",    "moe",           "source",
+        "notes",        "head_dim",   "mla",           "attention_window",
+        "global_every", "mamba",      "layer_pattern", "mtp_layers",
+        "qk_norm",      NULL};
     static const char *const moe_keys[] = {"experts",
                                            "top_k",
                                            "ffn_hidden",

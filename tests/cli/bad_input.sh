@@ -133,6 +133,10 @@ case_ pattern_no_mamba "{ \"model\": {$mdl, \"layer_pattern\": \"M-*-\"}, $tr }"
 case_ mla_kv_heads "{ \"model\": {$mdl, \"kv_heads\": 2, \"mla\": {\"kv_lora_rank\": 8,
   \"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 4, \"v_head_dim\": 8}}, $tr }" \
   "'model.kv_heads'" "kv_heads = heads"
+case_ qk_norm_mla "{ \"model\": {$mdl, \"qk_norm\": true, \"mla\": {\"kv_lora_rank\": 8,
+  \"qk_nope_head_dim\": 8, \"qk_rope_head_dim\": 4, \"v_head_dim\": 8}}, $tr }" \
+  "'model.qk_norm'" "expected false with 'mla'"
+case_ qk_norm_type "{ \"model\": {$mdl, \"qk_norm\": 1}, $tr }" "'model.qk_norm'"
 case_ moe_imbalance "{ \"model\": {$mdl, \"moe\": {\"experts\": 4, \"imbalance\": 0.5}}, $tr }" \
   "'model.moe.imbalance'" ">= 1" "0.5"
 case_ window_without "{ \"model\": {$mdl, \"global_every\": 2}, $tr }" \

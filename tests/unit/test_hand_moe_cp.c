@@ -14,11 +14,15 @@
  *     without SP the all-reduce beside the weight gradient, if async);
  *   - the GPT-OSS experts' clamp and per-expert bias kernels and the
  *     all-to-all dispatcher's sort by local expert (expert_extras);
- *   - Mamba-2's SSD kernels (ssd_kernels), each on the roofline.
+ *   - Mamba-2's SSD kernels (ssd_kernels), each on the roofline;
+ *   - the query and key norms of a qk_norm model (qk_norms), their
+ *     parameters and saved activations;
+ *   - the all-to-alls Megatron-Core's combined 1F1B hides (ep_overlap).
  * The sustained-clock throttle is switched off (sustained_frac 1) so that
  * the operator classes are the backend's times. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "fixtures.h"
 #include "fixtures_dp.h"
@@ -106,6 +110,13 @@ TEST(ep_all_to_all_inside_a_node)
     CLOSE(sc.ffn[LP_FFN_MOE].comm_fwd_s, 2 * one);
     CLOSE(sc.ffn[LP_FFN_MOE].comm_bwd_s, 2 * one);
     ASSERT_TRUE(one > 1e-4); /* 0.131 ms: not a vanishing term */
+    /* HybridEP sends a token once to each rank holding one of its experts:
+     * a rank's 2 of the 8 experts miss both of a token's with probability
+     * 6/8 x 5/7 = 15/28, so a token reaches 4 x 13/28 = 13/7 ranks, not 2 */
+    r.fw.dispatcher = LP_DISPATCH_HYBRIDEP;
+    shape_cost(&r, &sc);
+    const double hyb = 3 * 3e-6 + bytes / 2 * 13.0 / 7.0 * 3.0 / 4.0 / (RL_COLL * 300e9);
+    CLOSE(sc.ffn[LP_FFN_MOE].comm_fwd_s, 2 * hyb);
 }
 
 TEST(ep_all_to_all_across_nodes)
@@ -233,14 +244,13 @@ TEST(alltoall_sort_by_local_expert)
     moe_run(&r);
     static struct lp_shape_cost sa, sh;
     shape_cost(&r, &sa);
-    r.fw.dispatcher = LP_DISPATCH_HYBRIDEP; /* one node: the same all-to-all, no sort */
+    r.fw.dispatcher = LP_DISPATCH_HYBRIDEP; /* one node: no sort */
     shape_cost(&r, &sh);
     const struct lp_gpu *g = &r.system.gpu;
     /* the 8192 x 2 routed copies at 1.25 the mean, 1024 bf16 values each,
      * read and written once sorted by local expert and once back */
     const double bytes = 2.0 * 8192 * 2 * 1.25 * 1024 * 2;
     const struct lp_layer_cost *a = &sa.ffn[LP_FFN_MOE], *h = &sh.ffn[LP_FFN_MOE];
-    CLOSE(a->comm_fwd_s, h->comm_fwd_s);
     CLOSE(a->op_fwd[LP_OPC_MEM] - h->op_fwd[LP_OPC_MEM], 2 * hand_mem(g, bytes));
     CLOSE(a->op_bwd[LP_OPC_MEM] - h->op_bwd[LP_OPC_MEM], 2 * hand_mem(g, bytes));
     /* capacity routing at 1.25 sorts the same number of copies */
@@ -545,9 +555,90 @@ TEST(mamba2_ssd_kernels)
     ASSERT_TRUE(hand_mem(g, T * (4 + e) * S) > 10 * RL_LAUNCH);
 }
 
+/* Qwen3's query and key norms (model qk_norm; sim_workload.c qk_norms):
+ * the difference of the attention block with and without them, against
+ * hand-computed kernels. T = 8192 tokens, head_dim d = 64, 16 query heads
+ * and 4 key heads; bf16. Megatron-Core splits the fused QKV output and TE's
+ * RMSNorm makes its input contiguous: the key (a strided slice) is copied
+ * first, the query too only when the rank holds a single query group (with
+ * more, the reshape of its slice to heads already copied it). */
+TEST(attention_qk_norm)
+{
+    static struct lp_run r;
+    dense_run(&r);
+    r.model.norm = LP_NORM_RMSNORM;
+    r.model.kv_heads = 4;
+    r.fw.fused_kernels = true;
+    static struct lp_shape_cost s0, s1;
+    shape_cost(&r, &s0);
+    r.model.qk_norm = true;
+    shape_cost(&r, &s1);
+    const struct lp_gpu *g = &r.system.gpu;
+    const double T = 8192, d = 64, e = 2, q = T * 16 * d, k = T * 4 * d;
+    const struct lp_layer_cost *a = &s0.mix[LP_MIX_ATTN], *c = &s1.mix[LP_MIX_ATTN];
+    /* TP 1: 4 query groups on the rank; forward: copy of the key (read and
+     * write), a norm each (read and write); backward: a norm backward each
+     * (read the input and the gradient, write the gradient) */
+    CLOSE(c->op_fwd[LP_OPC_MEM] - a->op_fwd[LP_OPC_MEM],
+          hand_mem(g, 2 * k * e) + hand_mem(g, 2 * q * e) + hand_mem(g, 2 * k * e));
+    CLOSE(c->op_bwd[LP_OPC_MEM] - a->op_bwd[LP_OPC_MEM],
+          hand_mem(g, 3 * q * e) + hand_mem(g, 3 * k * e));
+    /* TP 4: one query group per rank, so the query is copied as well */
+    r.par.tp = 4;
+    r.par.dp = 1;
+    r.model.qk_norm = false;
+    shape_cost(&r, &s0);
+    r.model.qk_norm = true;
+    shape_cost(&r, &s1);
+    CLOSE(c->op_fwd[LP_OPC_MEM] - a->op_fwd[LP_OPC_MEM],
+          2 * hand_mem(g, 2 * q / 4 * e) + 2 * hand_mem(g, 2 * k / 4 * e));
+    /* parameters: one RMSNorm weight of head_dim for the queries and one
+     * for the keys, whole on every TP rank */
+    const double p1 = lp_arch_mixer_params(&r.model, LP_MIX_ATTN, 4);
+    r.model.qk_norm = false;
+    CLOSE(p1 - lp_arch_mixer_params(&r.model, LP_MIX_ATTN, 4), 2 * d);
+    /* activations: each norm keeps its bf16 input and an fp32 rstd per
+     * head and token, split over the TP ranks */
+    const double m0 = lp_sim_layer_activation_bytes(&r);
+    r.model.qk_norm = true;
+    CLOSE(lp_sim_layer_activation_bytes(&r) - m0, T * (e * d + 4) * (16 + 4) / 4);
+}
+
+/* Megatron-Core's combined 1F1B (ep_overlap; model_chunk_schedule_plan.py
+ * TransformerLayerSchedulePlan.run): each pass's dispatch hides behind the
+ * other pass's experts (the MoE block's kernels), its combine behind the
+ * other pass's attention block (the pre-dispatch computation). On a slow
+ * link every all-to-all outlasts what hides it: the exposed forward is
+ * (a2a/2 - moe_bwd) + (a2a/2 - attn_bwd), not a2a - moe_bwd. */
+static double kernels(const double *op)
+{
+    return op[LP_OPC_GEMM] + op[LP_OPC_ATTN] + op[LP_OPC_MEM];
+}
+
+TEST(ep_overlap_combined_1f1b)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    r.system.intra.bw_Bps = 5e9; /* all-to-alls far longer than any block */
+    static struct lp_shape_cost s0, s1;
+    shape_cost(&r, &s0);
+    r.fw.ep_overlap = true;
+    shape_cost(&r, &s1);
+    const struct lp_layer_cost *m = &s1.ffn[LP_FFN_MOE], *a = &s1.mix[LP_MIX_ATTN];
+    const double one = 0.5 * s0.ffn[LP_FFN_MOE].comm_fwd_s; /* TP 1: all of it a2a */
+    ASSERT_TRUE(one > kernels(m->op_bwd) && one > kernels(a->op_bwd));
+    CLOSE(m->comm_fwd_s, (one - kernels(m->op_bwd)) + (one - kernels(a->op_bwd)));
+    CLOSE(m->comm_bwd_s, (one - kernels(m->op_fwd)) + (one - kernels(a->op_fwd)));
+    /* a MoE layer without a mixer (hybrid 'E'): its combines hide behind
+     * nothing */
+    strcpy(r.model.layer_pattern, "*E*E");
+    shape_cost(&r, &s1);
+    CLOSE(m->comm_fwd_s, (one - kernels(m->op_bwd)) + one);
+}
+
 TH_MAIN(TH_CASE(ep_all_to_all_inside_a_node), TH_CASE(ep_all_to_all_across_nodes),
         TH_CASE(expert_gemms), TH_CASE(expert_activation_clamp), TH_CASE(expert_bias_per_expert),
         TH_CASE(alltoall_sort_by_local_expert), TH_CASE(expert_data_parallel_group),
         TH_CASE(expert_optimizer_over_expert_dp), TH_CASE(moe_recompute_whole_and_act),
         TH_CASE(moe_block_graphed), TH_CASE(cp_ring_exchange), TH_CASE(tp_backward_overlap),
-        TH_CASE(mamba2_ssd_kernels))
+        TH_CASE(mamba2_ssd_kernels), TH_CASE(attention_qk_norm), TH_CASE(ep_overlap_combined_1f1b))

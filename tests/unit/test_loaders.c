@@ -234,11 +234,11 @@ TEST(framework_defaults)
     ASSERT_NEAR(o.bucket_bytes, 5e8, 1e-12);
     lp_framework_defaults(LP_FW_FSDP, &o);
     ASSERT_TRUE(o.dp_overlap && o.param_gather_overlap && !o.pp_overlap);
-    ASSERT_NEAR(o.host_op_s, 99e-6, 1e-12); /* docs/calibration.md */
+    ASSERT_NEAR(o.host_op_s, 100e-6, 1e-12); /* docs/calibration.md */
     ASSERT_TRUE(o.xent == LP_XENT_NATIVE);
     ASSERT_TRUE(!o.zero3_per_tensor); /* one FSDP unit per block */
     lp_framework_defaults(LP_FW_MEGATRON, &o);
-    ASSERT_NEAR(o.host_op_s, 22e-6, 1e-12); /* docs/calibration.md (Megatron-Bridge calib half) */
+    ASSERT_NEAR(o.host_op_s, 25e-6, 1e-12); /* docs/calibration.md (Megatron-Bridge calib half) */
     ASSERT_TRUE(o.grad_fp32 && !o.ep_overlap && o.dispatcher == LP_DISPATCH_ALLTOALL);
     ASSERT_NEAR(o.bucket_bytes, 40e6, 1e-12);
     ASSERT_TRUE(!o.hybrid_shard);

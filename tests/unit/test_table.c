@@ -390,7 +390,8 @@ TEST(synth_a100)
      * partition), its backward the fused one at the v1 ratio
      * (lp_attn_pass_is_v1); the roofline backend does the same */
     cm.attn_old_ratio = 0.52;
-    for (int ps = 0; ps < LP_PASS_COUNT; ps++) {
+    for (int i = 0; i < LP_PASS_COUNT; i++) {
+        const enum lp_pass ps = (enum lp_pass)i;
         lp_table_free(&p->attn[LP_ATTN_TRITON][0][ps][LP_BF16]);
         const double fused = lp_table_lookup(&p->attn[LP_ATTN_FUSED][0][ps][LP_BF16], xb, NULL);
         ASSERT_NEAR(cm.ops->attn_s(&cm, LP_ATTN_TRITON, false, ps, LP_BF16, 128, 2048, 128),
@@ -398,11 +399,13 @@ TEST(synth_a100)
     }
     struct lp_cost_model rl;
     lp_cost_model_roofline(&rl, &g);
-    for (int ps = 0; ps < LP_PASS_COUNT; ps++)
+    for (int i = 0; i < LP_PASS_COUNT; i++) {
+        const enum lp_pass ps = (enum lp_pass)i;
         ASSERT_NEAR(rl.ops->attn_s(&rl, LP_ATTN_TRITON, true, ps, LP_BF16, 128, 4096, 64),
                     rl.ops->attn_s(&rl, ps == LP_PASS_FWD ? LP_ATTN_FUSED : LP_ATTN_FLASH1, true,
                                    ps, LP_BF16, 128, 4096, 64),
                     1e-12);
+    }
 
     /* copy of 1 GiB: 0.9 of 2039 GB/s within the latency terms */
     const double gib = 1073741824.0;

@@ -163,6 +163,13 @@ static double dp_coll(struct lp_sim *s, const struct lp_run *r, enum lp_coll op,
  * layer_tensors' (norms first: they persist anyway). */
 #define DS_PERSISTENCE_THRESHOLD 1e5
 #define DS_MAX_REUSE_DISTANCE 1e9
+/* reduce_bucket_size, in elements, of the ZeRO-3 runs' DeepSpeed config
+ * (z3_ipg_bucket): DeepSpeedExamples' Megatron-LM-v1.1.5-ZeRO3
+ * examples/ds_zero_stage_3_config.json (2cd968f2, 2021-03), the one published
+ * Megatron + ZeRO-3 config of the time, whose contiguous_gradients (on) the
+ * model takes too; DeepSpeed's own default is 5e8 (constants.py
+ * ZERO_OPTIMIZATION_REDUCE_BUCKET_SIZE_DEFAULT) */
+#define DS_REDUCE_BUCKET_SIZE 5e7
 
 /* past the reuse distance for a layer with j layers after it in the stage */
 static bool z3_far(bool rc, double after, int j, double per_layer, double ends)
@@ -248,6 +255,79 @@ static double z3_list_build(const struct lp_cost_model *cm, double bytes, int n,
     const double fill = gather ? cm->ops->mem_s(cm, LP_MEM_COPY, bytes) : 0.0;
     *views = (gather ? 1.0 : 2.0) * n;
     return fill + *views * LP_PY_VIEW_CALL_S;
+}
+
+/* DeepSpeed 2021 ZeRO-3's gradient bucket, the "ipg" buffer (stage3.py,
+ * identical in v0.3.13 12a53b438 and v0.4.0 2d302d6ab:
+ * reduce_independent_p_g_buckets_and_remove_grads, reduce_ipg_grads,
+ * average_tensor, independent_gradient_partition_epilogue), with
+ * contiguous_gradients and reduce_scatter on. For each gradient of numel p,
+ * in the order the backward produces them:
+ *  - when elements_in_ipg_bucket + p > reduce_bucket_size the bucket is
+ *    flushed first: average_tensor divides, in place, the whole ipg buffer
+ *    (reduction_list = [self.ipg_buffer[self.ipg_index]]: reduce_bucket_size
+ *    elements however few it holds) and the gradient kept aside below, then
+ *    reduce-scatters each parameter's gradient (those are lp_dp_costs'
+ *    per-tensor collectives);
+ *  - p > reduce_bucket_size: kept aside (extra_large_param_to_reduce);
+ *    otherwise copied into the buffer (new_grad_tensor.copy_(
+ *    param.grad.view(-1))), a read and a write of the gradient;
+ *  - elements_in_ipg_bucket += p either way;
+ * and the backward's end flushes once more (the epilogue). Every one of
+ * these is a read and a write of its elements on the GPU; nothing hides
+ * them: the next gather's torch.cuda.synchronize() (partition_parameters.py
+ * _allgather_param) waits for the reduction stream too. The layer's
+ * gradients arrive in the reverse of layer_tensors' (registration) order;
+ * each layer kind's nl layers run from an empty bucket, the embedding and
+ * head as one gradient after them. Only the GPU's time is counted (the
+ * Python of narrow / copy_ / div_ is not: a lower bound). Returns seconds
+ * per micro-batch; *flushes counts the flushes. */
+static double z3_ipg_bucket(const struct lp_cost_model *cm, const double *sz, int nt, int nl,
+                            double ends, double elem_bytes, double *flushes)
+{
+    const double B = DS_REDUCE_BUCKET_SIZE;
+    double moved = 0, e = 0, xl = 0, nf = 0; /* elements read and written, bucket state */
+#define DS_FLUSH()                                                                                 \
+    do {                                                                                           \
+        moved += B + xl;                                                                           \
+        nf += 1;                                                                                   \
+        e = xl = 0;                                                                                \
+    } while (0)
+#define DS_GRAD(p)                                                                                 \
+    do {                                                                                           \
+        if (e + (p) > B) DS_FLUSH();                                                               \
+        if ((p) > B)                                                                               \
+            xl = (p);                                                                              \
+        else                                                                                       \
+            moved += (p);                                                                          \
+        e += (p);                                                                                  \
+    } while (0)
+    /* layers until the bucket's state at a layer's end repeats (a layer
+     * with a flush in it ends alike whatever came before, from the second
+     * layer on), then the remaining layers at the last layer's share */
+    double per = 0, prev_e = -1, prev_xl = -1;
+    int done = 0;
+    while (done < nl) {
+        const double m0 = moved, n0 = nf;
+        for (int i = nt - 1; i >= 0; i--)
+            DS_GRAD(sz[i]);
+        done++;
+        per = moved - m0;
+        const double pf = nf - n0;
+        if (e == prev_e && xl == prev_xl) {
+            moved += (nl - done) * per;
+            nf += (nl - done) * pf;
+            break;
+        }
+        prev_e = e;
+        prev_xl = xl;
+    }
+    if (ends > 0) DS_GRAD(ends);
+    DS_FLUSH(); /* independent_gradient_partition_epilogue */
+#undef DS_GRAD
+#undef DS_FLUSH
+    *flushes = nf;
+    return cm->ops->mem_s(cm, LP_MEM_COPY, 2.0 * moved * elem_bytes);
 }
 
 void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_params *pr,
@@ -354,6 +434,28 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
             ag += out->z3_ends_ag_s;
             ag_b += out->z3_ends_ag_s;
             rs += out->z3_ends_rs_s;
+        }
+        if (r->fw.zero3_per_tensor) {
+            /* the gradient bucket's copies and divisions, drawn with the
+             * layers' reduce-scatters (the epilogue's flush among them) and
+             * the ends' (their gradient, after the first layer kind's) */
+            bool ends_done = false;
+            for (int moe = 0; moe < 2; moe++) {
+                const int nl = moe ? pr->moe_layers_per_stage : pr->dense_layers_per_stage;
+                if (nl <= 0) continue;
+                double sz[512], nfl;
+                const int nt = layer_tensors(r, moe != 0, sz, 512);
+                const double e_here = ends_done ? 0.0 : fmax(ends, 0.0);
+                ends_done = true;
+                const double lay = z3_ipg_bucket(cm, sz, nt, nl, 0.0, b.g_comm, &nfl);
+                const double all =
+                    e_here > 0 ? z3_ipg_bucket(cm, sz, nt, nl, e_here, b.g_comm, &nfl) : lay;
+                out->z3_ipg_flushes += nfl;
+                out->z3_ipg_s += all;
+                out->z3_rs_s[moe] += lay / nl;
+                out->z3_ends_rs_s += all - lay;
+                rs += all;
+            }
         }
         out->zero3_fwd_s = ag;
         out->zero3_bwd_s = ag_b + rs;

@@ -210,6 +210,46 @@ TEST(deepspeed_zero3_list_build_by_hand)
     CLOSE_REL(dc.z3_ag_s[0] - plain.z3_ag_s[0], copies + fill + 4 * n * LP_PY_VIEW_CALL_S);
 }
 
+/* DeepSpeed 2021 ZeRO-3's gradient bucket (sim_dp.c z3_ipg_bucket) on GPT-3
+ * 175B (h 12288, TP 1, DP 1536 as E0013), reduce_bucket_size B = 5e7.
+ * A layer's gradients arrive fc2 bias (h), fc2 (4 h^2), fc1 bias (4 h), fc1
+ * (4 h^2), projection bias (h), projection (h^2), QKV bias (3 h), QKV
+ * (3 h^2), the four norm vectors (h each). Every matrix is over B, so each
+ * is kept aside and flushed by the next gradient; every flush also divides
+ * the whole buffer:
+ *   bias h copied (bucket h) | fc2: flush [B] (the bias), fc2 aside |
+ *   fc1 bias: flush [B + 4h^2], copied | fc1: flush [B], aside |
+ *   proj bias: flush [B + 4h^2], copied | proj: flush [B], aside |
+ *   QKV bias: flush [B + h^2], copied | QKV: flush [B], aside |
+ *   first norm: flush [B + 3h^2], four norms copied (bucket 4h).
+ * 8 flushes and 8B + 12h^2 + 13h elements read and written per layer; the
+ * second layer starts from 4h instead of 0 (its bias still fits) and ends
+ * at 4h again, so every layer alike. After the last layer the ends (the
+ * tied embedding, positions and final norm, one gradient E > B): a flush
+ * [B] and E aside; the epilogue's flush [B + E]. 96 x 8 + 2 = 770 flushes;
+ * 96 (8B + 12h^2 + 13h) + 2B + E elements, fp16, read and written. */
+TEST(deepspeed_zero3_ipg_bucket_by_hand)
+{
+    static struct lp_run r;
+    z3_run(&r, 1536);
+    struct lp_params pr;
+    struct lp_dp_cost dc, plain;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
+    const double h = 12288, B = 5e7;
+    const double E = pr.stage_max - 96 * pr.layer;
+    ASSERT_TRUE(E > B);
+    ASSERT_TRUE(dc.z3_ipg_flushes == 96.0 * 8 + 2);
+    const double moved = 96 * (8 * B + 12 * h * h + 13 * h) + 2 * B + E;
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    CLOSE_REL(dc.z3_ipg_s, cm.ops->mem_s(&cm, LP_MEM_COPY, 2.0 * moved * 2.0));
+    r.fw.zero3_per_tensor = false; /* one collective per layer: no bucket */
+    r.fw.zero3_rank_copies = false;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &plain), 0);
+    ASSERT_TRUE(plain.z3_ipg_s == 0 && plain.z3_ipg_flushes == 0);
+}
+
 TH_MAIN(TH_CASE(nccl_ring_allgather_by_hand), TH_CASE(nccl_ring_latency_counts_hops),
         TH_CASE(deepspeed_zero3_persistence_and_reuse),
-        TH_CASE(deepspeed_zero3_rank_copies_by_hand), TH_CASE(deepspeed_zero3_list_build_by_hand))
+        TH_CASE(deepspeed_zero3_rank_copies_by_hand), TH_CASE(deepspeed_zero3_list_build_by_hand),
+        TH_CASE(deepspeed_zero3_ipg_bucket_by_hand))

@@ -281,9 +281,10 @@ static double z3_list_build(const struct lp_cost_model *cm, double bytes, int n,
  * each layer kind's nl layers run from an empty bucket, the embedding and
  * head as one gradient after them. Only the GPU's time is counted (the
  * Python of narrow / copy_ / div_ is not: a lower bound). Returns seconds
- * per micro-batch; *flushes counts the flushes. */
+ * per micro-batch; *lay_s the same without the ends' gradient, *flushes
+ * counts the flushes. */
 static double z3_ipg_bucket(const struct lp_cost_model *cm, const double *sz, int nt, int nl,
-                            double ends, double elem_bytes, double *flushes)
+                            double ends, double elem_bytes, double *lay_s, double *flushes)
 {
     const double B = DS_REDUCE_BUCKET_SIZE;
     double moved = 0, e = 0, xl = 0, nf = 0; /* elements read and written, bucket state */
@@ -322,6 +323,8 @@ static double z3_ipg_bucket(const struct lp_cost_model *cm, const double *sz, in
         prev_e = e;
         prev_xl = xl;
     }
+    /* without the ends: the epilogue flushes what the layers left */
+    *lay_s = cm->ops->mem_s(cm, LP_MEM_COPY, 2.0 * (moved + B + xl) * elem_bytes);
     if (ends > 0) DS_GRAD(ends);
     DS_FLUSH(); /* independent_gradient_partition_epilogue */
 #undef DS_GRAD
@@ -447,9 +450,8 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
                 const int nt = layer_tensors(r, moe != 0, sz, 512);
                 const double e_here = ends_done ? 0.0 : fmax(ends, 0.0);
                 ends_done = true;
-                const double lay = z3_ipg_bucket(cm, sz, nt, nl, 0.0, b.g_comm, &nfl);
-                const double all =
-                    e_here > 0 ? z3_ipg_bucket(cm, sz, nt, nl, e_here, b.g_comm, &nfl) : lay;
+                double lay;
+                const double all = z3_ipg_bucket(cm, sz, nt, nl, e_here, b.g_comm, &lay, &nfl);
                 out->z3_ipg_flushes += nfl;
                 out->z3_ipg_s += all;
                 out->z3_rs_s[moe] += lay / nl;

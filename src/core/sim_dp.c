@@ -563,14 +563,20 @@ double lp_fsdp2_chunk_cat_s(const struct lp_cost_model *cm, double P, double w_b
  * (torch/distributed/fsdp/_runtime_utils.py, pytorch/pytorch 00ae0bc91, the
  * PyTorch 2.0 line; the same test in 2.1-2.4): w + g bytes per parameter. */
 /* HYBRID_SHARD: the replica all-reduce of the shard and what follows it run
- * on an all-reduce stream of their own, returned in *ar_s (0 otherwise):
- * FSDP1 _reduce_grad, `state._all_reduce_stream.wait_stream(
- * state._post_backward_stream)` then all_reduce over _inter_node_pg, the
- * postdivide and the accumulation in that stream (torch/distributed/fsdp/
- * _runtime_utils.py, pytorch/pytorch 3ade90a6); FSDP2 foreach_reduce, the
- * all-reduce and the view-out in all_reduce_stream (unit_gather_s's
- * source). So the next unit's reduce-scatter (in the node) need not wait
- * for this unit's all-reduce (across nodes). */
+ * on an all-reduce stream of their own, returned in *ar_s (0 otherwise).
+ * FSDP1 from PyTorch 2.1 (torch/distributed/fsdp/_runtime_utils.py):
+ * _init_streams makes `_all_reduce_stream` for HSDP ("Stream to run HSDP's
+ * all-reduce as async") and gives the unshard and post-backward streams the
+ * higher priority; _reduce_grad then runs
+ * `state._all_reduce_stream.wait_stream(state._post_backward_stream)`, the
+ * all_reduce over _inter_node_pg, the postdivide and the accumulation in it
+ * (read in atorch's copy "MODIFIED from torch.distributed.fsdp.
+ * _runtime_utils"; the older pytorch/pytorch 3ade90a6, the 2.0 line, still
+ * all-reduced inside the post-backward stream with default_hooks.
+ * allreduce_hook). FSDP2: foreach_reduce's all-reduce and view-out in
+ * all_reduce_stream (unit_gather_s's source). So the next unit's
+ * reduce-scatter (in the node) need not wait for this unit's all-reduce
+ * (across nodes). */
 static double unit_reduce_s(const struct torch_coll *c, double P, double w_bytes, double g_bytes,
                             bool shard, bool accumulate, double *ar_s)
 {

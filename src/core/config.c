@@ -322,6 +322,12 @@ void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *ca
          * MixedPrecisionPolicy(reduce_dtype=mixed_precision_reduce, default
          * "float32": grad_fp32 above) */
         if (kind == LP_FW_FSDP2) o->xent = LP_XENT_UPCAST;
+        /* torchtitan's eager model: norm_type "rmsnorm" (norms.py RMSNorm:
+         * x.float(), pow, mean, rsqrt, mul, type_as, * weight), the complex
+         * rotary, silu(w1 x) * w3 x (sim_workload.c
+         * torchtitan_attention_glue); torch.compile fuses them: give
+         * "fused_kernels": true for compiled runs */
+        if (kind == LP_FW_FSDP2) o->fused_kernels = false;
         break;
     case LP_FW_HF:
         /* Transformers' Trainer with PEFT and bitsandbytes, eager PyTorch

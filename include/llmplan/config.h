@@ -86,11 +86,21 @@ enum lp_framework {
     LP_FW_MEGATRON = 0,  /* Megatron-LM 2022+ / Megatron-Core: distopt, TP/DP/PP overlap */
     LP_FW_MEGATRON_2021, /* Megatron-LM as in Narayanan et al. 2021: DP all-reduce not overlapped */
     LP_FW_MEGATRON_DEEPSPEED, /* ZeRO-1, DP reduction after backward, no overlap */
-    LP_FW_FSDP,               /* PyTorch FSDP / Composer: sharded params, prefetch, overlap */
+    LP_FW_FSDP, /* PyTorch FSDP1 under Composer + llm-foundry (its host time fitted there) */
     LP_FW_HF, /* Hugging Face Transformers + PEFT + bitsandbytes in eager PyTorch (LLaMA-Factory) */
-    LP_FW_DDP, /* PyTorch DistributedDataParallel: bucketed all-reduce during backward, AMP */
+    LP_FW_DDP,   /* PyTorch DistributedDataParallel: bucketed all-reduce during backward, AMP */
+    LP_FW_FSDP1, /* PyTorch FSDP1 in a plain training loop (fms-fsdp): no Composer, not fitted */
+    LP_FW_FSDP2, /* PyTorch FSDP2 fully_shard as torchtitan applies it: per-parameter
+                    sharding, copy-in / copy-out, not fitted */
     LP_FW_COUNT
 };
+
+/* The PyTorch FSDP family (fsdp, fsdp1, fsdp2): the zero stage is the
+ * sharding strategy and lp_torch_dp plays the units out (sim_dp.c). */
+static inline bool lp_fw_is_fsdp(enum lp_framework k)
+{
+    return k == LP_FW_FSDP || k == LP_FW_FSDP1 || k == LP_FW_FSDP2;
+}
 
 /* MoE token dispatch between EP ranks (framework option "moe_dispatcher"). */
 enum lp_dispatcher {

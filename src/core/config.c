@@ -33,7 +33,7 @@ const char *lp_rc_method_name(enum lp_rc_method m)
 }
 static const char *const schedule_names[LP_SCHED_COUNT] = {"gpipe", "1f1b", "interleaved", "zb"};
 static const char *const framework_names[LP_FW_COUNT] = {
-    "megatron", "megatron-2021", "megatron-deepspeed", "fsdp", "hf", "ddp"};
+    "megatron", "megatron-2021", "megatron-deepspeed", "fsdp", "hf", "ddp", "fsdp1", "fsdp2"};
 
 const char *lp_prec_name(enum lp_prec p)
 {
@@ -72,6 +72,12 @@ void lp_calib_builtin(struct lp_calib *c)
     c->host_op_s[LP_FW_FSDP] = 100e-6;
     c->host_op_s[LP_FW_HF] = 58e-6;
     c->host_op_s[LP_FW_DDP] = 0.0;
+    /* FSDP outside Composer: no rows of these stacks in the validation set,
+     * so nothing is fitted (0: no per-kernel host time); fsdp's 100 us was
+     * fitted on Composer + llm-foundry and does not carry over
+     * (docs/frameworks.md) */
+    c->host_op_s[LP_FW_FSDP1] = 0.0;
+    c->host_op_s[LP_FW_FSDP2] = 0.0;
     c->attn_old_ratio = 0.52;
 }
 
@@ -260,7 +266,9 @@ void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *ca
         kind == LP_FW_MEGATRON || kind == LP_FW_MEGATRON_2021 || kind == LP_FW_MEGATRON_DEEPSPEED;
     o->host_overlap = cal->host_overlap; /* fitted: docs/calibration.md */
     o->bucket_bytes = 40e6;              /* Megatron DDP bucket (bytes); docs/frameworks.md */
-    o->grad_fp32 = kind != LP_FW_FSDP;   /* FSDP mixed precision reduces in bf16 */
+    /* FSDP1 mixed precision (Composer PURE, fms-fsdp bfSixteen) reduces in
+     * bf16; torchtitan's FSDP2 in fp32 (below) */
+    o->grad_fp32 = !lp_fw_is_fsdp(kind) || kind == LP_FW_FSDP2;
     o->step_overhead_s = 0.0;
     /* checkpointing that re-enters autograd: Megatron's CheckpointFunction
      * (forward under torch.no_grad), torch.utils.checkpoint's default
@@ -299,12 +307,27 @@ void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *ca
         o->zero3_rank_copies = true;
         break;
     case LP_FW_FSDP:
+    case LP_FW_FSDP1:
+    case LP_FW_FSDP2:
         o->dp_overlap = true;
         o->tp_overlap = false;
         o->pp_overlap = false;
         o->param_gather_overlap = true;
         o->bucket_bytes = 100e6; /* FSDP: one wrapped block; DDP 25 MB x 4 */
         o->xent = LP_XENT_NATIVE;
+        /* fms-fsdp 4ffb9bd policies/ac_handler.py and torchtitan 9dec370
+         * ptd_checkpoint_wrapper: CheckpointImpl.NO_REENTRANT */
+        if (kind != LP_FW_FSDP) o->ckpt_reentrant = false;
+        /* torchtitan 9dec370: train.py loss_fn cross_entropy(pred.float()),
+         * MixedPrecisionPolicy(reduce_dtype=mixed_precision_reduce, default
+         * "float32": grad_fp32 above) */
+        if (kind == LP_FW_FSDP2) o->xent = LP_XENT_UPCAST;
+        /* torchtitan's eager model: norm_type "rmsnorm" (norms.py RMSNorm:
+         * x.float(), pow, mean, rsqrt, mul, type_as, * weight), the complex
+         * rotary, silu(w1 x) * w3 x (sim_workload.c
+         * torchtitan_attention_glue); torch.compile fuses them: give
+         * "fused_kernels": true for compiled runs */
+        if (kind == LP_FW_FSDP2) o->fused_kernels = false;
         break;
     case LP_FW_HF:
         /* Transformers' Trainer with PEFT and bitsandbytes, eager PyTorch

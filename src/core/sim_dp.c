@@ -550,7 +550,7 @@ bool lp_torch_dp_applies(const struct lp_run *r)
 {
     const struct lp_parallel *p = &r->par;
     if (r->fw.kind == LP_FW_DDP ? p->zero != 0
-                                : r->fw.kind != LP_FW_FSDP || (p->zero != 0 && p->zero < 2))
+                                : !lp_fw_is_fsdp(r->fw.kind) || (p->zero != 0 && p->zero < 2))
         return false;
     if (p->pp != 1 || p->vp != 1 || p->dp * p->cp < 2 || r->model.moe.experts > 0 ||
         r->train.lora_rank > 0 || r->model.mtp_layers > 0 ||
@@ -616,13 +616,46 @@ struct torch_coll {
     const struct lp_system *sys;
     int n, stride;         /* the (shard) group */
     int rep_n, rep_stride; /* HYBRID_SHARD: the replica group across nodes */
+    bool fsdp2;            /* fully_shard's collectives (below) */
+    bool fp16;             /* the gradients reduced in fp16 (overflow risk) */
 };
 
-/* gather one unit of P parameters (the cast of the shard, then the collective) */
+/* gather one unit of P parameters (the cast of the shard, then the
+ * collective). FSDP2 (fully_shard; torch/distributed/fsdp/_fully_shard/
+ * _fsdp_collectives.py, pytorch/pytorch 8fc2039d, the 2.6+ layout; the same
+ * steps at 415cc262, torch/distributed/_composable/fsdp, 2.4) casts the fp32
+ * shards into one flat bf16 tensor (_get_param_all_gather_inputs:
+ * torch._foreach_copy_) and copies that into the all-gather input
+ * (all_gather_copy_in: _foreach_copy_ into its rank's slice of the output),
+ * both on the all-gather copy-in stream: one more copy of the shard than
+ * FSDP1's flat parameter, which is gathered in place. */
 static double unit_gather_s(const struct torch_coll *c, double P, double w_bytes)
 {
-    double cast = c->cm->ops->mem_s(c->cm, LP_MEM_COPY, P / c->n * (4.0 + w_bytes));
+    const double S = P / c->n;
+    double cast = c->cm->ops->mem_s(c->cm, LP_MEM_COPY, S * (4.0 + w_bytes));
+    if (c->fsdp2) cast += c->cm->ops->mem_s(c->cm, LP_MEM_COPY, S * 2.0 * w_bytes);
     return cast + lp_coll_time(c->cm, c->sys, LP_COLL_ALLGATHER, P * w_bytes, c->n, c->stride);
+}
+
+/* FSDP2's kernels on the compute stream, per unit: after each all-gather
+ * foreach_all_gather_copy_out splits the gathered buffer into every
+ * parameter's unsharded storage (torch.ops.fsdp.split_with_sizes_copy, run
+ * from wait_for_unshard on the current stream: P x w read and written); at
+ * the end of each unit's backward foreach_reduce's
+ * foreach_reduce_scatter_copy_in chunk-cats the unsharded gradients into the
+ * reduce-scatter input of the reduce dtype (torch._chunk_cat(..., out=), on
+ * the current stream before reduce_scatter_stream.wait_stream: w read, g
+ * written; the cast to an fp32 reduce dtype is this copy). Same source as
+ * unit_gather_s. */
+double lp_fsdp2_copy_out_s(const struct lp_cost_model *cm, double P, double w_bytes)
+{
+    return cm->ops->mem_s(cm, LP_MEM_COPY, P * w_bytes * 2.0);
+}
+
+double lp_fsdp2_chunk_cat_s(const struct lp_cost_model *cm, double P, double w_bytes,
+                            double g_bytes)
+{
+    return cm->ops->mem_s(cm, LP_MEM_COPY, P * (w_bytes + g_bytes));
 }
 
 /* reduce one unit's gradient of P parameters (FSDP _reduce_grad). The
@@ -633,13 +666,36 @@ static double unit_gather_s(const struct torch_coll *c, double P, double w_bytes
  * `flat_param.grad.data = flat_param.grad.to(handle._reduce_dtype)`
  * (torch/distributed/fsdp/_runtime_utils.py, pytorch/pytorch 00ae0bc91, the
  * PyTorch 2.0 line; the same test in 2.1-2.4): w + g bytes per parameter. */
+/* HYBRID_SHARD: the replica all-reduce of the shard and what follows it run
+ * on an all-reduce stream of their own, returned in *ar_s (0 otherwise).
+ * FSDP1 from PyTorch 2.1 (torch/distributed/fsdp/_runtime_utils.py):
+ * _init_streams makes `_all_reduce_stream` for HSDP ("Stream to run HSDP's
+ * all-reduce as async") and gives the unshard and post-backward streams the
+ * higher priority; _reduce_grad then runs
+ * `state._all_reduce_stream.wait_stream(state._post_backward_stream)`, the
+ * all_reduce over _inter_node_pg, the postdivide and the accumulation in it
+ * (read in atorch's copy "MODIFIED from torch.distributed.fsdp.
+ * _runtime_utils"; the older pytorch/pytorch 3ade90a6, the 2.0 line, still
+ * all-reduced inside the post-backward stream with default_hooks.
+ * allreduce_hook). FSDP2: foreach_reduce's all-reduce and view-out in
+ * all_reduce_stream (unit_gather_s's source). So the next unit's
+ * reduce-scatter (in the node) need not wait for this unit's all-reduce
+ * (across nodes). */
 static double unit_reduce_s(const struct torch_coll *c, double P, double w_bytes, double g_bytes,
-                            bool shard, bool accumulate)
+                            bool shard, bool accumulate, double *ar_s)
 {
+    *ar_s = 0.0;
     const struct lp_cost_model *cm = c->cm;
     int world = c->n * c->rep_n;
-    double pre = predivide_factor(world), post = world / pre, t = 0;
-    if (g_bytes != w_bytes) t += cm->ops->mem_s(cm, LP_MEM_COPY, P * (w_bytes + g_bytes));
+    /* FSDP2 (_get_gradient_divide_factors, same source as unit_gather_s):
+     * for fp32 / bf16 no divide kernels, NCCL's ReduceOp.AVG divides in the
+     * collective; fp16 keeps FSDP1's pre / post factors. Its cast to the
+     * reduce dtype is the chunk-cat on the compute stream
+     * (lp_fsdp2_chunk_cat_s), so none here. */
+    const bool avg = c->fsdp2 && !c->fp16;
+    double pre = avg ? 1.0 : predivide_factor(world), post = avg ? 1.0 : world / pre, t = 0;
+    if (g_bytes != w_bytes && !c->fsdp2)
+        t += cm->ops->mem_s(cm, LP_MEM_COPY, P * (w_bytes + g_bytes));
     if (pre > 1) t += cm->ops->mem_s(cm, LP_MEM_COPY, P * 2.0 * g_bytes);
     if (!shard) {
         t += lp_coll_time(cm, c->sys, LP_COLL_ALLREDUCE, P * g_bytes, c->n, c->stride);
@@ -648,12 +704,33 @@ static double unit_reduce_s(const struct torch_coll *c, double P, double w_bytes
     }
     double S = P / c->n;
     t += lp_coll_time(cm, c->sys, LP_COLL_REDUCESCATTER, P * g_bytes, c->n, c->stride);
-    if (c->rep_n > 1)
-        t += lp_coll_time(cm, c->sys, LP_COLL_ALLREDUCE, S * g_bytes, c->rep_n, c->rep_stride);
+    if (c->rep_n > 1) { /* the rest in the all-reduce stream */
+        *ar_s = t;
+        t = lp_coll_time(cm, c->sys, LP_COLL_ALLREDUCE, S * g_bytes, c->rep_n, c->rep_stride);
+    }
     if (post > 1) t += cm->ops->mem_s(cm, LP_MEM_COPY, S * 2.0 * g_bytes);
-    t += cm->ops->mem_s(cm, LP_MEM_COPY, S * (g_bytes + 4.0)); /* to the fp32 shard */
+    /* to the fp32 shard (FSDP2: _to_dtype_if_needed, a no-op for an fp32
+     * reduce dtype) */
+    if (!c->fsdp2 || g_bytes != 4.0) t += cm->ops->mem_s(cm, LP_MEM_COPY, S * (g_bytes + 4.0));
     if (accumulate) t += cm->ops->mem_s(cm, LP_MEM_COPY, S * 3.0 * 4.0);
+    if (c->rep_n > 1) { /* (reduce-scatter stream, all-reduce stream) */
+        const double rs = *ar_s;
+        *ar_s = t;
+        return rs;
+    }
     return t;
+}
+
+/* one unit's reduction: the reduce-scatter stream's part on the links of
+ * the shard group, HYBRID_SHARD's all-reduce after it on the links across
+ * nodes (inter_free), which the gathers within the node do not use */
+static double unit_reduce(struct lp_dp_rec *rec, double *net_free, double *inter_free, double ready,
+                          double rs_s, double ar_s, double *busy, int unit, int units, int micro)
+{
+    double end = coll(rec, net_free, ready, rs_s, busy, LP_DPC_UNIT_REDUCE, unit, units, micro);
+    if (ar_s > 0)
+        end = coll(rec, inter_free, end, ar_s, busy, LP_DPC_UNIT_REDUCE, unit, units, micro);
+    return end;
 }
 
 int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const struct lp_params *pr,
@@ -665,10 +742,12 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
     if (!lp_torch_dp_applies(r)) return LP_EINVAL;
     struct lp_bytes_per_param b;
     lp_sim_param_bytes(r, &b);
-    const bool fsdp = r->fw.kind == LP_FW_FSDP;
+    const bool fsdp = lp_fw_is_fsdp(r->fw.kind), fsdp2 = r->fw.kind == LP_FW_FSDP2;
     const bool shard = fsdp && p->zero >= 2, full = fsdp && p->zero == 3;
     const int nd = p->dp * p->cp, G = r->system.gpus_per_node > 0 ? r->system.gpus_per_node : 1;
-    struct torch_coll c = {cm, &r->system, nd, p->tp, 1, p->tp};
+    struct torch_coll c = {
+        cm, &r->system, nd,    p->tp,
+        1,  p->tp,      fsdp2, r->train.precision == LP_FP16 && !r->fw.grad_fp32};
     if (fsdp && shard && r->fw.hybrid_shard) {
         int per_node = G / p->tp > 1 ? G / p->tp : 1;
         if (per_node < nd && nd % per_node == 0) {
@@ -682,7 +761,10 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
     /* host: the hook work of unshard / reshard for a block and the root
      * (embedding, final norm, head: tied or not, 2-3 tensors) */
     double hu_blk = 0, hr_blk = 0, hu_root = 0, hr_root = 0;
-    if (shard) {
+    /* FSDP2 keeps one unsharded nn.Parameter per parameter and swaps
+     * registrations with a setattr, no views made per unshard: its hook time
+     * per parameter has no published measurement and is not counted */
+    if (shard && !fsdp2) {
         double sz[64];
         const double nt = layer_tensors(r, false, sz, 64);
         const double nr = r->model.tied_embeddings ? 2.0 : 3.0;
@@ -704,8 +786,20 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
      * parameter's dtype (the param dtype), before AccumulateGrad and the
      * post-backward hook. Every strategy (NO_SHARD unshards into the same
      * views). DDP's parameters are plain nn.Parameters: no such kernel. */
-    const double cat_blk = fsdp ? lp_fsdp_grad_cat_s(cm, P_layer, b.w) : 0.0;
-    const double cat_root = fsdp ? lp_fsdp_grad_cat_s(cm, P_root, b.w) : 0.0;
+    double cat_blk = fsdp ? lp_fsdp_grad_cat_s(cm, P_layer, b.w) : 0.0;
+    double cat_root = fsdp ? lp_fsdp_grad_cat_s(cm, P_root, b.w) : 0.0;
+    /* FSDP2 has no flat parameter (per-parameter DTensor shards): in that
+     * kernel's place the reduce-scatter copy-in, and a copy-out after every
+     * gather (lp_fsdp2_chunk_cat_s, lp_fsdp2_copy_out_s) */
+    double out_blk = 0, out_root = 0;
+    if (fsdp2) {
+        cat_blk = lp_fsdp2_chunk_cat_s(cm, P_layer, b.w, b.g_comm);
+        cat_root = lp_fsdp2_chunk_cat_s(cm, P_root, b.w, b.g_comm);
+        if (shard) {
+            out_blk = lp_fsdp2_copy_out_s(cm, P_layer, b.w);
+            out_root = lp_fsdp2_copy_out_s(cm, P_root, b.w);
+        }
+    }
     double ag_blk = 0, ag_root = 0;
     if (shard) {
         ag_blk = unit_gather_s(&c, P_layer, b.w);
@@ -716,7 +810,8 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
                                 ? cm->ops->mem_s(cm, LP_MEM_COPY, (pr->stage_max) * (4.0 + 2.0))
                                 : 0.0;
 
-    double t = 0, net_free = 0, busy = 0, wait_f = 0, wait_b = 0, extra_b = 0;
+    double t = 0, net_free = 0, inter_free = 0, busy = 0, wait_f = 0, wait_b = 0, extra_f = 0,
+           extra_b = 0;
     double h = 0; /* the host thread: when it has issued everything so far */
     double ce[LP_TORCH_MAX_UNITS];
     double last_bend = 0; /* the end of the last backward pass */
@@ -731,6 +826,8 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
             h += hu_root; /* each micro-batch: the backward resharded it */
             double ag = coll(rec, &net_free, h, ag_root, &busy, LP_DPC_UNIT_GATHER, L, L + 1, k);
             if (ag > t) wait_f += ag - t, t = ag;
+            t += out_root;
+            extra_f += out_root;
         }
         t += ps->emb_f + cast_fwd;
         for (int i = 0; i < L; i++) {
@@ -743,6 +840,8 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
                 double ag = coll(rec, &net_free, h, ag_blk, &busy, LP_DPC_UNIT_GATHER, i, L + 1, k);
                 double go = fmax(ag, h); /* the unit's kernels are issued after the hook */
                 if (go > t) wait_f += go - t, t = go;
+                t += out_blk;
+                extra_f += out_blk;
             }
             t += ps->layer_f;
             ce[i] = t;
@@ -754,7 +853,9 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
             /* reduce-scatters waiting for their unit's gradient, in order */
             double rs_ready[LP_TORCH_MAX_UNITS];
             int rs_n = 0, rs_next = 0;
-            const double rs_blk = unit_reduce_s(&c, P_layer, b.w, b.g_comm, shard, k > 0);
+            double ar_blk, ar_root;
+            const double rs_blk = unit_reduce_s(&c, P_layer, b.w, b.g_comm, shard, k > 0, &ar_blk);
+            const double rs_root = unit_reduce_s(&c, P_root, b.w, b.g_comm, shard, k > 0, &ar_root);
             const double bstart = t;
             for (int i = L - 1; i >= 0; i--) {
                 if (h < bstart && i == L - 1) h = bstart; /* loss.backward() */
@@ -766,13 +867,15 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
                     ready = h;
                     while (rs_next < rs_n &&
                            rs_ready[rs_next] <= (ready > net_free ? ready : net_free)) {
-                        coll(rec, &net_free, rs_ready[rs_next], rs_blk, &busy, LP_DPC_UNIT_REDUCE,
-                             L - 1 - rs_next, L + 1, k);
+                        unit_reduce(rec, &net_free, &inter_free, rs_ready[rs_next], rs_blk, ar_blk,
+                                    &busy, L - 1 - rs_next, L + 1, k);
                         rs_next++;
                     }
                     double ag =
                         coll(rec, &net_free, ready, ag_blk, &busy, LP_DPC_UNIT_GATHER, i, L + 1, k);
                     if (ag > t) wait_b += ag - t, t = ag;
+                    t += out_blk;
+                    extra_b += out_blk;
                 }
                 if (h > t) wait_b += h - t, t = h; /* kernels issued after the hooks */
                 t += ps->layer_b + cat_blk;
@@ -786,10 +889,9 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
             extra_b += cat_root;
             bend = t;
             for (; rs_next < rs_n; rs_next++)
-                coll(rec, &net_free, rs_ready[rs_next], rs_blk, &busy, LP_DPC_UNIT_REDUCE,
-                     L - 1 - rs_next, L + 1, k);
-            coll(rec, &net_free, t, unit_reduce_s(&c, P_root, b.w, b.g_comm, shard, k > 0), &busy,
-                 LP_DPC_UNIT_REDUCE, L, L + 1, k);
+                unit_reduce(rec, &net_free, &inter_free, rs_ready[rs_next], rs_blk, ar_blk, &busy,
+                            L - 1 - rs_next, L + 1, k);
+            unit_reduce(rec, &net_free, &inter_free, t, rs_root, ar_root, &busy, L, L + 1, k);
         } else {
             /* DDP: gradients in reverse registration order: the head, the
              * final norm, the blocks from the last (each block's tensors
@@ -850,13 +952,14 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
     }
     for (int i = 0; rec && i < rec->n; i++)
         rec->ev[i].start_s -= last_bend;
+    if (inter_free > net_free) net_free = inter_free;
     if (fsdp && net_free > t) {
         out->tail_s = net_free - t;
         t = net_free;
     }
     out->host_s =
         shard ? M * ((full ? 2.0 : 1.0) * L * (hu_blk + hr_blk) + hu_root + hr_root) : 0.0;
-    out->fwd_extra_s = wait_f + M * cast_fwd;
+    out->fwd_extra_s = wait_f + extra_f + M * cast_fwd;
     out->bwd_extra_s = wait_b + extra_b;
     out->comm_s = busy;
     double exposed = wait_f + wait_b + out->tail_s;

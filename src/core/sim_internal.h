@@ -368,6 +368,12 @@ struct lp_torch_dp {
 /* FSDP's per-unit gradient cat (split_with_sizes_backward of the flat
  * parameter's views, lp_torch_dp): P parameters of w_bytes read and written */
 double lp_fsdp_grad_cat_s(const struct lp_cost_model *cm, double P, double w_bytes);
+/* FSDP2's compute-stream copies per unit of P parameters (lp_torch_dp): the
+ * copy-out of each all-gather (w bytes read and written), and the
+ * reduce-scatter copy-in of the gradients (w read, g written) */
+double lp_fsdp2_copy_out_s(const struct lp_cost_model *cm, double P, double w_bytes);
+double lp_fsdp2_chunk_cat_s(const struct lp_cost_model *cm, double P, double w_bytes,
+                            double g_bytes);
 /* For a timeline: lp_torch_dp's collectives as LP_EV_DP_COLL events (up to
  * cap; n counts them), at the play-out's times relative to the end of the
  * last backward pass. */

@@ -876,6 +876,41 @@ static int hf_attention_glue(const struct wl *w, struct acc *f, struct acc *b)
     return syncs;
 }
 
+/* What torchtitan's eager attention does around SDPA (fsdp2 without fused
+ * kernels; pytorch/torchtitan 9dec370 torchtitan/models/llama/model.py,
+ * Attention.forward): wq, wk, wv, then apply_rotary_emb of q and k, each
+ * `view_as_complex(x.float().reshape(...))` (a cast to fp32), a complex
+ * multiply by freqs_cis (fp32 in, fp32 out) and `view_as_real(...)
+ * .type_as(x)` (a cast back): three kernels forward, and their three
+ * gradients backward (the cast of the incoming gradient to fp32, the
+ * multiply by the conjugate, the cast back); then repeat_kv of k and v
+ * (unsqueeze, expand, reshape: a copy to all heads when there are fewer kv
+ * heads; its gradient sums the groups). The transposes around SDPA are
+ * views, and its output's transpose(1, 2).contiguous() finds the flash
+ * kernel's (b, s, h, d) memory already contiguous. No host synchronisation
+ * (freqs_cis is sliced, not indexed by a tensor). */
+static void torchtitan_attention_glue(const struct wl *w, struct acc *f, struct acc *b)
+{
+    const double T = w->T, d = w->d, e = w->e;
+    const double xq = T * w->at * d, xk = T * w->gt * d;
+    if (w->run->model.pos == LP_POS_ROTARY) {
+        const double xs[2] = {xq, xk};
+        for (int i = 0; i < 2; i++) {
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (e + 4.0))); /* .float() */
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, xs[i] * 8.0));   /* * freqs_cis */
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (4.0 + e))); /* .type_as */
+            addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (e + 4.0))); /* .type_as bwd */
+            addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, xs[i] * 8.0));   /* * conj(freqs) */
+            addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (4.0 + e))); /* .float() bwd */
+        }
+    }
+    if (w->gt < w->at)
+        for (int i = 0; i < 2; i++) { /* repeat_kv of k, v */
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, (xk + xq) * e));
+            addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, (xk + xq) * e));
+        }
+}
+
 /* The query and key norms (model qk_norm: Qwen3), between the QKV
  * projection and the rotary embedding, over head_dim per head.
  * Megatron-Core (attention.py, SelfAttention.get_query_key_value_tensors,
@@ -932,7 +967,9 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
     } else {
         linear_tp(w, TP_COLUMN, T, (w->at + 2.0 * w->gt) * d, h, &f, &b);
         if (r->model.qk_norm) qk_norms(w, &f, &b);
-        if (!r->fw.fused_kernels) {
+        if (!r->fw.fused_kernels && r->fw.kind == LP_FW_FSDP2) {
+            torchtitan_attention_glue(w, &f, &b);
+        } else if (!r->fw.fused_kernels) {
             syncs = hf_attention_glue(w, &f, &b);
         } else if (r->model.pos == LP_POS_ROTARY) {
             double x = T * (w->at + w->gt) * d;
@@ -1157,12 +1194,26 @@ static void ffn_core(const struct wl *w, double T, double width, double ft, bool
     else
         linear_lora(w, T, ft * (swiglu ? 2.0 : 1.0), width, f, b, adapt);
     double x = T * ft;
-    const double act =
-        mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * x * w->e);
-    if (act_f) *act_f = act;
-    addk(f, LP_OPC_MEM, act);
-    addk(b, LP_OPC_MEM,
-         mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * x * w->e));
+    if (swiglu && !w->run->fw.fused_kernels && w->run->fw.kind == LP_FW_FSDP2) {
+        /* torchtitan's FeedForward (model.py @9dec370): w2(F.silu(w1(x)) *
+         * w3(x)) in eager PyTorch: silu and the multiply forward; the
+         * multiply's two gradients and silu's backward */
+        const double silu = mem(w, LP_MEM_GELU, 2.0 * x * w->e);
+        const double mul = mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e);
+        if (act_f) *act_f = silu + mul;
+        addk(f, LP_OPC_MEM, silu);
+        addk(f, LP_OPC_MEM, mul);
+        addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e)); /* d silu(a) */
+        addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e)); /* d w3 out */
+        addk(b, LP_OPC_MEM, mem(w, LP_MEM_GELU, 3.0 * x * w->e));     /* silu backward */
+    } else {
+        const double act =
+            mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * x * w->e);
+        if (act_f) *act_f = act;
+        addk(f, LP_OPC_MEM, act);
+        addk(b, LP_OPC_MEM,
+             mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 5.0 : 3.0) * x * w->e));
+    }
     if (tp)
         linear_tp(w, TP_ROW, T, width, ft, f, b);
     else

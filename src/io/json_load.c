@@ -1453,6 +1453,18 @@ static int check_op_sac(const struct lp_jctx *c, const struct lp_run *r)
     return LP_OK;
 }
 
+/* fully_shard always shards: its one choice is reshard_after_forward, the
+ * run's zero 3 (True) or 2 (False); NO_SHARD and ZeRO-1 are not FSDP2 */
+static int check_fsdp2_zero(const struct lp_jctx *c, const struct lp_run *r)
+{
+    if (r->fw.kind == LP_FW_FSDP2 && r->par.zero < 2)
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key 'parallel.zero': framework \"fsdp2\" (fully_shard) shards every "
+                "parameter: expected 2 (reshard_after_forward False) or 3 (True), got %d",
+                c->file, r->par.zero);
+    return LP_OK;
+}
+
 int lp_json_check_graph_scope(const struct lp_jctx *c, const struct lp_model *m,
                               const struct lp_framework_opts *fw, const char *fw_key)
 {
@@ -1620,6 +1632,7 @@ int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struc
     LP_TRY_GOTO(err, rc, lp_json_check_graph_scope(&c, &out->model, &out->fw, "framework"),
                 cleanup);
     LP_TRY_GOTO(err, rc, check_op_sac(&c, out), cleanup);
+    LP_TRY_GOTO(err, rc, check_fsdp2_zero(&c, out), cleanup);
     /* the GPU count tp*pp*cp*dp in 64 bits: each degree fits an int, their
      * product may not (LP_MAX_GPUS) */
     const int64_t mp = (int64_t)out->par.tp * out->par.pp * out->par.cp;

@@ -71,6 +71,8 @@ case_ cross_entropy "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
   \"training\": {\"global_batch\": 8}, \"framework\": {\"name\": \"fsdp\", \"cross_entropy\": \"fp64\"} }" "'framework.cross_entropy'" "\"native\""
 case_ framework_name "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
   \"training\": {\"global_batch\": 8}, \"framework\": \"horovod\" }" "'framework'" "\"ddp\""
+case_ fsdp2_zero "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\", \"parallel\": {\"dp\": 8, \"zero\": 1},
+  \"training\": {\"global_batch\": 8}, \"framework\": \"fsdp2\" }" "'parallel.zero'" "reshard_after_forward"
 case_ hybrid_shard "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
   \"training\": {\"global_batch\": 8}, \"framework\": {\"name\": \"fsdp\", \"hybrid_shard\": 1} }" "'framework.hybrid_shard'"
 

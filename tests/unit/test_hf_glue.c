@@ -169,5 +169,37 @@ TEST(hf_moe_eager_syncs)
     CLOSE(sw.ffn[LP_FFN_MOE].op_fwd[LP_OPC_MEM], sc.ffn[LP_FFN_MOE].op_fwd[LP_OPC_MEM]);
 }
 
+/* torchtitan's eager model under fsdp2 (fused_kernels false by default;
+ * torchtitan_attention_glue, model.py @9dec370): per rotary tensor of x
+ * elements .float() (2 + 4 bytes), the complex multiply (8) and .type_as
+ * (4 + 2), the same three backward; no synchronisation. Its FFN's silu (2 x
+ * 2) and multiply (3 x 2) forward, two multiplies (3 x 2) and silu's
+ * backward (3 x 2) where hf runs one fused SwiGLU kernel (3 x 2, 5 x 2). */
+TEST(torchtitan_eager_glue)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost rot, learned, hf;
+    hf_run(&r);
+    costs(&r, &hf);
+    lp_framework_defaults(LP_FW_FSDP2, &r.fw);
+    ASSERT_TRUE(!r.fw.fused_kernels);
+    r.fw.host_op_s = HOST;
+    r.fw.host_overlap = 1000.0;
+    costs(&r, &rot);
+    r.model.pos = LP_POS_LEARNED;
+    costs(&r, &learned);
+    const struct lp_layer_cost *a = &rot.mix[LP_MIX_ATTN], *l = &learned.mix[LP_MIX_ATTN];
+    const double T = 1024, xq = T * 16 * 64, xk = T * 4 * 64;
+    const double one = mem(&r, 6 * xq) + mem(&r, 8 * xq) + mem(&r, 6 * xq) + mem(&r, 6 * xk) +
+                       mem(&r, 8 * xk) + mem(&r, 6 * xk);
+    CLOSE(a->op_fwd[LP_OPC_MEM] - l->op_fwd[LP_OPC_MEM], one);
+    CLOSE(a->op_bwd[LP_OPC_MEM] - l->op_bwd[LP_OPC_MEM], one);
+    CLOSE(a->op_fwd[LP_OPC_OVERHEAD], 0.0);
+    const double x = T * 4096;
+    const struct lp_layer_cost *t = &rot.ffn[LP_FFN_DENSE], *h = &hf.ffn[LP_FFN_DENSE];
+    CLOSE(t->op_fwd[LP_OPC_MEM] - h->op_fwd[LP_OPC_MEM], mem(&r, 4 * x));
+    CLOSE(t->op_bwd[LP_OPC_MEM] - h->op_bwd[LP_OPC_MEM], 3 * mem(&r, 6 * x) - mem(&r, 10 * x));
+}
+
 TH_MAIN(TH_CASE(dataset_padding), TH_CASE(hf_attention_varlen), TH_CASE(hf_rotary_eager),
-        TH_CASE(hf_moe_eager_syncs))
+        TH_CASE(hf_moe_eager_syncs), TH_CASE(torchtitan_eager_glue))

@@ -250,15 +250,34 @@ TEST(framework_defaults)
         lp_framework_defaults((enum lp_framework)k, &o);
         ASSERT_TRUE(!o.train_metrics);
         /* reentrant checkpointing everywhere but hf (LLaMA-Factory 0.4.0:
-         * use_reentrant False; docs/frameworks.md) */
-        ASSERT_TRUE(o.ckpt_reentrant == (k != LP_FW_HF));
+         * use_reentrant False), fms-fsdp's and torchtitan's NO_REENTRANT
+         * checkpoint wrappers (fsdp1, fsdp2; docs/frameworks.md) */
+        ASSERT_TRUE(o.ckpt_reentrant == (k != LP_FW_HF && k != LP_FW_FSDP1 && k != LP_FW_FSDP2));
     }
+    /* FSDP outside Composer: the fsdp family's overlap, no fitted host time;
+     * FSDP1 reduces in bf16 (fms-fsdp bfSixteen), torchtitan's FSDP2 in fp32
+     * with its upcast loss */
+    lp_framework_defaults(LP_FW_FSDP1, &o);
+    ASSERT_TRUE(o.dp_overlap && o.param_gather_overlap && !o.pp_overlap);
+    ASSERT_NEAR(o.host_op_s, 0.0, 1e-12); /* not fitted */
+    ASSERT_TRUE(!o.grad_fp32 && o.xent == LP_XENT_NATIVE && !o.hybrid_shard);
+    lp_framework_defaults(LP_FW_FSDP2, &o);
+    ASSERT_TRUE(o.dp_overlap && o.param_gather_overlap && !o.pp_overlap);
+    ASSERT_NEAR(o.host_op_s, 0.0, 1e-12); /* not fitted */
+    ASSERT_TRUE(o.grad_fp32 && o.xent == LP_XENT_UPCAST && !o.zero3_per_tensor);
+    ASSERT_TRUE(!o.fused_kernels); /* torchtitan's eager norms, rotary, SwiGLU */
+    ASSERT_TRUE(lp_fw_is_fsdp(LP_FW_FSDP) && lp_fw_is_fsdp(LP_FW_FSDP1) &&
+                lp_fw_is_fsdp(LP_FW_FSDP2) && !lp_fw_is_fsdp(LP_FW_DDP));
     enum lp_framework f;
     ASSERT_OK(lp_framework_parse("fsdp", &f));
     ASSERT_TRUE(f == LP_FW_FSDP);
     ASSERT_OK(lp_framework_parse("ddp", &f));
     ASSERT_TRUE(f == LP_FW_DDP);
     ASSERT_EQ_STR(lp_framework_name(LP_FW_DDP), "ddp");
+    ASSERT_OK(lp_framework_parse("fsdp2", &f));
+    ASSERT_TRUE(f == LP_FW_FSDP2);
+    ASSERT_OK(lp_framework_parse("fsdp1", &f));
+    ASSERT_TRUE(f == LP_FW_FSDP1);
     ASSERT_TRUE(lp_framework_parse("jax", &f) != 0);
 }
 

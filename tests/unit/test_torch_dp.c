@@ -1,5 +1,6 @@
 /* PyTorch DDP and FSDP played out per wrapped unit (src/core/sim_dp.c)
  * against hand derivations on the roofline backend. */
+#include <math.h>
 #include <string.h>
 
 #include "harness.h"
@@ -301,6 +302,89 @@ TEST(fsdp_hooks_bound_small_units)
     ASSERT_TRUE(o2.fwd_extra_s + o2.bwd_extra_s + o2.tail_s < 0.6 * e3);
 }
 
+/* HYBRID_SHARD's replica all-reduce runs on its own stream over the links
+ * across nodes (FSDP1 _reduce_grad: state._all_reduce_stream), so with a
+ * long backward the tail is the first block's reduce-scatter in the node,
+ * then the later of the root's reduce-scatter and the block's all-reduce,
+ * then the root's all-reduce, less the root's gradient cat that runs
+ * meanwhile: not the four in a row. */
+TEST(hsdp_all_reduce_on_its_own_stream)
+{
+    struct lp_run r;
+    struct lp_cost_model cm;
+    struct lp_params pr;
+    fixture(&r, LP_FW_FSDP, 3, &cm, &pr, 130e6);
+    r.fw.hybrid_shard = true; /* 8 per node: shards of 8, replicas of 2 */
+    struct lp_torch_pass ps = {.layer_f = 1.0, .layer_b = 2.0, .micro = 1};
+    struct lp_torch_dp o;
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o, NULL));
+    /* world 16: predivide 4 before the reduce-scatter, postdivide 4 after
+     * the all-reduce, then the cast to the fp32 shard */
+    double rs[2], ar[2];
+    const double P[2] = {pr.layer, 130e6};
+    for (int i = 0; i < 2; i++) {
+        const double S = P[i] / 8;
+        rs[i] = cm.ops->mem_s(&cm, LP_MEM_COPY, P[i] * 4.0) +
+                lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, P[i] * 2.0, 8, 1);
+        ar[i] = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, S * 2.0, 2, 8) +
+                cm.ops->mem_s(&cm, LP_MEM_COPY, S * 4.0) + cm.ops->mem_s(&cm, LP_MEM_COPY, S * 6.0);
+    }
+    const double cr = cat_s(&cm, 130e6);
+    ASSERT_TRUE(rs[0] > cr);
+    ASSERT_NEAR(o.tail_s, rs[0] + fmax(rs[1], ar[0]) + ar[1] - cr, 1e-9);
+    ASSERT_TRUE(o.tail_s < rs[0] + ar[0] + rs[1] + ar[1] - cr - 1e-6);
+}
+
+/* FSDP2 (fully_shard, torchtitan's fp32 reduce): two copy-in kernels of the
+ * shard before each all-gather (the cast to bf16, the copy into the
+ * all-gather input), a copy-out of each gathered unit on the compute
+ * stream, the reduce-scatter copy-in (bf16 gradients chunk-cat into fp32)
+ * at the end of each unit's backward, no divide kernels (ReduceOp.AVG) and
+ * no cast after the fp32 reduce-scatter; no flat-parameter cat, no hooks
+ * counted. Long compute: the root's and the first block's gathers before
+ * the forward, the last block's before the backward, and the tail as
+ * FSDP1's. */
+TEST(fsdp2_copies_by_hand)
+{
+    struct lp_run r;
+    struct lp_cost_model cm;
+    struct lp_params pr;
+    fixture(&r, LP_FW_FSDP2, 3, &cm, &pr, 130e6);
+    ASSERT_TRUE(r.fw.grad_fp32);
+    struct lp_torch_pass ps = {.layer_f = 1.0, .layer_b = 2.0, .micro = 1};
+    struct lp_torch_dp o;
+    ASSERT_TRUE(lp_torch_dp_applies(&r));
+    ASSERT_OK(lp_torch_dp(&cm, &r, &pr, &ps, &o, NULL));
+    const int L = r.model.layers;
+    double ag[2], out[2], cat[2], rs[2];
+    const double P[2] = {pr.layer, 130e6};
+    for (int i = 0; i < 2; i++) {
+        const double S = P[i] / 16;
+        ag[i] = cm.ops->mem_s(&cm, LP_MEM_COPY, S * 6.0) +
+                cm.ops->mem_s(&cm, LP_MEM_COPY, S * 4.0) +
+                lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, P[i] * 2.0, 16, 1);
+        out[i] = cm.ops->mem_s(&cm, LP_MEM_COPY, P[i] * 4.0);
+        cat[i] = cm.ops->mem_s(&cm, LP_MEM_COPY, P[i] * 6.0);
+        rs[i] = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, P[i] * 4.0, 16, 1);
+    }
+    ASSERT_NEAR(o.comm_s, ag[1] + 2 * L * ag[0] + L * rs[0] + rs[1], 1e-9);
+    ASSERT_NEAR(o.host_s, 0.0, 1e-15);
+    ASSERT_TRUE(ag[0] > out[1]);
+    ASSERT_NEAR(o.fwd_extra_s, ag[1] + ag[0] + L * out[0], 1e-9);
+    ASSERT_NEAR(o.bwd_extra_s, ag[0] + L * (out[0] + cat[0]) + cat[1], 1e-9);
+    ASSERT_TRUE(rs[0] > cat[1]);
+    ASSERT_NEAR(o.tail_s, rs[0] - cat[1] + rs[1], 1e-9);
+    /* the same run under FSDP1 has neither copy-out nor copy-in kernels */
+    struct lp_run r1 = r;
+    lp_framework_defaults(LP_FW_FSDP1, &r1.fw);
+    r1.fw.grad_fp32 = true;
+    struct lp_torch_dp o1;
+    ASSERT_OK(lp_torch_dp(&cm, &r1, &pr, &ps, &o1, NULL));
+    ASSERT_TRUE(o1.fwd_extra_s < o.fwd_extra_s);
+    ASSERT_TRUE(o1.host_s > 0.0); /* FSDP1's views (PR #96958) */
+}
+
 TH_MAIN(TH_CASE(fsdp_hooks_bound_small_units), TH_CASE(fsdp_all_exposed_without_compute),
         TH_CASE(fsdp_exposed_with_long_compute), TH_CASE(ddp_buckets),
-        TH_CASE(simulate_uses_torch_dp))
+        TH_CASE(simulate_uses_torch_dp), TH_CASE(hsdp_all_reduce_on_its_own_stream),
+        TH_CASE(fsdp2_copies_by_hand))

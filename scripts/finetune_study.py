@@ -159,6 +159,27 @@ def curves(llmplan, env):
     for name, med, (xa, xb), (la, lb) in fits:
         print(f"{name:<10} {med:>6}  fixed + per query: Xia {xa:.2f} + {xb:.3f} b, llmplan "
               f"{la:.2f} + {lb:.3f} b (x{xb / lb:.1f})")
+    # the same against the padded tokens of each batch (b x the expected
+    # longest of b queries, llmplan's seq_len): if both steps grow with the
+    # same work per token, the ratio of the slopes from one GPU to the next
+    # follows the GPUs' speeds alike for Xia and llmplan
+    print("\nStep time per padded token of the batch (b x expected longest of b, the same shape), "
+          "ms per token; the last column: this GPU's slope over the next row's")
+    i, prev = 0, None
+    rows = []
+    for name, _, med, pts in XIA_CURVES:
+        sh = shaped[i:i + len(pts)]
+        i += len(pts)
+        toks = [b * r["seq_len"] for (b, _), r in zip(pts, sh)]
+        xs = line_fit(toks, [b / q for b, q in pts])[1]
+        ls = line_fit(toks, [r["iteration_time_s"] for r in sh])[1]
+        rows.append((name, med, xs, ls))
+    for k, (name, med, xs, ls) in enumerate(rows):
+        nxt = rows[k + 1] if k + 1 < len(rows) and rows[k + 1][1] == med else None
+        ratio = (f"  Xia x{xs / nxt[2]:.2f}, llmplan x{ls / nxt[3]:.2f} over {nxt[0]}"
+                 if nxt else "")
+        print(f"{name:<10} {med:>6}  Xia {1e3 * xs:.3f}, llmplan {1e3 * ls:.3f} "
+              f"(x{xs / ls:.2f}){ratio}")
 
 
 def ops(llmplan, env):

@@ -413,9 +413,9 @@ static int64_t in_flight(const struct lp_run *r, int s, int64_t micro)
  * the forward, the fp32 logits, the shifted copy and log_softmax's output
  * (the 16-bit lm_head output dies at .float(): nothing saves it). The
  * Trainer drops the model's outputs, and with them the fp32 logits, before
- * the backward (transformers 4.40 Trainer.training_step: compute_loss
- * returns the loss alone, then accelerator.backward(loss); Xia et al.'s
- * copy_for_tune/trainer.py does the same), which holds 12 at most too:
+ * the backward (Trainer.training_step as Xia et al. ran it, stsxxx/finetune
+ * 728a01b copy_for_tune/trainer.py: compute_loss returns the loss alone,
+ * then accelerator.backward(loss)), which holds 12 at most too:
  * log_softmax's output, nll's gradient and log_softmax's input gradient,
  * then the slice's zero-filled fp32 gradient and the 16-bit cast of it. */
 static double logit_bytes(const struct lp_run *r, double e)

@@ -101,6 +101,19 @@ want = 1024 * 2 * (32 * layer - (3 * 4096 + 2 * 4096))
 check("targets all: only the first q/k/v input is not held",
       abs(per[3] - per[5] - 1024 * 2 * (32 * layer - 4096)) < 1e-6 * want,
       f"{(per[3] - per[5]) / 1e9:.4f} GB per query vs {1024 * 2 * (32 * layer - 4096) / 1e9:.4f}")
+# two dense layers first (moe.first_dense_layers): with adapters on the
+# experts and routers nothing in them needs a gradient, nor the first MoE
+# layer's inputs but w2's: 30 MoE layers' terms less 3 h + top_k h
+def fd(bits, b):
+    r = q(bits, b)
+    r["model"] = dict(r["model"], moe=dict(r["model"]["moe"], first_dense_layers=2))
+    return r
+fdr = sim([fd(bits, b) for bits in (4, 16) for b in (1, 2)])
+per_fd = ((fdr[1]["memory_per_gpu_gib"] - fdr[0]["memory_per_gpu_gib"]) -
+          (fdr[3]["memory_per_gpu_gib"] - fdr[2]["memory_per_gpu_gib"])) * 2**30
+want_fd = 1024 * 2 * (30 * layer - (3 * 4096 + 2 * 4096))
+check("dense layers before the first MoE layer hold nothing", abs(per_fd - want_fd) < 1e-6 * want_fd,
+      f"{per_fd / 1e9:.4f} GB per query vs {want_fd / 1e9:.4f}")
 # Transformers' upcast loss holds 12 bytes per logit at its peak (fp32
 # logits, the shifted copy, log_softmax's output; the Trainer drops the
 # outputs before the backward); PyTorch's native loss on 16-bit logits

@@ -7,7 +7,9 @@ epochs of 15k queries of median length 148 (GSM8K), at Xia's CUDO prices
 
 usage: scripts/finetune_study.py [--build DIR] [--curves] [--ops]
 --curves adds the step time per batch against the per-batch throughputs Xia
-et al. published with their code (not fitted on: a comparison only); --ops
+et al. published with their code (not fitted on: a comparison only), per query
+and per padded token, and the H100's points on the SXM preset (a what-if: the
+paper does not say which form); --ops
 llmplan's operator classes per layer at batch 1, 2, 4, 8 on the A40.
 The batch per GPU is Xia's measured maximum (Table IV: 4 on the A40, 17 on
 the A100 80GB and H100) and llmplan's own --max-batch is printed next to it:
@@ -56,7 +58,7 @@ def run(system, batch, prices, median=148, pad=None, dist=None):
              "ffn_act": "swiglu", "norm": "rmsnorm", "position": "rotary",
              "tied_embeddings": False, "bias": False, "dropout": False,
              "moe": {"experts": 8, "top_k": 2, "ffn_hidden": 14336}}
-    return {"model": model, "system": system, "prices": prices,
+    return {"model": model, "system": system, **({"prices": prices} if prices else {}),
             "parallel": {"micro_batch": batch, "recompute": "full"},
             "training": {"global_batch": batch,
                          "finetune": {"method": "lora", "rank": 16, "base_bits": 4,
@@ -94,6 +96,9 @@ XIA_CURVES = [
       (11, 4.135249112), (12, 4.311939502), (14, 4.394074678), (15, 4.666207512),
       (16, 4.635430356), (17, 4.89877178)]),
 ]
+# the paper does not say which H100 form ran: the same points on the SXM
+# preset, a what-if printed by --curves only
+XIA_CURVES.append(("H100 SXM?", "dgx-h100", 148, XIA_CURVES[-1][3]))
 # padded lengths tried when asking what batch length would give Xia's step
 PAD_GRID = [64, 80, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024]
 
@@ -113,9 +118,9 @@ def curves(llmplan, env):
     batch (llmplan pads each batch to its longest query: dataset histogram)."""
     runs, pads, dist = [], [], []
     for _, s, med, pts in XIA_CURVES:
-        runs += [run(s, b, "cudo-2024", med) for b, _ in pts]
-        pads += [run(s, pts[-1][0], "cudo-2024", L, pad=1) for L in PAD_GRID]
-        dist += [run(s, b, "cudo-2024", dist=scaled(gsm8k(), med)) for b, _ in pts]
+        runs += [run(s, b, None, med) for b, _ in pts]
+        pads += [run(s, pts[-1][0], None, L, pad=1) for L in PAD_GRID]
+        dist += [run(s, b, None, dist=scaled(gsm8k(), med)) for b, _ in pts]
     p = subprocess.run([llmplan, "simulate", "--batch", "-"],
                        input="\n".join(json.dumps(r) for r in runs + pads + dist) + "\n",
                        capture_output=True, text=True, env=env)
@@ -159,6 +164,28 @@ def curves(llmplan, env):
     for name, med, (xa, xb), (la, lb) in fits:
         print(f"{name:<10} {med:>6}  fixed + per query: Xia {xa:.2f} + {xb:.3f} b, llmplan "
               f"{la:.2f} + {lb:.3f} b (x{xb / lb:.1f})")
+    # the same against the padded tokens of each batch (b x the expected
+    # longest of b queries, llmplan's seq_len): if both steps grow with the
+    # same work per token, the ratio of the slopes from one GPU to the next
+    # follows the GPUs' speeds alike for Xia and llmplan
+    print("\nStep time per padded token of the batch (b x expected longest of b, the same shape), "
+          "ms per token; the last column: this GPU's slope over the next row's")
+    i, prev = 0, None
+    rows = []
+    for name, _, med, pts in XIA_CURVES:
+        sh = shaped[i:i + len(pts)]
+        i += len(pts)
+        toks = [b * r["seq_len"] for (b, _), r in zip(pts, sh)]
+        xs = line_fit(toks, [b / q for b, q in pts])[1]
+        ls = line_fit(toks, [r["iteration_time_s"] for r in sh])[1]
+        rows.append((name, med, xs, ls))
+    for k, (name, med, xs, ls) in enumerate(rows):
+        nxt = (rows[k + 1] if k + 1 < len(rows) and rows[k + 1][1] == med and
+               not rows[k + 1][0].endswith("?") else None)
+        ratio = (f"  Xia x{xs / nxt[2]:.2f}, llmplan x{ls / nxt[3]:.2f} over {nxt[0]}"
+                 if nxt else "")
+        print(f"{name:<10} {med:>6}  Xia {1e3 * xs:.3f}, llmplan {1e3 * ls:.3f} "
+              f"(x{xs / ls:.2f}){ratio}")
 
 
 def ops(llmplan, env):

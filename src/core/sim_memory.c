@@ -186,24 +186,31 @@ static double hf_layer_activation_bytes(const struct lp_run *r, bool attn_layer,
  * router's, and per routed token w1/w3's (the gathered hidden_states) and
  * w2's (the SwiGLU product) (MoE); the MLP's input and its down
  * projection's (dense). Column-parallel inputs are whole, row-parallel
- * ones split by TP. Not counted: Mamba mixers' linears, and the first
- * layer's attention and expert inputs, which need no gradient (1% of the
- * term for Mixtral). With reentrant checkpointing (fw.ckpt_reentrant:
+ * ones split by TP. Not counted: Mamba mixers' linears; the leading
+ * layers' inputs that need no gradient are taken off by
+ * hf_qlora_unheld_lead_bytes. With reentrant checkpointing (fw.ckpt_reentrant:
  * LLaMA-Factory 0.6+, model/utils/checkpointing.py, use_reentrant True)
  * torch.utils.checkpoint's CheckpointFunction runs the layer's forward
  * under torch.no_grad(): no autograd graph is built, so MatMul4Bit's ctx
  * (and its ctx.tensors) dies with the call and nothing is held. */
-static double hf_qlora_held_bytes(const struct lp_run *r, int k)
+/* Bytes per element of a held 4-bit (8-bit: 3) linear input; 0 where the
+ * run holds none. */
+static double hf_qlora_held_elem(const struct lp_run *r)
 {
-    const struct lp_model *m = &r->model;
     if (r->fw.kind != LP_FW_HF || r->train.lora_rank <= 0 || r->train.lora_base_bits >= 16 ||
         r->fw.ckpt_reentrant)
         return 0.0;
+    return (r->train.precision == LP_FP32 ? 4.0 : 2.0) + (r->train.lora_base_bits == 8 ? 1.0 : 0.0);
+}
+
+static double hf_qlora_held_bytes(const struct lp_run *r, int k)
+{
+    const struct lp_model *m = &r->model;
+    const double e = hf_qlora_held_elem(r);
+    if (!(e > 0)) return 0.0;
     const enum lp_mixer mx = (enum lp_mixer)(k / LP_FFN_COUNT);
     const enum lp_ffn ff = (enum lp_ffn)(k % LP_FFN_COUNT);
-    const double e = (r->train.precision == LP_FP32 ? 4.0 : 2.0) +
-                     (r->train.lora_base_bits == 8 ? 1.0 : 0.0),
-                 h = m->hidden, t = r->par.tp;
+    const double h = m->hidden, t = r->par.tp;
     const double T = r->par.micro_batch * (double)m->seq_len / r->par.cp;
     double b = 0;
     if (mx == LP_MIX_ATTN || mx == LP_MIX_ATTN_LOCAL)
@@ -213,6 +220,44 @@ static double hf_qlora_held_bytes(const struct lp_run *r, int k)
     else if (ff == LP_FFN_DENSE)
         b += e * h + e * m->ffn_hidden / t;
     return T * b;
+}
+
+/* What the leading layers of the model do not hold of hf_qlora_held_bytes.
+ * MatMul4Bit keeps its input only when it needs a gradient (bitsandbytes
+ * 0.42.0, autograd/_functions.py, MatMul4Bit.forward: `if
+ * any(ctx.needs_input_grad[:2]): ctx.tensors = (A, B)`, else (None, None);
+ * the 4-bit weight B needs none). The embeddings are frozen and neither
+ * LLaMA-Factory 0.4.0 (model/patcher.py) nor PEFT 0.7.1 for a quantised
+ * model (PeftModel._prepare_model_for_gradient_checkpointing) calls
+ * enable_input_require_grads, so the hidden states need no gradient until
+ * the first LoRA adapter's output joins them:
+ *  - targets "all": the first layer's q/k/v input (the normed embeddings);
+ *    the adapters of q/k/v make everything after it need one;
+ *  - targets "moe" (experts and routers): every layer before the first MoE
+ *    layer, and in that layer the attention's inputs, the router's and
+ *    w1/w3's (the gathered tokens); w2's input, the product of w1's and
+ *    w3's adapted outputs, is held.
+ * Layers [a, b) are the first chunk's, the first `covered` of them under full
+ * recomputation (the others keep their activations the usual way). */
+static double hf_qlora_unheld_lead_bytes(const struct lp_run *r, int a, int b, int covered)
+{
+    const struct lp_model *m = &r->model;
+    const double e = hf_qlora_held_elem(r);
+    if (!(e > 0) || a != 0) return 0.0; /* only the chunk that holds layer 0 */
+    const double T = r->par.micro_batch * (double)m->seq_len / r->par.cp;
+    double unheld = 0;
+    for (int i = a; i < b && i - a < covered; i++) {
+        enum lp_mixer mx;
+        enum lp_ffn ff;
+        lp_arch_layer(m, i, &mx, &ff);
+        const bool attn = mx == LP_MIX_ATTN || mx == LP_MIX_ATTN_LOCAL;
+        if (r->train.lora_targets != LP_LORA_MOE) return unheld + (attn ? T * e * m->hidden : 0.0);
+        const double full = hf_qlora_held_bytes(r, (int)mx * LP_FFN_COUNT + (int)ff);
+        if (ff == LP_FFN_MOE)
+            return unheld + full - T * m->moe.top_k * e * m->moe.ffn_hidden / etp_of(r);
+        unheld += full;
+    }
+    return unheld;
 }
 
 /* Activation bytes kept for the backward by one layer of kind k for one
@@ -361,6 +406,23 @@ static int64_t in_flight(const struct lp_run *r, int s, int64_t micro)
     return w < micro * p->vp ? w : micro * p->vp;
 }
 
+/* Bytes per logit alive at the loss's peak, e the activations' bytes: the
+ * logits and their fp32 softmax / gradient (e + 4). Transformers' upcast
+ * (modeling_mixtral.py MixtralForCausalLM.forward: logits.float(), the
+ * shifted `[..., :-1, :].contiguous()` copy, CrossEntropyLoss on it): 12 in
+ * the forward, the fp32 logits, the shifted copy and log_softmax's output
+ * (the 16-bit lm_head output dies at .float(): nothing saves it). The
+ * Trainer drops the model's outputs, and with them the fp32 logits, before
+ * the backward (Trainer.training_step as Xia et al. ran it, stsxxx/finetune
+ * 728a01b copy_for_tune/trainer.py: compute_loss returns the loss alone,
+ * then accelerator.backward(loss)), which holds 12 at most too:
+ * log_softmax's output, nll's gradient and log_softmax's input gradient,
+ * then the slice's zero-filled fp32 gradient and the 16-bit cast of it. */
+static double logit_bytes(const struct lp_run *r, double e)
+{
+    return r->fw.xent == LP_XENT_UPCAST ? 12.0 : e + 4.0;
+}
+
 /* What each stage holds that the ZeRO stage does not change: its
  * parameters, trained parameters and routed experts on one rank, the
  * activations of its micro-batches in flight and its temporaries (all but
@@ -421,6 +483,8 @@ void lp_sim_memory_stages(const struct lp_run *r, const struct lp_kinds *ks,
             }
             /* the checkpoints' inputs: one per layer, one per group */
             chunk_act += input * ((covered + group - 1) / group);
+            const int v = c * p->pp + s; /* layers [first[v], first[v + 1]) */
+            chunk_act -= hf_qlora_unheld_lead_bytes(r, first[v], first[v + 1], covered);
         }
         if (s == 0) params = pr->stage0;
         if (s == p->pp - 1) params = pr->stage_last;
@@ -435,19 +499,14 @@ void lp_sim_memory_stages(const struct lp_run *r, const struct lp_kinds *ks,
         if (s == 0) /* embedding output and its dropout mask */
             a += inflight * T * (e + 1.0) * m->hidden / (p->sequence_parallel ? t : 1.0);
         double temp = RUNTIME_RESERVE_BYTES + 2.0 * T * m->hidden * e; /* comm buffers */
-        if (s == p->pp - 1) /* logits (e) and their fp32 softmax/grad of one micro-batch */
-            temp += T * lp_sim_vocab_padded(r) / t * (e + 4.0);
+        if (s == p->pp - 1) /* the logits of one micro-batch and their loss */
+            temp += T * lp_sim_vocab_padded(r) / t * logit_bytes(r, e);
         if (r->train.lora_rank > 0 && r->train.lora_base_bits < 16)
             /* bitsandbytes dequantises a frozen weight into a 16-bit
              * temporary before each use (MatMul4Bit): the largest, an
              * expert's or the MLP's h x f, is alive with the activations */
             temp += (double)m->hidden / t *
                     fmax(m->ffn_hidden, m->moe.experts > 0 ? m->moe.ffn_hidden : 0) * e;
-        if (s == p->pp - 1 && r->fw.xent == LP_XENT_UPCAST)
-            /* Transformers: the fp32 logits the output keeps, log_softmax's
-             * output, and in backward its gradient and the fp32 gradient of
-             * the shifted copy: three more fp32 tensors of the logits */
-            temp += T * lp_sim_vocab_padded(r) / t * 12.0;
         out->st[s] = (struct lp_mem_stage){
             .params = params, .trained = trained, .experts = experts, .act = a, .temp = temp};
     }

@@ -83,15 +83,47 @@ check("max_len recorded", lm["training_config"]["dataset"].get("max_len") == 102
 # adds, per token and layer, q/k/v's and o_proj's inputs, the router's and
 # per routed token w1/w3's and w2's: 2 (3 h + top_k (h + f)) bytes; the
 # 8-bit MatMul8bitLt keeps the input and its int8 transpose (3 bytes per
-# element); a 16-bit base (F.linear, save_for_backward) has no such term
-def q(bits, b):
+# element); a 16-bit base (F.linear, save_for_backward) has no such term.
+# MatMul4Bit keeps nothing whose input needs no gradient: with adapters on
+# the experts and routers only, the first layer's q/k/v, o_proj, router and
+# w1/w3 inputs (3 h + top_k h) descend from the frozen embeddings alone;
+# with adapters on every linear only its q/k/v input (h) does
+def q(bits, b, targets="moe"):
     r = run(b, dataset={"queries": 1000, "median_len": 1024})
     r["training"]["finetune"]["base_bits"] = bits
+    r["training"]["finetune"]["targets"] = targets
     return r
-res = sim([q(bits, b) for bits in (4, 8, 16) for b in (1, 2)])
+res = sim([q(bits, b, tg) for tg in ("moe", "all") for bits in (4, 8, 16) for b in (1, 2)])
 per = [(res[i + 1]["memory_per_gpu_gib"] - res[i]["memory_per_gpu_gib"]) * 2**30
-       for i in (0, 2, 4)]
-want = 1024 * 32 * 2 * (3 * 4096 + 2 * (4096 + 14336))
+       for i in (0, 2, 4, 6, 8, 10)]
+layer = 3 * 4096 + 2 * (4096 + 14336)
+want = 1024 * 2 * (32 * layer - (3 * 4096 + 2 * 4096))
+check("targets all: only the first q/k/v input is not held",
+      abs(per[3] - per[5] - 1024 * 2 * (32 * layer - 4096)) < 1e-6 * want,
+      f"{(per[3] - per[5]) / 1e9:.4f} GB per query vs {1024 * 2 * (32 * layer - 4096) / 1e9:.4f}")
+# two dense layers first (moe.first_dense_layers): with adapters on the
+# experts and routers nothing in them needs a gradient, nor the first MoE
+# layer's inputs but w2's: 30 MoE layers' terms less 3 h + top_k h
+def fd(bits, b):
+    r = q(bits, b)
+    r["model"] = dict(r["model"], moe=dict(r["model"]["moe"], first_dense_layers=2))
+    return r
+fdr = sim([fd(bits, b) for bits in (4, 16) for b in (1, 2)])
+per_fd = ((fdr[1]["memory_per_gpu_gib"] - fdr[0]["memory_per_gpu_gib"]) -
+          (fdr[3]["memory_per_gpu_gib"] - fdr[2]["memory_per_gpu_gib"])) * 2**30
+want_fd = 1024 * 2 * (30 * layer - (3 * 4096 + 2 * 4096))
+check("dense layers before the first MoE layer hold nothing", abs(per_fd - want_fd) < 1e-6 * want_fd,
+      f"{per_fd / 1e9:.4f} GB per query vs {want_fd / 1e9:.4f}")
+# Transformers' upcast loss holds 12 bytes per logit at its peak (fp32
+# logits, the shifted copy, log_softmax's output; the Trainer drops the
+# outputs before the backward); PyTorch's native loss on 16-bit logits
+# 2 + 4: a 1024-token query differs by 1024 x 32000 x 6 bytes
+nat = q(16, 2)
+nat["framework"] = {"name": "hf", "cross_entropy": "native"}
+n1, n2 = sim([dict(q(16, 1), framework={"name": "hf", "cross_entropy": "native"}), nat])
+per_n = (n2["memory_per_gpu_gib"] - n1["memory_per_gpu_gib"]) * 2**30
+check("upcast loss: 12 bytes per logit", abs(per[2] - per_n - 1024 * 32000 * 6) < 1e-3,
+      f"{(per[2] - per_n) / 1e6:.3f} MB per query vs {1024 * 32000 * 6 / 1e6:.3f}")
 check("4-bit inputs held across checkpointed layers", abs(per[0] - per[2] - want) < 1e-6 * want,
       f"{(per[0] - per[2]) / 1e9:.3f} GB per 1024-token query vs {want / 1e9:.3f}")
 check("8-bit: the input and its int8 transpose",

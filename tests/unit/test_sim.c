@@ -667,7 +667,8 @@ TEST(zero_bubble)
 }
 
 /* A synthetic profile's collective fractions hold its reference links'
- * latency (S_half = latency x bandwidth, synth.c): on a network of a sixth
+ * bandwidth and the calibration system's latency (S_half = latency x
+ * bandwidth, synth.c): on a network of a sixth
  * of the bandwidth a latency-bound message (64 KiB reduce-scatter over 16
  * nodes, S_half ~ MBs) costs what it costs on the reference network, a
  * bandwidth-bound one (4 GiB) six times as much; three times the latency
@@ -682,7 +683,6 @@ TEST(collective_reference_links)
     struct lp_cost_model cm;
     lp_cost_model_table(&cm, p, &r.system.gpu);
     ASSERT_NEAR(cm.coll_ref[LP_TIER_INTER].bw_Bps, r.system.inter.bw_Bps, 1e-9);
-    ASSERT_NEAR(cm.coll_ref[LP_TIER_INTER].latency_s, r.system.inter.latency_s, 1e-9);
     struct lp_system slow = r.system, far = r.system;
     slow.inter.bw_Bps /= 6.0;
     far.inter.latency_s *= 3.0;
@@ -692,9 +692,52 @@ TEST(collective_reference_links)
     ASSERT_NEAR(lp_coll_time(&cm, &far, LP_COLL_REDUCESCATTER, small, 16, 8) / t0, 3.0, 0.05);
     const double t1 = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, big, 16, 8);
     ASSERT_NEAR(lp_coll_time(&cm, &slow, LP_COLL_REDUCESCATTER, big, 16, 8) / t1, 6.0, 0.05);
-    /* the reference system itself: the table as it is */
-    ASSERT_NEAR(lp_coll_eff_on(&cm, &r.system, LP_COLL_REDUCESCATTER, LP_TIER_INTER, small, 16),
+    /* a system with the reference bandwidth and the calibration latency:
+     * the table as it is */
+    struct lp_system same = r.system;
+    same.inter.latency_s = cm.coll_ref[LP_TIER_INTER].latency_s;
+    ASSERT_NEAR(lp_coll_eff_on(&cm, &same, LP_COLL_REDUCESCATTER, LP_TIER_INTER, small, 16),
                 cm.ops->coll_eff(&cm, LP_COLL_REDUCESCATTER, LP_TIER_INTER, small, 16), 1e-12);
+    lp_profile_destroy(&p);
+}
+
+/* The inter-node curve's fixed part was measured over EFA (kernels.csv
+ * K0297-K0331: 4x AWS p6-b200), so a synthetic profile states the latency
+ * of that system's preset, whatever its reference system, and an EFA
+ * preset pays EFA's latency once: on 2x p4d (ref dgx-a100-40gb: InfiniBand
+ * 25 GB/s, 5 us) a 1 MiB all-reduce is looked up at S x 25 / 4.2 (the
+ * bandwidth ratio alone), not at S x 25 / 4.2 x 5 / 15 (until stop 30:
+ * the measured EFA fixed cost x 15 / 5, 1.28 ms), and on an InfiniBand
+ * system (5 us) the fixed part is a third of the measured one. */
+TEST(synth_latency_is_calibration_system)
+{
+    struct lp_system cal, p4d, ref;
+    ASSERT_OK(lp_load_system("aws-p6-b200", &cal, NULL));
+    ASSERT_OK(lp_load_system("aws-p4d", &p4d, NULL));
+    ASSERT_OK(lp_load_system("dgx-a100-40gb", &ref, NULL));
+    struct lp_profile *p = NULL;
+    ASSERT_OK(lp_profile_synth(&p4d.gpu, &ref, &p, NULL));
+    struct lp_cost_model cm;
+    lp_cost_model_table(&cm, p, &p4d.gpu);
+    for (int t = 0; t < LP_TIER_COUNT; t++) {
+        const struct lp_link *l = t == LP_TIER_INTRA ? &cal.intra : &cal.inter;
+        ASSERT_NEAR(cm.coll_ref[t].latency_s, l->latency_s, 1e-12);
+    }
+    ASSERT_NEAR(cm.coll_ref[LP_TIER_INTER].bw_Bps, ref.inter.bw_Bps, 1e-3);
+    const double mib = 1048576.0;
+    const double want = cm.ops->coll_eff(&cm, LP_COLL_ALLREDUCE, LP_TIER_INTER,
+                                         mib * (ref.inter.bw_Bps / p4d.inter.bw_Bps), 16);
+    ASSERT_NEAR(lp_coll_eff_on(&cm, &p4d, LP_COLL_ALLREDUCE, LP_TIER_INTER, mib, 16), want, 1e-15);
+    /* time by hand: 2 (n-1)/n of the buffer at that fraction of 8 NICs */
+    const double t = lp_coll_time(&cm, &p4d, LP_COLL_ALLREDUCE, mib, 16, 1);
+    ASSERT_NEAR(t, mib * 2.0 * 15.0 / 16.0 / (want * 8.0 * p4d.inter.bw_Bps), 1e-12);
+    /* InfiniBand at 5 us: the fraction of a third of the size */
+    struct lp_system ib = p4d;
+    ib.inter.latency_s = 5e-6;
+    ASSERT_NEAR(lp_coll_eff_on(&cm, &ib, LP_COLL_ALLREDUCE, LP_TIER_INTER, mib, 16),
+                cm.ops->coll_eff(&cm, LP_COLL_ALLREDUCE, LP_TIER_INTER,
+                                 mib * (ref.inter.bw_Bps / p4d.inter.bw_Bps) * 3.0, 16),
+                1e-15);
     lp_profile_destroy(&p);
 }
 
@@ -704,6 +747,6 @@ TH_MAIN(TH_CASE(zero_bubble), TH_CASE(layer_ops_sum), TH_CASE(memo_keys), TH_CAS
         TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
         TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta),
-        TH_CASE(collective_reference_links), TH_CASE(zero3_per_tensor),
-        TH_CASE(cross_entropy_kinds), TH_CASE(train_metrics_cost), TH_CASE(fused_masked_softmax),
-        TH_CASE(sustained_clock), TH_CASE(monotone_sanity))
+        TH_CASE(collective_reference_links), TH_CASE(synth_latency_is_calibration_system),
+        TH_CASE(zero3_per_tensor), TH_CASE(cross_entropy_kinds), TH_CASE(train_metrics_cost),
+        TH_CASE(fused_masked_softmax), TH_CASE(sustained_clock), TH_CASE(monotone_sanity))

@@ -709,16 +709,27 @@ TEST(collective_reference_links)
  * bandwidth ratio alone), not at S x 25 / 4.2 x 5 / 15 (until stop 30:
  * the measured EFA fixed cost x 15 / 5, 1.28 ms), and on an InfiniBand
  * system (5 us) the fixed part is a third of the measured one. */
+/* The a100-40gb analytical profile (reference dgx-a100-40gb) as the table
+ * backend, for the aws-p4d preset; NULL if a preset does not load. */
+static struct lp_profile *p4d_table(struct lp_system *p4d, struct lp_system *ref,
+                                    struct lp_cost_model *cm)
+{
+    struct lp_profile *p = NULL;
+    if (lp_load_system("aws-p4d", p4d, NULL) != LP_OK ||
+        lp_load_system("dgx-a100-40gb", ref, NULL) != LP_OK ||
+        lp_profile_synth(&p4d->gpu, ref, &p, NULL) != LP_OK)
+        return NULL;
+    lp_cost_model_table(cm, p, &p4d->gpu);
+    return p;
+}
+
 TEST(synth_latency_is_calibration_system)
 {
     struct lp_system cal, p4d, ref;
     ASSERT_OK(lp_load_system("aws-p6-b200", &cal, NULL));
-    ASSERT_OK(lp_load_system("aws-p4d", &p4d, NULL));
-    ASSERT_OK(lp_load_system("dgx-a100-40gb", &ref, NULL));
-    struct lp_profile *p = NULL;
-    ASSERT_OK(lp_profile_synth(&p4d.gpu, &ref, &p, NULL));
     struct lp_cost_model cm;
-    lp_cost_model_table(&cm, p, &p4d.gpu);
+    struct lp_profile *p = p4d_table(&p4d, &ref, &cm);
+    ASSERT_TRUE(p != NULL);
     for (int t = 0; t < LP_TIER_COUNT; t++) {
         const struct lp_link *l = t == LP_TIER_INTRA ? &cal.intra : &cal.inter;
         ASSERT_NEAR(cm.coll_ref[t].latency_s, l->latency_s, 1e-12);
@@ -728,9 +739,13 @@ TEST(synth_latency_is_calibration_system)
     const double want = cm.ops->coll_eff(&cm, LP_COLL_ALLREDUCE, LP_TIER_INTER,
                                          mib * (ref.inter.bw_Bps / p4d.inter.bw_Bps), 16);
     ASSERT_NEAR(lp_coll_eff_on(&cm, &p4d, LP_COLL_ALLREDUCE, LP_TIER_INTER, mib, 16), want, 1e-15);
-    /* time by hand: 2 (n-1)/n of the buffer at that fraction of 8 NICs */
+    /* time by hand: 2 (n-1)/n of the buffer over 8 NICs, two nodes: NCCL's
+     * tree's gain g (two_node_allreduce_tree) on the bandwidth only */
+    const double g = lp_coll_tree2_gain(16);
+    const double eg = cm.ops->coll_eff(&cm, LP_COLL_ALLREDUCE, LP_TIER_INTER,
+                                       mib / g * (ref.inter.bw_Bps / p4d.inter.bw_Bps), 16);
     const double t = lp_coll_time(&cm, &p4d, LP_COLL_ALLREDUCE, mib, 16, 1);
-    ASSERT_NEAR(t, mib * 2.0 * 15.0 / 16.0 / (want * 8.0 * p4d.inter.bw_Bps), 1e-12);
+    ASSERT_NEAR(t, mib * 2.0 * 15.0 / 16.0 / (eg * 8.0 * p4d.inter.bw_Bps * g), 1e-12);
     /* InfiniBand at 5 us: the fraction of a third of the size */
     struct lp_system ib = p4d;
     ib.inter.latency_s = 5e-6;
@@ -741,6 +756,42 @@ TEST(synth_latency_is_calibration_system)
     lp_profile_destroy(&p);
 }
 
+/* NCCL's all-reduce tree on two nodes crosses the network once per byte
+ * and direction, a ring 2(n-1)/n times (sim_comm.c lp_coll_tree2_gain):
+ * on 2x p4d (16 ranks, 8 NICs of 4.2 GB/s) the network goes 0.92 x 30/16
+ * = 1.725 times further, the fraction is looked up at S / 1.725 on top of
+ * lp_coll_eff_on's bandwidth ratio (latency part unchanged), by hand; 3
+ * nodes keep the ring; a measured profile keeps its own 2-node figures. */
+TEST(two_node_allreduce_tree)
+{
+    struct lp_system p4d, ref;
+    struct lp_cost_model cm;
+    struct lp_profile *p = p4d_table(&p4d, &ref, &cm);
+    ASSERT_TRUE(p != NULL);
+    ASSERT_TRUE(cm.coll_tree_two_nodes);
+    ASSERT_NEAR(lp_coll_tree2_gain(16), 0.92 * 30.0 / 16.0, 1e-15);
+    ASSERT_NEAR(lp_coll_tree2_gain(2), 1.0, 0.0);
+    const double gib = 1073741824.0, g = 0.92 * 30.0 / 16.0, link = 8.0 * p4d.inter.bw_Bps;
+    const double bf16 = 2.0 * 15.0 / 16.0, scale = ref.inter.bw_Bps / p4d.inter.bw_Bps;
+    const double eff = cm.ops->coll_eff(&cm, LP_COLL_ALLREDUCE, LP_TIER_INTER, gib / g * scale, 16);
+    const double t2 = lp_coll_time(&cm, &p4d, LP_COLL_ALLREDUCE, gib, 16, 1);
+    ASSERT_NEAR(t2, gib * bf16 / (eff * link * g), 1e-12);
+    /* three nodes: the ring */
+    const double e3 = cm.ops->coll_eff(&cm, LP_COLL_ALLREDUCE, LP_TIER_INTER, gib * scale, 24);
+    ASSERT_NEAR(lp_coll_time(&cm, &p4d, LP_COLL_ALLREDUCE, gib, 24, 1),
+                gib * 2.0 * 23.0 / 24.0 / (e3 * link), 1e-12);
+    /* reduce-scatter has no tree */
+    const double er = cm.ops->coll_eff(&cm, LP_COLL_REDUCESCATTER, LP_TIER_INTER, gib * scale, 16);
+    ASSERT_NEAR(lp_coll_time(&cm, &p4d, LP_COLL_REDUCESCATTER, gib, 16, 1),
+                gib * 15.0 / 16.0 / (er * link), 1e-12);
+    /* a measured profile's 2-node column is what NCCL ran: no gain added */
+    cm.coll_tree_two_nodes = false;
+    const double e16 = cm.ops->coll_eff(&cm, LP_COLL_ALLREDUCE, LP_TIER_INTER, gib * scale, 16);
+    ASSERT_NEAR(lp_coll_time(&cm, &p4d, LP_COLL_ALLREDUCE, gib, 16, 1), gib * bf16 / (e16 * link),
+                1e-12);
+    lp_profile_destroy(&p);
+}
+
 TH_MAIN(TH_CASE(zero_bubble), TH_CASE(layer_ops_sum), TH_CASE(memo_keys), TH_CASE(lora_finetuning),
         TH_CASE(cost_projection), TH_CASE(breakdown_sums_to_iteration),
         TH_CASE(zero3_gathers_labelled), TH_CASE(model_flops_gpt3),
@@ -748,5 +799,6 @@ TH_MAIN(TH_CASE(zero_bubble), TH_CASE(layer_ops_sum), TH_CASE(memo_keys), TH_CAS
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
         TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta),
         TH_CASE(collective_reference_links), TH_CASE(synth_latency_is_calibration_system),
-        TH_CASE(zero3_per_tensor), TH_CASE(cross_entropy_kinds), TH_CASE(train_metrics_cost),
-        TH_CASE(fused_masked_softmax), TH_CASE(sustained_clock), TH_CASE(monotone_sanity))
+        TH_CASE(two_node_allreduce_tree), TH_CASE(zero3_per_tensor), TH_CASE(cross_entropy_kinds),
+        TH_CASE(train_metrics_cost), TH_CASE(fused_masked_softmax), TH_CASE(sustained_clock),
+        TH_CASE(monotone_sanity))

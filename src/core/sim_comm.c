@@ -24,8 +24,9 @@
  * alpha: a ring's 2(n-1) (all-reduce) or (n-1) steps cost one link latency
  * each inside a node. Across nodes NCCL switches all-reduce to trees, so its
  * inter-node part costs 2*log2(nodes) network latencies; all-gather and
- * reduce-scatter have no tree in NCCL: their ring's n-1 steps each wait for
- * the slowest (network) hop.
+ * reduce-scatter have no tree in NCCL: their ring's n-1 steps cost a
+ * network latency where they cross nodes (nodes-1 of them) and an NVLink
+ * one elsewhere, as NCCL's own model counts them.
  *
  * Two nodes: NCCL's all-reduce tree (a chain inside each node, the two
  * nodes joined by the double binary tree's one edge; each tree reduces
@@ -105,8 +106,11 @@ double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys,
         busbw = eff * wide;
         alpha = steps_factor * (k - 1) * sys->intra.latency_s +
                 2.0 * log2((double)nodes) * sys->inter.latency_s;
+        /* a ring of n - 1 steps, nodes - 1 of them across the network, the
+         * rest on NVLink (ncclTopoTuneModel: (nsteps - nInterSteps) x intraLat
+         * + nInterSteps x interLat, nInterSteps = nNodes - 1; @5067397c) */
         if (op == LP_COLL_ALLGATHER || op == LP_COLL_REDUCESCATTER)
-            alpha = (n - 1) * sys->inter.latency_s;
+            alpha = (n - nodes) * sys->intra.latency_s + (nodes - 1) * sys->inter.latency_s;
         if (op == LP_COLL_ALLTOALL) alpha = (n - 1) * sys->inter.latency_s / k;
     }
     /* a profile's busbw fractions are measured (or modelled) per message
@@ -125,5 +129,9 @@ double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, 
     enum lp_tier tier = inter ? LP_TIER_INTER : LP_TIER_INTRA;
     const struct lp_link *l = inter ? &sys->inter : &sys->intra;
     double eff = lp_coll_eff_on(cm, sys, LP_COLL_SENDRECV, tier, bytes, 2);
-    return l->latency_s + bytes / (eff * l->bw_Bps);
+    /* as for collectives: a profile's send/recv fractions hold the latency
+     * (until stop 30 it was added again: one more link latency per
+     * message, 15 us over EFA) */
+    const double alpha = cm->ops->coll_eff_has_latency ? 0.0 : l->latency_s;
+    return alpha + bytes / (eff * l->bw_Bps);
 }

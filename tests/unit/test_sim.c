@@ -233,9 +233,10 @@ TEST(collective_alpha_beta)
      * network-bound steps (NCCL has no tree for reduce-scatter) */
     t = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, bytes, 16, 8);
     ASSERT_NEAR(t, 15 * 5e-6 + bytes * 15.0 / 16 / (eff * 25e9), 1e-12);
-    /* 16 ranks spaced 2 apart: 4 per node share 4 NICs */
+    /* 16 ranks spaced 2 apart: 4 per node share 4 NICs; of the ring's 15
+     * steps 3 cross nodes, 12 stay on NVLink (NCCL's ring latency) */
     t = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, bytes, 16, 2);
-    ASSERT_NEAR(t, 15 * 5e-6 + bytes * 15.0 / 16 / (eff * 100e9), 1e-12);
+    ASSERT_NEAR(t, 12 * 3e-6 + 3 * 5e-6 + bytes * 15.0 / 16 / (eff * 100e9), 1e-12);
     /* all-reduce across nodes: a tree, 2 log2(nodes) network latencies */
     t = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, bytes, 16, 8);
     ASSERT_NEAR(t, 2 * 4 * 5e-6 + bytes * 2 * 15.0 / 16 / (eff * 25e9), 1e-12);
@@ -265,8 +266,10 @@ TEST(zero3_per_tensor)
     r.par.zero = 3;
     r.par.recompute = LP_RECOMPUTE_FULL;
     lp_framework_defaults(LP_FW_MEGATRON_2021, &r.fw);
-    double gap[2];
+    double gap[2], ring[2];
     const int dps[2] = {256, 1024};
+    for (int i = 0; i < 2; i++)
+        ring[i] = (dps[i] - dps[i] / 8) * 3e-6 + (dps[i] / 8 - 1) * 5e-6;
     for (int i = 0; i < 2; i++) {
         r.par.dp = dps[i];
         r.train.global_batch = dps[i];
@@ -282,13 +285,14 @@ TEST(zero3_per_tensor)
         /* 12 tensors per GPT layer with biases and LayerNorm: 11 more ring
          * latencies per layer for the reduce-scatter, 3 more for each of
          * the 2 gathers of the 4 matrices (the re-gathers come on top), at
-         * least */
+         * least; a ring's latency: n/8 - 1 network steps (5 us), the other
+         * n - n/8 on NVLink (3 us) */
         gap[i] = b.iteration_time_s - a.iteration_time_s;
-        ASSERT_TRUE(gap[i] > 8 * (11 + 2 * 3) * (dps[i] - 1) * 5e-6 * 0.99);
+        ASSERT_TRUE(gap[i] > 8 * (11 + 2 * 3) * ring[i] * 0.99);
     }
     /* the extra latencies grow with the ring (the re-gathers' transfer
      * does not) */
-    ASSERT_TRUE(gap[1] - gap[0] > 8 * (11 + 2 * 3) * (dps[1] - dps[0]) * 5e-6 * 0.99);
+    ASSERT_TRUE(gap[1] - gap[0] > 8 * (11 + 2 * 3) * (ring[1] - ring[0]) * 0.99);
 }
 
 /* The loss kernels of each framework: Megatron's fp32 cross-entropy moves
@@ -708,7 +712,8 @@ TEST(collective_reference_links)
  * 25 GB/s, 5 us) a 1 MiB all-reduce is looked up at S x 25 / 4.2 (the
  * bandwidth ratio alone), not at S x 25 / 4.2 x 5 / 15 (until stop 30:
  * the measured EFA fixed cost x 15 / 5, 1.28 ms), and on an InfiniBand
- * system (5 us) the fixed part is a third of the measured one. */
+ * system (5 us) the fixed part is a third of the measured one. A send/recv
+ * adds no link latency to a table's fraction either (it did until stop 30). */
 /* The a100-40gb analytical profile (reference dgx-a100-40gb) as the table
  * backend, for the aws-p4d preset; NULL if a preset does not load. */
 static struct lp_profile *p4d_table(struct lp_system *p4d, struct lp_system *ref,
@@ -746,6 +751,18 @@ TEST(synth_latency_is_calibration_system)
                                        mib / g * (ref.inter.bw_Bps / p4d.inter.bw_Bps), 16);
     const double t = lp_coll_time(&cm, &p4d, LP_COLL_ALLREDUCE, mib, 16, 1);
     ASSERT_NEAR(t, mib * 2.0 * 15.0 / 16.0 / (eg * 8.0 * p4d.inter.bw_Bps * g), 1e-12);
+    /* send/recv: the table's fraction holds the latency, none added; the
+     * closed form adds the link's */
+    const double er2 = cm.ops->coll_eff(&cm, LP_COLL_SENDRECV, LP_TIER_INTER,
+                                        mib * (ref.inter.bw_Bps / p4d.inter.bw_Bps), 2);
+    ASSERT_NEAR(lp_p2p_time(&cm, &p4d, mib, 8), mib / (er2 * p4d.inter.bw_Bps), 1e-12);
+    struct lp_cost_model rl;
+    lp_cost_model_roofline(&rl, &p4d.gpu);
+    ASSERT_NEAR(lp_p2p_time(&rl, &p4d, mib, 8),
+                p4d.inter.latency_s +
+                    mib / (rl.ops->coll_eff(&rl, LP_COLL_SENDRECV, LP_TIER_INTER, mib, 2) *
+                           p4d.inter.bw_Bps),
+                1e-12);
     /* InfiniBand at 5 us: the fraction of a third of the size */
     struct lp_system ib = p4d;
     ib.inter.latency_s = 5e-6;

@@ -132,6 +132,12 @@ struct lp_cost_model {
      * (its provenance coll_{intra,inter}_bw_GBps and _latency_us); 0 where
      * not known (a measured profile: its own links). lp_coll_eff_on. */
     struct lp_link coll_ref[LP_TIER_COUNT];
+    /* The inter-node fractions are rings' (the analytical curve, fitted at
+     * 4 nodes and carried in ranks by NCCL's model, which picks the ring
+     * for large all-reduces at any node count; the roofline's fixed
+     * fraction), so lp_coll_time adds NCCL's tree at two nodes. False for
+     * a measured profile, whose 2-node columns ran what NCCL ran. */
+    bool coll_tree_two_nodes;
     /* speed of flash1 and triton relative to FlashAttention-2 where the
      * profile has no table of its own for them (struct lp_calib); the
      * constructors set the built-in value, lp_cost_model_choose the

@@ -10,6 +10,7 @@
  * head_dim and the collective axes are clamped to the edge. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "llmplan/profile.h"
 
@@ -125,6 +126,8 @@ void lp_cost_model_table(struct lp_cost_model *cm, const struct lp_profile *p,
     struct lp_calib c;
     lp_calib_builtin(&c);
     cm->attn_old_ratio = c.attn_old_ratio;
+    /* no profile: the roofline's fractions (tb_coll falls back to them) */
+    cm->coll_tree_two_nodes = !p || strcmp(p->source, "measured") != 0;
     /* synth.c add_provenance writes the reference links as numbers */
     static const char *const keys[LP_TIER_COUNT][2] = {
         {"coll_intra_bw_GBps", "coll_intra_latency_us"},

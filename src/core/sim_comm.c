@@ -24,8 +24,16 @@
  * alpha: a ring's 2(n-1) (all-reduce) or (n-1) steps cost one link latency
  * each inside a node. Across nodes NCCL switches all-reduce to trees, so its
  * inter-node part costs 2*log2(nodes) network latencies; all-gather and
- * reduce-scatter have no tree in NCCL: their ring's n-1 steps each wait for
- * the slowest (network) hop. */
+ * reduce-scatter have no tree in NCCL: their ring's n-1 steps cost a
+ * network latency where they cross nodes (nodes-1 of them) and an NVLink
+ * one elsewhere, as NCCL's own model counts them.
+ *
+ * Two nodes: NCCL's all-reduce tree (a chain inside each node, the two
+ * nodes joined by the double binary tree's one edge; each tree reduces
+ * half the buffer up and broadcasts it down, the two in opposite
+ * directions) carries each byte across the network once per direction,
+ * where a ring carries 2(n-1)/n of it: the network bandwidth goes
+ * 2(n-1)/n further (lp_coll_tree2_gain). */
 #include <math.h>
 
 #include "sim_internal.h"
@@ -50,6 +58,25 @@ double lp_coll_eff_on(const struct lp_cost_model *cm, const struct lp_system *sy
     return cm->ops->coll_eff(cm, op, tier, s, n);
 }
 
+/* How much further the network goes for an all-reduce of n ranks on two
+ * nodes under NCCL's tree than under its ring: 2(n-1)/n (the ring's bytes
+ * per byte across the network, over the tree's 1) times the tree's
+ * efficiency in NCCL's own model, 0.92 (ncclTopoTuneModel: `busBw *
+ * .92` for NCCL_ALGO_TREE all-reduce); never below 1 (n = 2: a ring and a
+ * tree are one edge). NCCL's code models the same: at nNodes <= 2 the
+ * tree's and ring's bandwidth is the intra-node one (`bw = nNodes <= 2 ?
+ * bwIntra : bwInter`), and the NVLS tree's network bandwidth doubles
+ * (`bwInter * (nNodes <= 2 && NVLS_TREE ? 2 : 1)`), src/graph/tuning.cc,
+ * NVIDIA/nccl 5067397c (v2.29) and v2.9.9-1 (`speedIntra` at nNodes <= 2).
+ * Measured: 2x p4d 1 GiB busbw 57.2 GB/s vs 31.8 / 29.6 on 3 / 4 nodes
+ * (NVIDIA/nccl issue #527, NCCL 2.9.9), above the 50 GB/s of the node's
+ * NICs that bounds a ring. */
+double lp_coll_tree2_gain(int n)
+{
+    const double g = 0.92 * 2.0 * (n - 1) / n;
+    return g > 1.0 ? g : 1.0;
+}
+
 double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
                     double bytes, int n, int stride)
 {
@@ -65,14 +92,25 @@ double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys,
         busbw = eff * sys->intra.bw_Bps;
         alpha = steps_factor * (n - 1) * sys->intra.latency_s;
     } else {
-        double eff = lp_coll_eff_on(cm, sys, op, LP_TIER_INTER, bytes, n);
         double link = k * sys->inter.bw_Bps;
         if (link > sys->intra.bw_Bps) link = sys->intra.bw_Bps;
-        busbw = eff * link;
+        /* NCCL's tree on two nodes: the network as if wider by the gain
+         * (up to the NVLink chain's bandwidth), the fraction looked up as
+         * lp_coll_eff_on does for a wider link, so the latency part stays */
+        double wide = link;
+        if (op == LP_COLL_ALLREDUCE && nodes == 2 && cm->coll_tree_two_nodes) {
+            wide = fmin(link * lp_coll_tree2_gain(n), sys->intra.bw_Bps);
+            if (wide < link) wide = link;
+        }
+        double eff = lp_coll_eff_on(cm, sys, op, LP_TIER_INTER, bytes * (link / wide), n);
+        busbw = eff * wide;
         alpha = steps_factor * (k - 1) * sys->intra.latency_s +
                 2.0 * log2((double)nodes) * sys->inter.latency_s;
+        /* a ring of n - 1 steps, nodes - 1 of them across the network, the
+         * rest on NVLink (ncclTopoTuneModel: (nsteps - nInterSteps) x intraLat
+         * + nInterSteps x interLat, nInterSteps = nNodes - 1; @5067397c) */
         if (op == LP_COLL_ALLGATHER || op == LP_COLL_REDUCESCATTER)
-            alpha = (n - 1) * sys->inter.latency_s;
+            alpha = (n - nodes) * sys->intra.latency_s + (nodes - 1) * sys->inter.latency_s;
         if (op == LP_COLL_ALLTOALL) alpha = (n - 1) * sys->inter.latency_s / k;
     }
     /* a profile's busbw fractions are measured (or modelled) per message
@@ -91,5 +129,9 @@ double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, 
     enum lp_tier tier = inter ? LP_TIER_INTER : LP_TIER_INTRA;
     const struct lp_link *l = inter ? &sys->inter : &sys->intra;
     double eff = lp_coll_eff_on(cm, sys, LP_COLL_SENDRECV, tier, bytes, 2);
-    return l->latency_s + bytes / (eff * l->bw_Bps);
+    /* as for collectives: a profile's send/recv fractions hold the latency
+     * (until stop 30 it was added again: one more link latency per
+     * message, 15 us over EFA) */
+    const double alpha = cm->ops->coll_eff_has_latency ? 0.0 : l->latency_s;
+    return alpha + bytes / (eff * l->bw_Bps);
 }

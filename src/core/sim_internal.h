@@ -110,6 +110,9 @@ struct lp_sched_val {
  * `tier` links, from a profile built for other links (sim_comm.c). */
 double lp_coll_eff_on(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
                       enum lp_tier tier, double bytes, int n);
+/* NCCL's all-reduce tree on two nodes over its ring: the factor by which
+ * the network bandwidth goes further (sim_comm.c) */
+double lp_coll_tree2_gain(int n);
 /* Collective over a group of `n` ranks spaced `stride` apart in the rank
  * order (Megatron: TP innermost). Returns seconds. */
 double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,

@@ -268,6 +268,19 @@ static const char *const sy_hopper_gpus[] = {"h100", "h200"};
 #define SY_COLL_INTER_BW_CAL 400e9
 #define SY_COLL_INTER_N_CAL 32
 #define SY_COLL_INTER_EINF 0.915
+/* The link latencies the two curves' fixed parts stand for (written as
+ * coll_intra_latency_us / coll_inter_latency_us, which lp_coll_eff_on
+ * scales by a system's own): those of the system the sweep ran on, an AWS
+ * p6-b200.48xlarge (kernels.csv K0292-K0331: "B200 (AWS p6-b200.48xlarge)",
+ * one node over NVLink5, four over "8x EFA v4"), i.e. the preset
+ * data/systems/aws-p6-b200.json, NVLink 2.5 us and EFA 15 us. Until stop 30
+ * the reference system's were written (dgx-*: InfiniBand 5 us), so an EFA
+ * preset (15 us) paid the measured EFA fixed cost three times
+ * (tests/unit/test_sim.c synth_latency_is_calibration_system checks
+ * the preset holds these values). */
+#define SY_COLL_CAL_SYSTEM "aws-p6-b200"
+#define SY_COLL_INTRA_LAT_CAL 2.5e-6
+#define SY_COLL_INTER_LAT_CAL 15e-6
 /* NCCL release whose model extrapolates the inter-node curve in ranks
  * (coll_eff), and its CPU figures: getNetOverhead's 1 us (Intel and
  * non-x86; AMD hosts 2 us) and the Intel row of llMaxBws (assumption: the
@@ -921,11 +934,13 @@ static int add_provenance(const struct sy_ctx *c, const struct lp_system *ref, s
                            "GPU, 8 GPUs per node"));
     LP_TRY(err, prov(p, err, "coll_intra_bw_GBps", "%g", c->intra_bw / 1e9));
     LP_TRY(err, prov(p, err, "coll_inter_bw_GBps", "%g", c->inter_bw / 1e9));
-    if (ref) {
-        /* the latencies S_half stands for on these links (lp_coll_eff_on) */
-        LP_TRY(err, prov(p, err, "coll_intra_latency_us", "%g", ref->intra.latency_s * 1e6));
-        LP_TRY(err, prov(p, err, "coll_inter_latency_us", "%g", ref->inter.latency_s * 1e6));
-    }
+    /* the latencies S_half stands for (lp_coll_eff_on): the calibration
+     * system's, whatever the reference system (its bandwidth only scales
+     * S_half above) */
+    LP_TRY(err, prov(p, err, "coll_intra_latency_us", "%g", SY_COLL_INTRA_LAT_CAL * 1e6));
+    LP_TRY(err, prov(p, err, "coll_inter_latency_us", "%g", SY_COLL_INTER_LAT_CAL * 1e6));
+    LP_TRY(err, prov(p, err, "coll_latency_system", "%s (the sweep K0292-K0331 ran on it)",
+                     SY_COLL_CAL_SYSTEM));
     LP_TRY(err, prov(p, err, "coll_gpus_per_node", "%d", c->gpus_per_node));
     LP_TRY(err, prov(p, err, "coll_inter_norm",
                      "inter fractions are busbw / (ranks per node x coll_inter_bw_GBps), full "

@@ -367,6 +367,9 @@ struct lp_framework_opts {
     unsigned cuda_graphs;          /* LP_GRAPH_* scopes captured in CUDA graphs */
     bool grad_fp32;                /* bf16/fp8 gradients accumulated and reduced in fp32 (Megatron's
                                       main_grad with grad_reduce_in_fp32) rather than in bf16 */
+    bool optim_bf16;               /* the optimizer's master parameters and Adam moments in bf16
+                                      (apex DistributedFusedAdam dtype=bf16, NeMo's optim.dtype):
+                                      6 bytes per parameter instead of 12 */
     enum lp_moe_impl moe_impl;     /* how the experts run */
     /* FSDP HYBRID_SHARD (zero 3) / _HYBRID_SHARD_ZERO2 (zero 2): shard
      * within a node, replicate across nodes (docs/frameworks.md) */

@@ -8,10 +8,15 @@
 #include "llmplan/profile.h"
 #include "sim_internal.h"
 
-/* Fused Adam, mixed precision: read fp32 param, fp32 grad, m, v; write
- * param, m, v and the bf16/fp16 copy = 30 B/param; + 4 B for the grad norm. */
-#define ADAM_BYTES_PER_PARAM_MIXED 34.0
-#define ADAM_BYTES_PER_PARAM_FP32 32.0
+/* Bytes a fused Adam step moves per parameter, states of s bytes and
+ * gradients of g: read the master parameter, the gradient, m and v; write
+ * the parameter, m and v, and a 16-bit copy for the model when it has one
+ * (copy bytes); read the gradient once more for the norm. Mixed precision
+ * (fp32 states and gradient, bf16/fp16 copy): 34 B; fp32: 32 B. */
+static double adam_step_bytes(double s, double g, double copy)
+{
+    return 3.0 * s + g + 3.0 * s + copy + g;
+}
 /* The Hugging Face Trainer's default optimizer (TrainingArguments.optim
  * "adamw_torch"; "adamw_torch_fused" only from PyTorch 2.8) is
  * torch.optim.AdamW, which on CUDA runs _multi_tensor_adamw (foreach, not
@@ -68,17 +73,30 @@ void lp_sim_param_bytes(const struct lp_run *r, struct lp_bytes_per_param *b)
         b->g = 4;
         b->o = 8;
         break;
-    case LP_BF16:
-        b->w = 2;
-        b->g = r->fw.grad_fp32 ? 4 : 2;
-        b->o = 12;
-        break;
-    default:
+    case LP_FP16: /* Megatron-LM reduces fp16 gradients in fp16 (arguments.py
+                   * forces accumulate_allreduce_grads_in_fp32 for bf16 only) */
         b->w = 2;
         b->g = 2;
         b->o = 12;
         break;
+    default:
+        /* bf16, and fp8-family training, whose parameters stay bf16 (the
+         * GEMMs cast them): Megatron-Core's gradient buffer takes the
+         * parameters' dtype unless grad_reduce_in_fp32 (core_r0.8.0
+         * distributed_data_parallel.py: grad_dtype = float if
+         * grad_reduce_in_fp32 else param.dtype; NeMo 24.07's apex
+         * DistributedFusedAdam: grad_sync_dtype, default its fp32 dtype) */
+        b->w = 2;
+        b->g = r->fw.grad_fp32 ? 4 : 2;
+        b->o = 12;
+        break;
     }
+    /* apex DistributedFusedAdam(dtype=bf16), as NeMo's nemotron_340b.yaml
+     * sets optim.dtype (NeMo-Framework-Launcher 24.07): its bucket state
+     * keeps params_shard, exp_avg_shard and exp_avg_sq_shard in that dtype
+     * (apex 6424da3 contrib/optimizers/distributed_fused_adam.py
+     * StateBucket; no fp32 remainders unless dtype is fp32) */
+    if (r->fw.optim_bf16 && r->train.precision != LP_FP32) b->o = 6;
     b->g_comm = b->g;
 }
 
@@ -473,8 +491,12 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
             owned = fmax(owned, (stage_params[i] - Pe) / (double)nd + Pe / (double)ne);
         }
     }
-    double per =
-        r->train.precision == LP_FP32 ? ADAM_BYTES_PER_PARAM_FP32 : ADAM_BYTES_PER_PARAM_MIXED;
+    /* optim_bf16: apex DistributedFusedAdam with dtype bf16 reads the
+     * gradients in their grad_sync_dtype (the buffer the reduce-scatter
+     * filled) and writes its bf16 shard into the parameter buffer */
+    double per = r->train.precision == LP_FP32 ? adam_step_bytes(4.0, 4.0, 0.0)
+                 : r->fw.optim_bf16            ? adam_step_bytes(2.0, b.g, 2.0)
+                                               : adam_step_bytes(4.0, 4.0, 2.0);
     if (r->fw.kind == LP_FW_HF) /* LoRA adapters: fp32 (LLaMA-Factory casts them) */
         per = HF_ADAMW_ACCESSES_PER_PARAM * (lp_sim_hf_pure16(r) ? 2.0 : 4.0);
     out->opt_s = cm->ops->mem_s(cm, LP_MEM_ADAM, owned * per);

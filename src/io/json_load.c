@@ -1493,6 +1493,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
                                        "cross_entropy",
                                        "host_overlap",
                                        "grad_fp32",
+                                       "optim_bf16",
                                        "ep_overlap",
                                        "moe_dispatcher",
                                        "cuda_graphs",
@@ -1530,6 +1531,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     LP_TRY(err, lp_json_bool(c, item, path, "tp_async_dgrad", false, &f->tp_async_dgrad));
     LP_TRY(err, lp_json_bool(c, item, path, "zero3_per_tensor", false, &f->zero3_per_tensor));
     LP_TRY(err, lp_json_bool(c, item, path, "grad_fp32", false, &f->grad_fp32));
+    LP_TRY(err, lp_json_bool(c, item, path, "optim_bf16", false, &f->optim_bf16));
     LP_TRY(err, lp_json_bool(c, item, path, "ep_overlap", false, &f->ep_overlap));
     int dsp = (int)f->dispatcher;
     char dx[64];

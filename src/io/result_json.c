@@ -29,10 +29,11 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
         f->tp_async_dgrad == d.tp_async_dgrad && f->bucket_bytes == d.bucket_bytes &&
         f->step_overhead_s == d.step_overhead_s && f->host_op_s == d.host_op_s &&
         f->host_overlap == d.host_overlap && f->zero3_per_tensor == d.zero3_per_tensor &&
-        f->xent == d.xent && f->grad_fp32 == d.grad_fp32 && f->ep_overlap == d.ep_overlap &&
-        f->dispatcher == d.dispatcher && f->cuda_graphs == d.cuda_graphs &&
-        f->moe_impl == d.moe_impl && f->hybrid_shard == d.hybrid_shard &&
-        f->train_metrics == d.train_metrics && f->ckpt_reentrant == d.ckpt_reentrant;
+        f->xent == d.xent && f->grad_fp32 == d.grad_fp32 && f->optim_bf16 == d.optim_bf16 &&
+        f->ep_overlap == d.ep_overlap && f->dispatcher == d.dispatcher &&
+        f->cuda_graphs == d.cuda_graphs && f->moe_impl == d.moe_impl &&
+        f->hybrid_shard == d.hybrid_shard && f->train_metrics == d.train_metrics &&
+        f->ckpt_reentrant == d.ckpt_reentrant;
     if (same) return !cJSON_AddStringToObject(c, "framework", lp_framework_name(f->kind));
     cJSON *o = cJSON_AddObjectToObject(c, "framework");
     if (!o) return 1;
@@ -51,6 +52,7 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
     bad |= !cJSON_AddBoolToObject(o, "zero3_per_tensor", f->zero3_per_tensor);
     bad |= !cJSON_AddStringToObject(o, "cross_entropy", lp_xent_name(f->xent));
     bad |= !cJSON_AddBoolToObject(o, "grad_fp32", f->grad_fp32);
+    bad |= !cJSON_AddBoolToObject(o, "optim_bf16", f->optim_bf16);
     bad |= !cJSON_AddBoolToObject(o, "ep_overlap", f->ep_overlap);
     bad |= !cJSON_AddStringToObject(o, "moe_dispatcher", lp_dispatcher_name(f->dispatcher));
     cJSON *g = cJSON_AddArrayToObject(o, "cuda_graphs");

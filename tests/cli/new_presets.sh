@@ -15,7 +15,7 @@ export LLMPLAN_DATA="$src/data"
 # framework is Megatron-Core with its defaults, not the recipes' settings
 runs="
 deepseek-v3          dgx-b200    1  16  8 1 1 2048  256 mxfp8 selective
-deepseek-v3          gb200-nvl72 1   8 32 2 1 4096  512 mxfp8 selective
+deepseek-v3          gb200-nvl72 1   8 64 2 1 4096  512 mxfp8 selective
 kimi-k2              gb200-nvl72 1  16 32 1 1 4096 1024 mxfp8 selective
 qwen3-30b-a3b        dgx-b200    1   1  8 1 4  512    8 mxfp8 none
 qwen3-235b-a22b      dgx-h100    2   8 32 4 1 8192  256 fp8   none

@@ -1,0 +1,105 @@
+/* Megatron-Core as NeMo 24.07 runs it (a held-out probe of NeMo's
+ * performance summary), on the roofline backend: fp8 training keeps its
+ * gradients as bf16's are kept, and NeMo's apex DistributedFusedAdam may hold
+ * the optimizer states in bf16 (optim_bf16). */
+#include <math.h>
+#include <string.h>
+
+#include "fixtures.h"
+#include "harness.h"
+#include "llmplan/sim.h"
+#include "sim_internal.h"
+
+/* A 256k-vocabulary model (Nemotron-4's tokenizer) on one stage, TP 2 */
+static void nemo_run(struct lp_run *r, enum lp_prec prec)
+{
+    lp_fixture_gpt3_run(r);
+    r->model.layers = 2;
+    r->model.hidden = 4096;
+    r->model.heads = 32;
+    r->model.kv_heads = 32;
+    r->model.ffn_hidden = 16384;
+    r->model.vocab = 256000;
+    r->model.seq_len = 4096;
+    r->model.tied_embeddings = false;
+    r->system.gpu.peak_flops[LP_FP8] = 2.0 * r->system.gpu.peak_flops[LP_BF16];
+    r->system.gpu.sustained_frac = 1.0;
+    r->par = (struct lp_parallel){.tp = 2,
+                                  .pp = 1,
+                                  .dp = 1,
+                                  .cp = 1,
+                                  .ep = 1,
+                                  .vp = 1,
+                                  .micro_batch = 1,
+                                  .sequence_parallel = true,
+                                  .schedule = LP_SCHED_1F1B};
+    r->train.global_batch = 4;
+    r->train.precision = prec;
+    r->train.fp8_scaling = LP_FP8_DELAYED;
+}
+
+#define CLOSE(a, b) ASSERT_TRUE(fabs((a) - (b)) <= 1e-12 * fabs(b) + 1e-18)
+
+/* fp8 training keeps bf16 parameters, so its gradient buffer follows
+ * grad_fp32 as bf16's does (Megatron-Core's main_grad in fp32 with
+ * grad_reduce_in_fp32; NeMo 24.07's DistributedFusedAdam reduces in its fp32
+ * dtype unless grad_sync_dtype says bf16); fp16 stays 2 bytes (Megatron-LM
+ * forces fp32 accumulation for bf16 only) */
+TEST(fp8_gradients_follow_grad_fp32)
+{
+    static struct lp_run r;
+    struct lp_bytes_per_param b;
+    const enum lp_prec precs[] = {LP_BF16, LP_FP8, LP_MXFP8, LP_NVFP4};
+    for (int i = 0; i < 4; i++) {
+        nemo_run(&r, precs[i]);
+        r.fw.grad_fp32 = true;
+        lp_sim_param_bytes(&r, &b);
+        ASSERT_EQ_INT((int)b.g, 4);
+        ASSERT_EQ_INT((int)b.g_comm, 4);
+        r.fw.grad_fp32 = false;
+        lp_sim_param_bytes(&r, &b);
+        ASSERT_EQ_INT((int)b.g, 2);
+    }
+    nemo_run(&r, LP_FP16);
+    r.fw.grad_fp32 = true;
+    lp_sim_param_bytes(&r, &b);
+    ASSERT_EQ_INT((int)b.g, 2);
+}
+
+/* optim_bf16 (apex DistributedFusedAdam dtype=bf16, nemotron_340b.yaml):
+ * master parameters and both moments in bf16, 6 bytes per parameter
+ * sharded over DP; the step moves 3 x 2 + g in, 3 x 2 + 2 out and g for
+ * the norm: 18 bytes with bf16 gradients, against mixed precision's 34 */
+TEST(optimizer_states_in_bf16)
+{
+    static struct lp_run r;
+    nemo_run(&r, LP_FP8);
+    r.par.dp = 2;
+    r.par.zero = 1;
+    r.train.global_batch = 8;
+    r.fw.grad_fp32 = false;
+    struct lp_memory m0, m1;
+    lp_sim_memory(&r, &m0);
+    const double P = m0.weights_bytes / 2.0;
+    CLOSE(m0.optimizer_bytes, 12.0 * P / 2.0);
+    CLOSE(m0.grads_bytes, 2.0 * P);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_sim *sim = NULL;
+    ASSERT_EQ_INT(lp_sim_create(&cm, &sim, NULL), 0);
+    static struct lp_result a, b;
+    lp_sim_run(sim, &r, &a);
+    r.fw.optim_bf16 = true;
+    lp_sim_memory(&r, &m1);
+    CLOSE(m1.optimizer_bytes, 6.0 * P / 2.0);
+    CLOSE(m1.weights_bytes, m0.weights_bytes);
+    CLOSE(m1.grads_bytes, m0.grads_bytes);
+    lp_sim_run(sim, &r, &b);
+    lp_sim_destroy(&sim);
+    ASSERT_TRUE(a.feasible && b.feasible);
+    /* tens of ms of traffic against one 5 us launch */
+    ASSERT_TRUE(a.breakdown.optimizer_s > 1e-3);
+    ASSERT_NEAR(b.breakdown.optimizer_s / a.breakdown.optimizer_s, 18.0 / 34.0, 1e-3);
+}
+
+TH_MAIN(TH_CASE(fp8_gradients_follow_grad_fp32), TH_CASE(optimizer_states_in_bf16))

@@ -1669,7 +1669,16 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
     struct acc f = {0}, b = {0};
     addk(&f, LP_OPC_MEM, mem(w, w->norm, 2.0 * w->Tn * h * w->e));
     addk(&b, LP_OPC_MEM, mem(w, w->norm, 3.0 * w->Tn * h * w->e));
-    linear(w, T, vt, h, &f, &b);
+    /* the logits GEMM runs in 16 bits under fp8-family training: Megatron-
+     * Core's output layer is its own tensor_parallel.ColumnParallelLinear,
+     * not a Transformer Engine module, and the fp8_autocast wraps the
+     * transformer block only (core_r0.8.0 baf94af gpt_model.py, transformer_
+     * block.py forward; at d98e8a6 only the opt-in MXFP8 fp8_output_proj
+     * swaps in TELMHeadColumnParallelLinear), so no quantisation either */
+    struct wl wh = *w;
+    wh.prec = w->aprec;
+    wh.q = 0.0;
+    linear(&wh, T, vt, h, &f, &b);
     const double L = T * vt, eb = w->e; /* logits on this rank, bytes each */
     switch (r->fw.xent) {
     case LP_XENT_FUSED: /* one kernel each way: logits in, loss (and grad) out */

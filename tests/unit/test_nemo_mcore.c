@@ -1,7 +1,11 @@
 /* Megatron-Core as NeMo 24.07 runs it (a held-out probe of NeMo's
- * performance summary), on the roofline backend: fp8 training keeps its
- * gradients as bf16's are kept, and NeMo's apex DistributedFusedAdam may hold
- * the optimizer states in bf16 (optim_bf16). */
+ * performance summary), on the roofline backend: Transformer Engine's
+ * fp8_autocast wraps the transformer block only and the output layer is
+ * Megatron's own ColumnParallelLinear, so under fp8 the logits GEMM (and the
+ * whole head) costs what it costs in bf16 while the layers' GEMMs get
+ * faster; fp8 training keeps its gradients as bf16's are kept; and NeMo's
+ * apex DistributedFusedAdam may hold the optimizer states in bf16
+ * (optim_bf16). */
 #include <math.h>
 #include <string.h>
 
@@ -38,7 +42,38 @@ static void nemo_run(struct lp_run *r, enum lp_prec prec)
     r->train.fp8_scaling = LP_FP8_DELAYED;
 }
 
+static void shape_cost(const struct lp_run *r, struct lp_shape_cost *sc)
+{
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r->system.gpu);
+    lp_shape_cost_compute(&cm, r, sc);
+}
+
 #define CLOSE(a, b) ASSERT_TRUE(fabs((a) - (b)) <= 1e-12 * fabs(b) + 1e-18)
+
+TEST(head_in_bf16_under_fp8)
+{
+    static struct lp_run r8, r16;
+    static struct lp_shape_cost s8, s16;
+    nemo_run(&r8, LP_FP8);
+    nemo_run(&r16, LP_BF16);
+    ASSERT_EQ_INT(lp_sim_validate(&r8), LP_REASON_NONE);
+    shape_cost(&r8, &s8);
+    shape_cost(&r16, &s16);
+    /* the layers' GEMMs run in fp8: the MLP block is faster ... */
+    ASSERT_TRUE(s8.ffn[LP_FFN_DENSE].fwd_s < 0.9 * s16.ffn[LP_FFN_DENSE].fwd_s);
+    /* ... the head (final norm, logits GEMM 4096 x 128000 per rank, cross
+     * entropy) not: no fp8 GEMM and no cast of its input or gradient */
+    ASSERT_TRUE(s16.edge.head_fwd_s > 0.0);
+    CLOSE(s8.edge.head_fwd_s, s16.edge.head_fwd_s);
+    CLOSE(s8.edge.head_bwd_s, s16.edge.head_bwd_s);
+    /* and so for MXFP8 and NVFP4 (no opt-in fp8_output_proj modelled) */
+    nemo_run(&r8, LP_MXFP8);
+    r8.system.gpu.peak_flops[LP_MXFP8] = r8.system.gpu.peak_flops[LP_FP8];
+    shape_cost(&r8, &s8);
+    CLOSE(s8.edge.head_fwd_s, s16.edge.head_fwd_s);
+    CLOSE(s8.edge.head_bwd_s, s16.edge.head_bwd_s);
+}
 
 /* fp8 training keeps bf16 parameters, so its gradient buffer follows
  * grad_fp32 as bf16's does (Megatron-Core's main_grad in fp32 with
@@ -102,4 +137,5 @@ TEST(optimizer_states_in_bf16)
     ASSERT_NEAR(b.breakdown.optimizer_s / a.breakdown.optimizer_s, 18.0 / 34.0, 1e-3);
 }
 
-TH_MAIN(TH_CASE(fp8_gradients_follow_grad_fp32), TH_CASE(optimizer_states_in_bf16))
+TH_MAIN(TH_CASE(head_in_bf16_under_fp8), TH_CASE(fp8_gradients_follow_grad_fp32),
+        TH_CASE(optimizer_states_in_bf16))

@@ -1014,7 +1014,10 @@ static void zb_live(const struct zb_stage *z, int p, int m, int s, bool bwd, int
 }
 
 /* Periods of j pairs to jump against the snapshot taken j - 1 before the
- * newest (0: not periodic yet), with the shift d. Ws: j more (the pending
+ * newest, with the shift d; 0: not periodic yet; -1: no period of j or more
+ * pairs can be jumped now (an older snapshot's values reach no higher and
+ * no fewer pairs are left, so a binade, tie or room test failed here fails
+ * for it too). Ws: j more (the pending
  * count the same), or fewer while at least one was pending after every
  * event since that snapshot: the W-or-wait choice tests only whether one is
  * pending, so with j - dw more pending every period it makes the same
@@ -1026,9 +1029,18 @@ static int zb_period(const struct lp_sched_in *in, const double *F, const double
     const struct zb_snap *sn = zb_back(rg, j);
     *d = z[0].t - sn->t[0];
     if (!(*d > 0)) return 0;
+    /* the binade test below, first on two of its values (lo <= tau, hi >=
+     * stage 0's time): most of the older snapshots fail it, before the
+     * O(p + live) comparisons */
+    int e;
+    if (!(sn->tau > 0)) return -1;
+    (void)frexp(sn->tau, &e);
+    if (!(z[0].t < ldexp(1.0, e))) return -1;
     double lo = sn->tau, hi = 0;
     int k = m;
-    for (int s = 0; s < p; s++) {
+    /* the last stage first: in a pipeline's transient it settles last, so
+     * a check that fails fails there soonest (the order changes nothing else) */
+    for (int s = p - 1; s >= 0; s--) {
         const int dw = z[s].wdone - sn->wdone[s];
         if (z[s].next != sn->next[s] + 2 * j || sn->next[s] < z[s].wu || z[s].t - sn->t[s] != *d ||
             dw < 0 || dw > j)
@@ -1044,7 +1056,7 @@ static int zb_period(const struct lp_sched_in *in, const double *F, const double
         const int room = (2 * m - z[s].wu - z[s].next) / (2 * j); /* whole periods left */
         if (room < k) k = room;
     }
-    if (k < 1) return 0;
+    if (k < 1) return -1;
     for (int s = 0; s < p; s++)
         for (int bwd = 0; bwd < 2; bwd++) {
             const double *X = bwd ? B : F;
@@ -1058,21 +1070,20 @@ static int zb_period(const struct lp_sched_in *in, const double *F, const double
                 hi = fmax(hi, x1);
             }
         }
-    if (!(lo > 0)) return 0;
-    int e;
+    if (!(lo > 0)) return -1;
     (void)frexp(lo, &e);
     const double top = ldexp(1.0, e), u = ldexp(1.0, e - 53);
-    if (!(hi < top)) return 0;
-    if (p > 1 && tie_at(in->p2p_s, u)) return 0;
+    if (!(hi < top)) return -1;
+    if (p > 1 && tie_at(in->p2p_s, u)) return -1;
     for (int s = 0; s < p; s++)
         if (tie_at(zb_dur(in, s, false), u) || tie_at(zb_dur(in, s, true), u) ||
             tie_at(in->w[s], u))
-            return 0;
+            return -1;
     const double room = floor((top - hi) / *d);
     if (room < k) k = (int)room;
     while (k > 0 && !(hi + k * *d < top))
         k--;
-    return k;
+    return k > 0 ? k : -1;
 }
 
 /* A new newest snapshot (the oldest dropped when the ring is full). */
@@ -1198,6 +1209,7 @@ static int zb_fast(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
             int k = 0, j = 0; /* the shortest period found */
             while (k == 0 && j < rg->n && j < ring)
                 k = zb_period(in, F, B, z, rg, ++j, &d);
+            if (k < 0) k = 0;
             if (k > 0) {
                 const long skip = zb_jump(in, F, B, z, zb_back(rg, j), j, k, d);
                 remaining -= skip;

@@ -1206,8 +1206,12 @@ static int zb_fast(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
         }
         if (rg && s == 0 && kind == LP_EV_BWD) {
             double d = 0;
-            int k = 0, j = 0; /* the shortest period found */
-            while (k == 0 && j < rg->n && j < ring)
+            /* the shortest period found; longer ones looked for only once
+             * per ZB_RING snapshots (a period that lasts is found at most
+             * that many pairs late: each failed look costs O(p)) */
+            const int look = rg->head == 0 ? imin(rg->n, ring) : imin(rg->n, 1);
+            int k = 0, j = 0;
+            while (k == 0 && j < look)
                 k = zb_period(in, F, B, z, rg, ++j, &d);
             if (k < 0) k = 0;
             if (k > 0) {

@@ -6,7 +6,7 @@
  * micro-batches per pipeline) and on 128 GPUs (48 to 1536 micro-batches:
  * long pipelines of micro-batches, where the schedule solve is longest).
  *
- * Reported in one run, each for four schedule solvers on the same list:
+ * Reported in one run, each for five schedule solvers on the same list:
  * the reference solvers (the clear ones: lp_sched_exact_ref, which the tree
  * before #20 used), the fast ones solving every operation (lp_sched_exact
  * with sched_every_op: #20's first step), the fast ones with stop 28's
@@ -19,7 +19,7 @@
  * sweep sees them: the memos fill as it goes), warm (the list again and
  * again: memo hits where the direct-mapped memos hold them), cold (both
  * memos cleared before every configuration: the full operator-by-operator
- * cost and schedule solve). The results of all four must be bit-identical
+ * cost and schedule solve). The results of all five must be bit-identical
  * (checked here too). Rates are per CPU-second; the solvers are measured
  * alternately ROUNDS times and each keeps its best rates, so that load on a
  * shared machine affects them alike. Then one 1F1B, zb, GPipe and interleaved (vp 2) schedule
@@ -171,7 +171,7 @@ static void best_of(struct rates *best, const struct rates *r)
     best->skipped = r->skipped;
 }
 
-/* The three solvers on one list: their rates and ratios; 0 if their
+/* The five solvers on one list: their rates and ratios; 0 if their
  * results are bit-identical. */
 static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base, int gpus,
                       double secs, int rounds, const char *path, double *sink)

@@ -1159,7 +1159,10 @@ static int zb_fast(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     struct lp_zb_ring *rg = steady ? sim->zb_ring : NULL; /* NULL (no memory): every op */
     /* stop 28/29's shortcut (bench_sim's baseline) looks one snapshot back */
     const int ring = sim->sched_stop28 || sim->sched_stop29 ? 1 : ZB_RING;
-    if (rg) rg->n = 0;
+    if (rg) { /* not the snapshots: each is written before it is read */
+        rg->n = 0;
+        rg->head = 0;
+    }
     while (remaining > 0) {
         if (!(tree[1].when < INFINITY)) return -2; /* a dependency cycle: cannot happen */
         const int s = tree[1].tie & 2047;

@@ -361,6 +361,7 @@ void lp_sim_destroy(struct lp_sim **sp)
     if (!sp || !*sp) return;
     free((*sp)->sched_f);
     free((*sp)->sched_b);
+    lp_sched_free(*sp);
     free((*sp)->mid);
     free((*sp)->hoist);
     free(*sp);

@@ -165,6 +165,9 @@ struct lp_sched_out {
  * memory model's in-flight count. */
 int64_t lp_sched_warmup(enum lp_schedule kind, int p, int v, int64_t m, int s);
 
+/* Frees the solvers' scratch kept in the simulator (zb's snapshots). */
+void lp_sched_free(struct lp_sim *s);
+
 /* Exact solution on the dependency graph; returns -1 if scratch is too small
  * (the caller then uses the closed form). ev/cap/nev optional (trace).
  * zb (v = 1): every stage runs its 1F1B sequence of forward (F) and
@@ -206,10 +209,12 @@ struct lp_sim {
     struct lp_sched_key skey[LP_SCHED_MEMO];
     struct lp_sched_val sval[LP_SCHED_MEMO];
     bool sused[LP_SCHED_MEMO];
-    struct lp_sched_out sout; /* solver output scratch (16 KiB) */
-    bool sched_reference;     /* bench_sim: solve with the reference solvers */
-    bool sched_every_op;      /* bench_sim: no steady-state shortcut */
-    bool sched_stop28;        /* bench_sim: the shortcuts of stop 28 only (1F1B, zb) */
+    struct lp_sched_out sout;   /* solver output scratch (16 KiB) */
+    bool sched_reference;       /* bench_sim: solve with the reference solvers */
+    bool sched_every_op;        /* bench_sim: no steady-state shortcut */
+    bool sched_stop28;          /* bench_sim: the shortcuts of stop 28 only (1F1B, zb) */
+    bool sched_stop29;          /* bench_sim: zb's shortcut of stop 29 (one snapshot back) */
+    struct lp_zb_ring *zb_ring; /* zb's last snapshots (sim_schedule.c), made on first use */
     /* bench_sim: run as the tree before this stop of #20 (d7debed) did: memo
      * slots from FNV-1a, no model-hash, layer-split or present-kinds shortcuts */
     bool bench_baseline;

@@ -17,6 +17,7 @@
  * operations, no allocation (scratch is owned by struct lp_sim). */
 #include <math.h>
 #include <stddef.h>
+#include <stdlib.h>
 
 #include "sim_internal.h"
 
@@ -905,15 +906,39 @@ struct zb_node {
     int tie;
 };
 
+/* Node i of the tree from its two children: (when, tie) lexicographically,
+ * the left child on a full tie. A branch, not a select by index: a select
+ * makes each level's load wait for the comparison below it, and measured
+ * 1.3-3x slower (issue #20, stop 30; the branches are well predicted). */
+static LP_INLINE void zb_pick(struct zb_node *tree, int i)
+{
+    const struct zb_node *l = &tree[2 * i], *r = &tree[2 * i + 1];
+    tree[i] = l->when < r->when || (l->when == r->when && l->tie < r->tie) ? *l : *r;
+}
+
+static LP_INLINE void zb_leaf(struct zb_node *tree, int leaves, const struct zb_stage *z, int s)
+{
+    struct zb_node *x = &tree[leaves + s];
+    x->when = z[s].when >= 0.0 ? z[s].when : INFINITY;
+    x->tie = (z[s].w ? 1 << 11 : 0) | s;
+}
+
 static void zb_update(struct zb_node *tree, int leaves, const struct zb_stage *z, int s)
 {
-    int i = leaves + s;
-    tree[i].when = z[s].when >= 0.0 ? z[s].when : INFINITY;
-    tree[i].tie = (z[s].w ? 1 << 11 : 0) | s;
-    for (i /= 2; i >= 1; i /= 2) {
-        const struct zb_node *l = &tree[2 * i], *r = &tree[2 * i + 1];
-        tree[i] = l->when < r->when || (l->when == r->when && l->tie < r->tie) ? *l : *r;
-    }
+    zb_leaf(tree, leaves, z, s);
+    for (int i = (leaves + s) / 2; i >= 1; i /= 2)
+        zb_pick(tree, i);
+}
+
+/* Every stage's leaf, then every node once (after a jump moved them all):
+ * O(leaves) instead of O(p log p) updates; the same tree, since each node is
+ * a function of its children only. */
+static void zb_rebuild(struct zb_node *tree, int leaves, const struct zb_stage *z, int p)
+{
+    for (int s = 0; s < p; s++)
+        zb_leaf(tree, leaves, z, s);
+    for (int i = leaves - 1; i >= 1; i--)
+        zb_pick(tree, i);
 }
 
 /* zb's periodic regime, extrapolated exactly: the argument of steady_pairs
@@ -923,16 +948,43 @@ static void zb_update(struct zb_node *tree, int leaves, const struct zb_stage *z
  * or the last stage's own B has not; its B of those stage s-1 has not); the
  * loop's choices compare times only, so a state shifted by d in every time
  * evolves shifted by d (exactly in one binade without ties). Snapshots are
- * taken after every B of stage 0; when every stage did one more F, B and W
- * than at the last one (all steady passes), with the same pending Ws, and
- * every time moved by the same d, the state is moved k periods on. */
+ * taken after every B of stage 0 and the last ZB_RING kept (issue #20, stop
+ * 30; stop 29 kept one). When, since the one taken j snapshots ago, every
+ * stage did j more F and j more B passes (all steady), its Ws keep the
+ * pending count the same or only grow it while some were pending all along,
+ * and every time moved by the same d, the state is moved k periods of j
+ * pairs on. Most zb pipelines of a sweep that found no period of one pair
+ * repeat over several (stages' W placements alternate). */
+#define ZB_RING 8
 struct zb_snap {
-    bool valid;
     double tau; /* the start of the event after which it was taken */
     int next[1024], wdone[1024], wpend[1024];
-    int minw[1024]; /* the fewest pending Ws each stage had since */
+    int minw[1024]; /* the fewest pending Ws each stage had until the next snapshot */
     double t[1024];
 };
+
+/* The last n (<= ZB_RING) snapshots; e[(head - j) mod ZB_RING] is the one
+ * taken j - 1 snapshots before the newest (j = 1: the newest). */
+struct lp_zb_ring {
+    int n, head;
+    struct zb_snap e[ZB_RING];
+};
+
+static int imin(int a, int b)
+{
+    return a < b ? a : b;
+}
+
+static struct zb_snap *zb_back(struct lp_zb_ring *rg, int j)
+{
+    return &rg->e[(rg->head - j + ZB_RING) % ZB_RING];
+}
+
+void lp_sched_free(struct lp_sim *sim)
+{
+    free(sim->zb_ring);
+    sim->zb_ring = NULL;
+}
 
 /* F and B passes among a stage's first `next` operations (v = 1) */
 static int zb_fcount(int next, int wu, int m)
@@ -961,63 +1013,85 @@ static void zb_live(const struct zb_stage *z, int p, int m, int s, bool bwd, int
     if (*lo > *hi) *lo = *hi;
 }
 
-/* Periods to jump (0: not periodic yet), with the shift d. */
+/* Periods of j pairs to jump against the snapshot taken j - 1 before the
+ * newest, with the shift d; 0: not periodic yet; -1: no period of j or more
+ * pairs can be jumped now (an older snapshot's values reach no higher and
+ * no fewer pairs are left, so a binade, tie or room test failed here fails
+ * for it too). Ws: j more (the pending
+ * count the same), or fewer while at least one was pending after every
+ * event since that snapshot: the W-or-wait choice tests only whether one is
+ * pending, so with j - dw more pending every period it makes the same
+ * choices (fewer than none pending, more than j done, drains them: no). */
 static int zb_period(const struct lp_sched_in *in, const double *F, const double *B,
-                     const struct zb_stage *z, const struct zb_snap *sn, double *d)
+                     const struct zb_stage *z, struct lp_zb_ring *rg, int j, double *d)
 {
     const int p = in->p, m = in->m;
-    if (!sn->valid) return 0;
+    const struct zb_snap *sn = zb_back(rg, j);
     *d = z[0].t - sn->t[0];
     if (!(*d > 0)) return 0;
+    /* the binade test below, first on two of its values (lo <= tau, hi >=
+     * stage 0's time): most of the older snapshots fail it, before the
+     * O(p + live) comparisons */
+    int e;
+    if (!(sn->tau > 0)) return -1;
+    (void)frexp(sn->tau, &e);
+    if (!(z[0].t < ldexp(1.0, e))) return -1;
     double lo = sn->tau, hi = 0;
     int k = m;
-    for (int s = 0; s < p; s++) {
-        /* one more F and B; Ws: one more (the same pending count), or none
-         * while some were pending all along (the W-or-wait choice tests
-         * only whether one is pending, so it stays the same) */
+    /* the last stage first: in a pipeline's transient it settles last, so
+     * a check that fails fails there soonest (the order changes nothing else) */
+    for (int s = p - 1; s >= 0; s--) {
         const int dw = z[s].wdone - sn->wdone[s];
-        if (z[s].next != sn->next[s] + 2 || sn->next[s] < z[s].wu || z[s].t - sn->t[s] != *d ||
-            !(dw == 1 || (dw == 0 && sn->minw[s] >= 1)))
+        if (z[s].next != sn->next[s] + 2 * j || sn->next[s] < z[s].wu || z[s].t - sn->t[s] != *d ||
+            dw < 0 || dw > j)
             return 0;
+        if (dw < j) {
+            int minw = sn->minw[s];
+            for (int i = 1; i < j; i++)
+                minw = imin(minw, zb_back(rg, i)->minw[s]);
+            if (minw < 1) return 0;
+        }
         lo = fmin(lo, sn->t[s]);
         hi = fmax(hi, z[s].t);
-        const int room = (2 * m - z[s].wu - z[s].next) / 2; /* steady pairs left */
+        const int room = (2 * m - z[s].wu - z[s].next) / (2 * j); /* whole periods left */
         if (room < k) k = room;
     }
-    if (k < 1) return 0;
+    if (k < 1) return -1;
     for (int s = 0; s < p; s++)
         for (int bwd = 0; bwd < 2; bwd++) {
             const double *X = bwd ? B : F;
             int a, b;
             zb_live(z, p, m, s, bwd, &a, &b);
             for (int mb = a; mb < b; mb++) {
-                if (mb < 1) return 0;
-                const double x1 = X[at(s, m, mb)], x0 = X[at(s, m, mb - 1)];
+                if (mb < j) return 0;
+                const double x1 = X[at(s, m, mb)], x0 = X[at(s, m, mb - j)];
                 if (x1 - x0 != *d) return 0;
                 lo = fmin(lo, x0);
                 hi = fmax(hi, x1);
             }
         }
-    if (!(lo > 0)) return 0;
-    int e;
+    if (!(lo > 0)) return -1;
     (void)frexp(lo, &e);
     const double top = ldexp(1.0, e), u = ldexp(1.0, e - 53);
-    if (!(hi < top)) return 0;
-    if (p > 1 && tie_at(in->p2p_s, u)) return 0;
+    if (!(hi < top)) return -1;
+    if (p > 1 && tie_at(in->p2p_s, u)) return -1;
     for (int s = 0; s < p; s++)
         if (tie_at(zb_dur(in, s, false), u) || tie_at(zb_dur(in, s, true), u) ||
             tie_at(in->w[s], u))
-            return 0;
+            return -1;
     const double room = floor((top - hi) / *d);
     if (room < k) k = (int)room;
     while (k > 0 && !(hi + k * *d < top))
         k--;
-    return k;
+    return k > 0 ? k : -1;
 }
 
-static void zb_snapshot(struct zb_snap *sn, const struct zb_stage *z, int p, double tau)
+/* A new newest snapshot (the oldest dropped when the ring is full). */
+static void zb_snapshot(struct lp_zb_ring *rg, const struct zb_stage *z, int p, double tau)
 {
-    sn->valid = true;
+    rg->head = (rg->head + 1) % ZB_RING;
+    if (rg->n < ZB_RING) rg->n++;
+    struct zb_snap *sn = zb_back(rg, 1);
     sn->tau = tau;
     for (int s = 0; s < p; s++) {
         sn->next[s] = z[s].next;
@@ -1028,11 +1102,12 @@ static void zb_snapshot(struct zb_snap *sn, const struct zb_stage *z, int p, dou
     }
 }
 
-/* Move the state k periods on: the live values (highest first: a target
- * may be a source of a lower one), the counters and the times; returns the
- * events skipped. */
+/* Move the state k periods of j pairs on (against the snapshot j - 1
+ * before the newest): the live values (highest first: a target may be a
+ * source of a lower one), the counters and the times; returns the events
+ * skipped. */
 static long zb_jump(const struct lp_sched_in *in, double *F, double *B, struct zb_stage *z,
-                    const struct zb_snap *sn, int k, double d)
+                    const struct zb_snap *sn, int j, int k, double d)
 {
     const int p = in->p, m = in->m;
     const double shift = k * d;
@@ -1042,16 +1117,16 @@ static long zb_jump(const struct lp_sched_in *in, double *F, double *B, struct z
             int a, b;
             zb_live(z, p, m, s, bwd, &a, &b);
             for (int mb = b - 1; mb >= a; mb--)
-                X[at(s, m, mb + k)] = X[at(s, m, mb)] + shift;
+                X[at(s, m, mb + k * j)] = X[at(s, m, mb)] + shift;
         }
     long events = 0;
     for (int s = 0; s < p; s++) {
         const int dw = z[s].wdone - sn->wdone[s];
-        z[s].next += 2 * k;
+        z[s].next += 2 * k * j;
         z[s].wdone += k * dw;
-        z[s].wpend += k * (1 - dw);
+        z[s].wpend += k * (j - dw);
         z[s].t += shift;
-        events += (long)k * (2 + dw);
+        events += (long)k * (2 * j + dw);
     }
     return events;
 }
@@ -1075,17 +1150,19 @@ static int zb_fast(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
         out->stage_busy_s[s] = 0.0;
         zb_when(in, F, B, s, &z[s]);
     }
-    for (int s = 0; s < p; s++)
-        zb_update(tree, leaves, z, s);
+    zb_rebuild(tree, leaves, z, p);
     long remaining = (long)p * 3 * m;
     sim->sched_ops_total += (uint64_t)remaining;
     int ne = 0;
     const bool steady = in->ends_only && !ev && !sim->sched_every_op && m >= p + 2;
-    struct zb_snap snap;
-    struct zb_snap *sn = steady ? &snap : NULL;
-    snap.valid = false;
-    for (int r = 0; sn && r < p; r++)
-        snap.minw[r] = 0;
+    if (steady && !sim->zb_ring) sim->zb_ring = malloc(sizeof(*sim->zb_ring));
+    struct lp_zb_ring *rg = steady ? sim->zb_ring : NULL; /* NULL (no memory): every op */
+    /* stop 28/29's shortcut (bench_sim's baseline) looks one snapshot back */
+    const int ring = sim->sched_stop28 || sim->sched_stop29 ? 1 : ZB_RING;
+    if (rg) { /* not the snapshots: each is written before it is read */
+        rg->n = 0;
+        rg->head = 0;
+    }
     while (remaining > 0) {
         if (!(tree[1].when < INFINITY)) return -2; /* a dependency cycle: cannot happen */
         const int s = tree[1].tie & 2047;
@@ -1126,20 +1203,30 @@ static int zb_fast(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
             zb_when(in, F, B, fed, &z[fed]);
             if (z[fed].when != was.when || z[fed].w != was.w) zb_update(tree, leaves, z, fed);
         }
-        if (sn && q->wpend < sn->minw[s]) sn->minw[s] = q->wpend;
-        if (sn && s == 0 && kind == LP_EV_BWD) {
+        if (rg && rg->n > 0) {
+            struct zb_snap *sn = zb_back(rg, 1);
+            if (q->wpend < sn->minw[s]) sn->minw[s] = q->wpend;
+        }
+        if (rg && s == 0 && kind == LP_EV_BWD) {
             double d = 0;
-            const int k = zb_period(in, F, B, z, sn, &d);
+            /* the shortest period found; longer ones looked for only once
+             * per ZB_RING snapshots (a period that lasts is found at most
+             * that many pairs late: each failed look costs O(p)) */
+            const int look = rg->head == 0 ? imin(rg->n, ring) : imin(rg->n, 1);
+            int k = 0, j = 0;
+            while (k == 0 && j < look)
+                k = zb_period(in, F, B, z, rg, ++j, &d);
+            if (k < 0) k = 0;
             if (k > 0) {
-                const long skip = zb_jump(in, F, B, z, sn, k, d);
+                const long skip = zb_jump(in, F, B, z, zb_back(rg, j), j, k, d);
                 remaining -= skip;
                 sim->sched_ops_skipped += (uint64_t)skip;
-                for (int r = 0; r < p; r++) {
+                for (int r = 0; r < p; r++)
                     zb_when(in, F, B, r, &z[r]);
-                    zb_update(tree, leaves, z, r);
-                }
+                zb_rebuild(tree, leaves, z, p);
             }
-            zb_snapshot(sn, z, p, k > 0 ? start + k * d : start);
+            if (k > 0) rg->n = 0; /* the skipped events' snapshots were never taken */
+            zb_snapshot(rg, z, p, k > 0 ? start + k * d : start);
         }
     }
     double t[1024];

@@ -205,6 +205,82 @@ TEST(steady_state_equals_reference)
     lp_sim_destroy(&sim);
 }
 
+/* zb's periods of several pairs (issue #20, stop 30: the ring of
+ * snapshots in sim_schedule.c, zb_period / zb_jump with j > 1): random zb
+ * pipelines, solved by the reference, with the ring and with one snapshot
+ * only (stop 29's shortcut: sched_stop29), every stage's end bit-equal. The
+ * ring must extrapolate more than one snapshot in some of them (else this
+ * tests nothing new), and does on the uniform pipeline of bench_sim (pp 8,
+ * 1,024 micro-batches, f 1, b 2, W 1 ms, p2p 0.1 ms), whose W placement
+ * repeats every two pairs. Costs as in steady_state_equals_reference; W
+ * often a large part of B (what makes stages alternate). */
+TEST(zb_ring_periods_equal_reference)
+{
+    struct lp_sim *sim = lp_fixture_schedule_sim();
+    ASSERT_TRUE(sim != NULL);
+    static struct lp_sched_out o1, o2, o3;
+    static double f[1024], b[1024], w[1024];
+    int more = 0, cases = 0;
+    for (int t = 0; t < 401; t++) {
+        int p = 2 + pick(15), m = p + 2 + pick(t % 3 == 0 ? 1024 : 300);
+        const bool bench = t == 400; /* last: bench_sim's uniform pipeline */
+        const int style = pick(3);
+        const bool uniform = bench || pick(2) == 0;
+        const double fu = cost(), bu = cost();
+        if (bench) {
+            p = 8;
+            m = 1024;
+        }
+        for (int i = 0; i < p; i++) {
+            double fi = uniform ? fu : cost(), bi = uniform ? bu : cost();
+            if (style == 1) {
+                fi = 0.25 * (1 + pick(8));
+                bi = 0.25 * (1 + pick(8));
+            }
+            if (bench) {
+                fi = 1e-3;
+                bi = 2e-3;
+            }
+            f[i] = fi;
+            b[i] = bi;
+            const int wk = pick(3);
+            w[i] = bench     ? 1e-3
+                   : wk == 0 ? 0.5 * bi
+                   : wk == 1 ? 0.75 * bi
+                             : bi * (double)(rng() >> 11) * 0x1.0p-53;
+        }
+        struct lp_sched_in in = random_in(LP_SCHED_ZB, p, m, 1, f, b, w);
+        if (bench) {
+            in = (struct lp_sched_in){
+                .p = p, .m = m, .v = 1, .kind = LP_SCHED_ZB, .f = f, .b = b, .w = w, .p2p_s = 1e-4};
+        }
+        ASSERT_OK(lp_sched_exact_ref(sim, &in, &o1, NULL, 0, NULL));
+        in.ends_only = true;
+        uint64_t before = sim->sched_ops_skipped;
+        ASSERT_OK(lp_sched_exact(sim, &in, &o2, NULL, 0, NULL));
+        const uint64_t ring = sim->sched_ops_skipped - before;
+        sim->sched_stop29 = true;
+        before = sim->sched_ops_skipped;
+        ASSERT_OK(lp_sched_exact(sim, &in, &o3, NULL, 0, NULL));
+        const uint64_t one = sim->sched_ops_skipped - before;
+        sim->sched_stop29 = false;
+        if (memcmp(&o1.makespan_s, &o2.makespan_s, sizeof(double)) != 0 ||
+            memcmp(o1.stage_end_s, o2.stage_end_s, (size_t)p * sizeof(double)) != 0 ||
+            memcmp(o1.stage_end_s, o3.stage_end_s, (size_t)p * sizeof(double)) != 0) {
+            fprintf(stderr, "  case %d: zb p %d m %d style %d: %.17g vs %.17g\n", t, p, m, style,
+                    o1.makespan_s, o2.makespan_s);
+            ASSERT_TRUE(0);
+        }
+        if (bench) ASSERT_TRUE(ring > one);
+        more += ring > one;
+        cases++;
+    }
+    fprintf(stderr, "  ring of snapshots extrapolated more than one snapshot in %d of %d\n", more,
+            cases);
+    ASSERT_TRUE(more >= 10);
+    lp_sim_destroy(&sim);
+}
+
 /* The schedule memo returns exactly what solving would: GPT-3 175B
  * configurations in sweep order (ZeRO innermost: memo hits), including
  * uneven pipelines (pp not dividing the 96 layers: the first and last stages
@@ -258,4 +334,4 @@ TEST(memo_returns_the_solution)
 }
 
 TH_MAIN(TH_CASE(fast_equals_reference), TH_CASE(steady_state_equals_reference),
-        TH_CASE(memo_returns_the_solution))
+        TH_CASE(zb_ring_periods_equal_reference), TH_CASE(memo_returns_the_solution))

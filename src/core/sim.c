@@ -90,7 +90,11 @@ void lp_result_reason(const struct lp_result *r, char *buf, size_t len)
         snprintf(buf, len, "sequence parallelism needs tp > 1");
         break;
     case LP_REASON_ZERO:
-        snprintf(buf, len, "zero 3 with pipeline parallelism is not supported");
+        if (r->reason_b > 0) /* rules.c zero_framework */
+            snprintf(buf, len, "zero %g below the framework's least (%g): fsdp2 always shards",
+                     r->reason_a, r->reason_b);
+        else
+            snprintf(buf, len, "zero 3 with pipeline parallelism is not supported");
         break;
     case LP_REASON_PRECISION:
         snprintf(buf, len, "the GPU has no tensor-core peak for this precision");

@@ -140,6 +140,8 @@ enum lp_xent {
     LP_XENT_NATIVE,   /* PyTorch F.cross_entropy on the logits' dtype */
     LP_XENT_UPCAST,   /* Transformers: logits.float(), a shifted contiguous copy, then
                          F.cross_entropy on fp32 */
+    LP_XENT_FLOAT,    /* torchtitan: F.cross_entropy(pred.float()), no shifted copy
+                         (the labels come shifted) */
     LP_XENT_COUNT
 };
 

@@ -424,7 +424,12 @@ static int64_t in_flight(const struct lp_run *r, int s, int64_t micro)
  * then the slice's zero-filled fp32 gradient and the 16-bit cast of it. */
 static double logit_bytes(const struct lp_run *r, double e)
 {
-    return r->fw.xent == LP_XENT_UPCAST ? 12.0 : e + 4.0;
+    if (r->fw.xent == LP_XENT_UPCAST) return 12.0;
+    /* torchtitan (train.py @9dec370): pred stays alive through loss_fn (del
+     * pred after it), so the forward holds it, its fp32 copy and
+     * log_softmax's output (e + 8); the backward the same 12 as above */
+    if (r->fw.xent == LP_XENT_FLOAT) return fmax(e + 8.0, 12.0);
+    return e + 4.0;
 }
 
 /* What each stage holds that the ZeRO stage does not change: its

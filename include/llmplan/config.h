@@ -102,6 +102,15 @@ static inline bool lp_fw_is_fsdp(enum lp_framework k)
     return k == LP_FW_FSDP || k == LP_FW_FSDP1 || k == LP_FW_FSDP2;
 }
 
+/* The least ZeRO stage framework k runs: FSDP2's fully_shard always shards
+ * (its one choice, reshard_after_forward, is zero 3 or 2; no NO_SHARD, no
+ * ZeRO-1). The one rule of both a run's parse (json_load.c, an error naming
+ * parallel.zero) and a sweep's validity (rules.c, the walk skips it). */
+static inline int lp_fw_min_zero(enum lp_framework k)
+{
+    return k == LP_FW_FSDP2 ? 2 : 0;
+}
+
 /* MoE token dispatch between EP ranks (framework option "moe_dispatcher"). */
 enum lp_dispatcher {
     LP_DISPATCH_ALLTOALL = 0, /* NCCL all-to-all of every routed copy (Megatron-Core alltoall) */
@@ -131,6 +140,8 @@ enum lp_xent {
     LP_XENT_NATIVE,   /* PyTorch F.cross_entropy on the logits' dtype */
     LP_XENT_UPCAST,   /* Transformers: logits.float(), a shifted contiguous copy, then
                          F.cross_entropy on fp32 */
+    LP_XENT_FLOAT,    /* torchtitan: F.cross_entropy(pred.float()), no shifted copy
+                         (the labels come shifted) */
     LP_XENT_COUNT
 };
 

@@ -30,6 +30,7 @@ struct lp_rule_view {
     const struct lp_training *train; /* global_batch */
     const struct lp_parallel *par;
     enum lp_prec precision; /* the run's (a swept dimension) */
+    enum lp_framework fw;   /* the run's framework (a swept dimension) */
 };
 
 /* One rule: it fails when `fails` returns true, with the numbers of the

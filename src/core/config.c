@@ -92,7 +92,7 @@ double lp_run_sustained(const struct lp_run *r)
 
 const char *lp_xent_name(enum lp_xent x)
 {
-    static const char *const names[LP_XENT_COUNT] = {"fp32", "fused", "native", "upcast"};
+    static const char *const names[LP_XENT_COUNT] = {"fp32", "fused", "native", "upcast", "float"};
     return (unsigned)x < LP_XENT_COUNT ? names[x] : "?";
 }
 
@@ -318,10 +318,11 @@ void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *ca
         /* fms-fsdp 4ffb9bd policies/ac_handler.py and torchtitan 9dec370
          * ptd_checkpoint_wrapper: CheckpointImpl.NO_REENTRANT */
         if (kind != LP_FW_FSDP) o->ckpt_reentrant = false;
-        /* torchtitan 9dec370: train.py loss_fn cross_entropy(pred.float()),
-         * MixedPrecisionPolicy(reduce_dtype=mixed_precision_reduce, default
-         * "float32": grad_fp32 above) */
-        if (kind == LP_FW_FSDP2) o->xent = LP_XENT_UPCAST;
+        /* torchtitan 9dec370: train.py loss_fn cross_entropy(pred.flatten(0,
+         * 1).float(), labels.flatten(0, 1)): the cast, no shifted copy (the
+         * dataloader shifts the labels), MixedPrecisionPolicy(reduce_dtype=
+         * mixed_precision_reduce, default "float32": grad_fp32 above) */
+        if (kind == LP_FW_FSDP2) o->xent = LP_XENT_FLOAT;
         /* torchtitan's eager model: norm_type "rmsnorm" (norms.py RMSNorm:
          * x.float(), pow, mean, rsqrt, mul, type_as, * weight), the complex
          * rotary, silu(w1 x) * w3 x (sim_workload.c

@@ -197,6 +197,15 @@ static bool zero(const struct lp_rule_view *v, double *a, double *b)
     return p->zero < 0 || p->zero > 3 || (p->zero == 3 && p->pp > 1);
 }
 
+/* a stage below the framework's least (lp_fw_min_zero: fsdp2 always
+ * shards); *b the least, so the message can say so (*b 0: the rule above) */
+static bool zero_framework(const struct lp_rule_view *v, double *a, double *b)
+{
+    *a = v->par->zero;
+    *b = lp_fw_min_zero(v->fw);
+    return v->par->zero < lp_fw_min_zero(v->fw);
+}
+
 static bool precision(const struct lp_rule_view *v, double *a, double *b)
 {
     *a = *b = 0;
@@ -221,6 +230,7 @@ const struct lp_rule lp_rules[] = {
     {LP_DIM_MICRO_BATCH, LP_REASON_SCHEDULE, schedule_micro},
     {LP_DIM_SP, LP_REASON_SP, sp},
     {LP_DIM_ZERO, LP_REASON_ZERO, zero},
+    {LP_DIM_FRAMEWORK, LP_REASON_ZERO, zero_framework},
     {LP_DIM_PRECISION, LP_REASON_PRECISION, precision},
 };
 const int lp_rule_count = (int)(sizeof(lp_rules) / sizeof(lp_rules[0]));
@@ -232,7 +242,8 @@ enum lp_reason lp_rules_validate(const struct lp_run *run, double *a, double *b)
     if (p->tp < 1 || p->pp < 1 || p->dp < 1 || p->cp < 1 || p->ep < 1 || p->vp < 1 ||
         p->micro_batch < 1)
         return LP_REASON_GPU_COUNT;
-    const struct lp_rule_view v = {&run->model, &run->system, &run->train, p, run->train.precision};
+    const struct lp_rule_view v = {&run->model, &run->system,         &run->train,
+                                   p,           run->train.precision, run->fw.kind};
     for (int k = 0; k < lp_rule_count; k++)
         if (lp_rules[k].fails(&v, a, b)) return lp_rules[k].reason;
     *a = *b = 0;

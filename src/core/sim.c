@@ -90,7 +90,11 @@ void lp_result_reason(const struct lp_result *r, char *buf, size_t len)
         snprintf(buf, len, "sequence parallelism needs tp > 1");
         break;
     case LP_REASON_ZERO:
-        snprintf(buf, len, "zero 3 with pipeline parallelism is not supported");
+        if (r->reason_b > 0) /* rules.c zero_framework */
+            snprintf(buf, len, "zero %g below the framework's least (%g): fsdp2 always shards",
+                     r->reason_a, r->reason_b);
+        else
+            snprintf(buf, len, "zero 3 with pipeline parallelism is not supported");
         break;
     case LP_REASON_PRECISION:
         snprintf(buf, len, "the GPU has no tensor-core peak for this precision");
@@ -394,10 +398,12 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     /* the selective modules' redo depends on the framework (attention.py) */
     k.recompute =
         (int)r->par.recompute | (int)(lp_sim_rc_modules(r) << 2) | ((int)r->fw.kind << 12);
-    k.fused = r->fw.fused_kernels | (r->fw.tp_overlap << 1) | ((int)r->fw.xent << 2) |
-              (r->fw.ep_overlap << 4) | ((int)r->fw.dispatcher << 5) |
-              (int)(r->fw.cuda_graphs << 7) | (r->fw.fused_softmax << 24) |
-              (r->fw.tp_async_dgrad << 25) | (r->fw.train_metrics << 26);
+    /* (xent a field of its own: five values do not fit bits 2-3) */
+    k.xent = (int)r->fw.xent;
+    k.fused = r->fw.fused_kernels | (r->fw.tp_overlap << 1) | (r->fw.ep_overlap << 4) |
+              ((int)r->fw.dispatcher << 5) | (int)(r->fw.cuda_graphs << 7) |
+              (r->fw.fused_softmax << 24) | (r->fw.tp_async_dgrad << 25) |
+              (r->fw.train_metrics << 26);
     k.lora_rank = r->train.lora_rank;
     k.lora_bits = r->train.lora_base_bits;
     k.etp = r->par.etp;

@@ -59,7 +59,7 @@ struct lp_shape_key {
     uint64_t model_hash;
     uint64_t system_hash;
     int tp, cp, ep, mb;
-    int sp, flash, prec, recompute, fused;
+    int sp, flash, prec, recompute, fused, xent;
     int lora_rank, lora_bits;
     int etp, fp8_scaling;
     double host_op_s, host_overlap;

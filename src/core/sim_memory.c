@@ -227,9 +227,13 @@ static double hf_qlora_held_bytes(const struct lp_run *r, int k)
  * 0.42.0, autograd/_functions.py, MatMul4Bit.forward: `if
  * any(ctx.needs_input_grad[:2]): ctx.tensors = (A, B)`, else (None, None);
  * the 4-bit weight B needs none). The embeddings are frozen and neither
- * LLaMA-Factory 0.4.0 (model/patcher.py) nor PEFT 0.7.1 for a quantised
- * model (PeftModel._prepare_model_for_gradient_checkpointing) calls
- * enable_input_require_grads, so the hidden states need no gradient until
+ * the LLaMA-Factory Xia et al. ran (the "0.4.0" copy in stsxxx/finetune
+ * 728a01b, LLaMA-Factory/src/llmtuner/model/patcher.py
+ * _prepare_model_for_training, a snapshot after the v0.4.0 tag: that tag's
+ * model/utils.py prepare_model_for_training still calls
+ * enable_input_require_grads, as v0.5.2 does again) nor PEFT 0.7.1 for a
+ * quantised model (PeftModel._prepare_model_for_gradient_checkpointing)
+ * calls enable_input_require_grads, so the hidden states need no gradient until
  * the first LoRA adapter's output joins them:
  *  - targets "all": the first layer's q/k/v input (the normed embeddings);
  *    the adapters of q/k/v make everything after it need one;
@@ -420,7 +424,12 @@ static int64_t in_flight(const struct lp_run *r, int s, int64_t micro)
  * then the slice's zero-filled fp32 gradient and the 16-bit cast of it. */
 static double logit_bytes(const struct lp_run *r, double e)
 {
-    return r->fw.xent == LP_XENT_UPCAST ? 12.0 : e + 4.0;
+    if (r->fw.xent == LP_XENT_UPCAST) return 12.0;
+    /* torchtitan (train.py @9dec370): pred stays alive through loss_fn (del
+     * pred after it), so the forward holds it, its fp32 copy and
+     * log_softmax's output (e + 8); the backward the same 12 as above */
+    if (r->fw.xent == LP_XENT_FLOAT) return fmax(e + 8.0, 12.0);
+    return e + 4.0;
 }
 
 /* What each stage holds that the ZeRO stage does not change: its

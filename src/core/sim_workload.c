@@ -1690,19 +1690,24 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
         addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * eb));
         addk(&b, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 3.0 * eb));
         break;
-    case LP_XENT_UPCAST: /* Transformers (modeling_mixtral.py MixtralForCausalLM.forward):
-                          * logits.float(), logits[..., :-1, :].contiguous(), then
-                          * CrossEntropyLoss (log_softmax + nll) on fp32; backward:
-                          * nll's zero-filled gradient, log_softmax backward, the
-                          * slice's and the cast's gradients */
+    case LP_XENT_UPCAST:  /* Transformers (modeling_mixtral.py MixtralForCausalLM.forward):
+                           * logits.float(), logits[..., :-1, :].contiguous(), then
+                           * CrossEntropyLoss (log_softmax + nll) on fp32; backward:
+                           * nll's zero-filled gradient, log_softmax backward, the
+                           * slice's and the cast's gradients */
+    case LP_XENT_FLOAT: { /* torchtitan (train.py @9dec370 loss_fn): the same without
+                           * the shifted copy and its gradient (the labels come
+                           * shifted): cross_entropy(pred.flatten(0, 1).float()) */
+        const bool shift = r->fw.xent == LP_XENT_UPCAST;
         addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * (eb + 4.0)));
-        addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * 8.0));
+        if (shift) addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * 8.0));
         addk(&f, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 8.0));
         addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * 4.0));
         addk(&b, LP_OPC_MEM, mem(w, LP_MEM_CROSS_ENTROPY, L * 12.0));
-        addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * 12.0));
+        if (shift) addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * 12.0));
         addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, L * (4.0 + eb)));
         break;
+    }
     default: /* Megatron: logits.float(), then max, subtract, exp, sum and
               * divide over fp32 (the softmax kept for backward); backward
               * scales it in place and casts the gradient back */

@@ -186,7 +186,12 @@ static enum lp_space_verdict decode_from(const struct lp_space *s, uint64_t inde
         tr.global_batch = gbs;
         train = &tr;
     }
-    const struct lp_rule_view view = {m, sys, train, &p, (enum lp_prec)VAL(LP_DIM_PRECISION)};
+    const struct lp_rule_view view = {m,
+                                      sys,
+                                      train,
+                                      &p,
+                                      (enum lp_prec)VAL(LP_DIM_PRECISION),
+                                      sw->fws ? sw->fws[VAL(LP_DIM_FRAMEWORK)].kind : sw->fw.kind};
     int k = 0; /* the next rule of the list: the first of dimension `from` */
     while (k < lp_rule_count && (int)lp_rules[k].dim < from)
         k++;

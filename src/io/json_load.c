@@ -1453,15 +1453,17 @@ static int check_op_sac(const struct lp_jctx *c, const struct lp_run *r)
     return LP_OK;
 }
 
-/* fully_shard always shards: its one choice is reshard_after_forward, the
- * run's zero 3 (True) or 2 (False); NO_SHARD and ZeRO-1 are not FSDP2 */
+/* a ZeRO stage below the framework's least (lp_fw_min_zero, the rule a
+ * sweep's walk skips by too: rules.c zero_framework): fully_shard always
+ * shards, its one choice is reshard_after_forward, the run's zero 3 (True)
+ * or 2 (False); NO_SHARD and ZeRO-1 are not FSDP2 */
 static int check_fsdp2_zero(const struct lp_jctx *c, const struct lp_run *r)
 {
-    if (r->fw.kind == LP_FW_FSDP2 && r->par.zero < 2)
+    if (r->par.zero < lp_fw_min_zero(r->fw.kind))
         LP_FAIL(c->err, LP_EINVAL,
-                "%s: key 'parallel.zero': framework \"fsdp2\" (fully_shard) shards every "
+                "%s: key 'parallel.zero': framework \"%s\" (fully_shard) shards every "
                 "parameter: expected 2 (reshard_after_forward False) or 3 (True), got %d",
-                c->file, r->par.zero);
+                c->file, lp_framework_name(r->fw.kind), r->par.zero);
     return LP_OK;
 }
 

@@ -7,6 +7,7 @@
  * parsing so that each rule fails somewhere (an FFN width 16 does not
  * divide, two KV heads, five layers, a sequence 8 does not divide). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "fixtures.h"
 #include "harness.h"
@@ -113,4 +114,40 @@ TEST(rules_sorted_and_complete)
                                   r != LP_REASON_GPU_COUNT);
 }
 
-TH_MAIN(TH_CASE(space_and_simulate_agree_on_every_reason), TH_CASE(rules_sorted_and_complete))
+/* fsdp2 (fully_shard) always shards: simulate refuses its zero 0 and 1
+ * (json_load.c: parallel.zero), and a sweep's walk skips them for the same
+ * rule (rules.c zero_framework) instead of playing NO_SHARD or ZeRO-1 under
+ * fsdp2's name; megatron beside it keeps all four stages. */
+TEST(fsdp2_zero_below_two_skipped)
+{
+    struct lp_sweep *sw = lp_fixture_sweep(
+        "{\"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\", \"gpus\": [8],"
+        " \"training\": {\"global_batch\": 16}, \"framework\": [\"megatron\", \"fsdp2\"],"
+        " \"space\": {\"tp\": [1], \"pp\": [1], \"micro_batch\": [1], \"zero\": [0, 1, 2, 3]}}");
+    ASSERT_TRUE(sw != NULL);
+    uint64_t seen[LP_REASON_COUNT] = {0};
+    compare(sw, seen, th_failed_);
+    struct lp_space s;
+    ASSERT_OK(lp_space_init(&s, sw, NULL));
+    static struct lp_run run;
+    int valid[2][4] = {{0}};
+    for (uint64_t i = 0; i < lp_space_size(&s); i++) {
+        enum lp_reason why;
+        uint64_t span = 0;
+        if (lp_space_decode(&s, i, &run, &why, &span) != LP_SPACE_VALID) continue;
+        valid[run.fw.kind == LP_FW_FSDP2][run.par.zero]++;
+    }
+    for (int z = 0; z < 4; z++) {
+        ASSERT_TRUE(valid[0][z] > 0);
+        ASSERT_TRUE((valid[1][z] > 0) == (z >= 2));
+    }
+    ASSERT_TRUE(seen[LP_REASON_ZERO] > 0);
+    char msg[160];
+    struct lp_result res = {.reason = LP_REASON_ZERO, .reason_a = 1, .reason_b = 2};
+    lp_result_reason(&res, msg, sizeof(msg));
+    ASSERT_TRUE(strstr(msg, "fsdp2") != NULL);
+    lp_sweep_destroy(&sw);
+}
+
+TH_MAIN(TH_CASE(space_and_simulate_agree_on_every_reason), TH_CASE(rules_sorted_and_complete),
+        TH_CASE(fsdp2_zero_below_two_skipped))

@@ -256,7 +256,7 @@ TEST(framework_defaults)
     }
     /* FSDP outside Composer: the fsdp family's overlap, no fitted host time;
      * FSDP1 reduces in bf16 (fms-fsdp bfSixteen), torchtitan's FSDP2 in fp32
-     * with its upcast loss */
+     * with its fp32 loss (no shifted copy) */
     lp_framework_defaults(LP_FW_FSDP1, &o);
     ASSERT_TRUE(o.dp_overlap && o.param_gather_overlap && !o.pp_overlap);
     ASSERT_NEAR(o.host_op_s, 0.0, 1e-12); /* not fitted */
@@ -264,7 +264,7 @@ TEST(framework_defaults)
     lp_framework_defaults(LP_FW_FSDP2, &o);
     ASSERT_TRUE(o.dp_overlap && o.param_gather_overlap && !o.pp_overlap);
     ASSERT_NEAR(o.host_op_s, 0.0, 1e-12); /* not fitted */
-    ASSERT_TRUE(o.grad_fp32 && o.xent == LP_XENT_UPCAST && !o.zero3_per_tensor);
+    ASSERT_TRUE(o.grad_fp32 && o.xent == LP_XENT_FLOAT && !o.zero3_per_tensor);
     ASSERT_TRUE(!o.fused_kernels); /* torchtitan's eager norms, rotary, SwiGLU */
     ASSERT_TRUE(lp_fw_is_fsdp(LP_FW_FSDP) && lp_fw_is_fsdp(LP_FW_FSDP1) &&
                 lp_fw_is_fsdp(LP_FW_FSDP2) && !lp_fw_is_fsdp(LP_FW_DDP));

@@ -312,10 +312,34 @@ TEST(cross_entropy_kinds)
         ASSERT_TRUE(res.feasible);
         t[x] = res.iteration_time_s;
     }
-    lp_sim_destroy(&sim);
     ASSERT_TRUE(t[LP_XENT_FP32] > t[LP_XENT_NATIVE]);
     ASSERT_TRUE(t[LP_XENT_NATIVE] > t[LP_XENT_FUSED]);
+    /* torchtitan's float(): Transformers' upcast less the shifted copy */
+    ASSERT_TRUE(t[LP_XENT_UPCAST] > t[LP_XENT_FLOAT] && t[LP_XENT_FLOAT] > t[LP_XENT_NATIVE]);
     ASSERT_EQ_STR(lp_xent_name(LP_XENT_NATIVE), "native");
+    ASSERT_EQ_STR(lp_xent_name(LP_XENT_FLOAT), "float");
+    /* the loss's peak: float 12 bytes per logit (bf16 pred alive beside its
+     * fp32 copy and log_softmax's output: 2 + 8; the backward's three fp32
+     * tensors: 12), native e + 4 = 6 */
+    struct lp_result m[2];
+    const enum lp_xent mx[2] = {LP_XENT_NATIVE, LP_XENT_FLOAT};
+    for (int i = 0; i < 2; i++) {
+        r.fw.xent = mx[i];
+        lp_sim_run(sim, &r, &m[i]);
+    }
+    const double T = (double)r.par.micro_batch * r.model.seq_len;
+    ASSERT_NEAR(m[1].memory_per_gpu_bytes - m[0].memory_per_gpu_bytes,
+                T * lp_sim_vocab_padded(&r) * 6.0, 1.0);
+    /* the memo's key tells the loss apart from the other options: float
+     * (4) once shared bits with ep_overlap (bit 4 of k.fused) */
+    struct lp_result a, b;
+    r.fw.xent = LP_XENT_FLOAT;
+    lp_sim_run(sim, &r, &a);
+    r.fw.xent = LP_XENT_FP32;
+    r.fw.ep_overlap = true;
+    lp_sim_run(sim, &r, &b);
+    ASSERT_NEAR(b.iteration_time_s, t[LP_XENT_FP32], 1e-12 * t[LP_XENT_FP32]);
+    lp_sim_destroy(&sim);
 }
 
 /* Composer's training metrics (fw.train_metrics): after each micro-batch's

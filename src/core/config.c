@@ -66,9 +66,9 @@ void lp_calib_builtin(struct lp_calib *c)
      * rows of Narayanan Table 2 (730), MosaicML (38),
      * Xia et al. 2024 (Transformers + PEFT eager PyTorch), the FlashAttention
      * repository (3) */
-    c->host_op_s[LP_FW_MEGATRON] = 25e-6;
+    c->host_op_s[LP_FW_MEGATRON] = 27e-6;
     c->host_op_s[LP_FW_MEGATRON_2021] = 0.0;
-    c->host_op_s[LP_FW_MEGATRON_DEEPSPEED] = 81e-6;
+    c->host_op_s[LP_FW_MEGATRON_DEEPSPEED] = 82e-6;
     c->host_op_s[LP_FW_FSDP] = 100e-6;
     c->host_op_s[LP_FW_HF] = 58e-6;
     c->host_op_s[LP_FW_DDP] = 0.0;

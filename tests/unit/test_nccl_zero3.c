@@ -249,7 +249,39 @@ TEST(deepspeed_zero3_ipg_bucket_by_hand)
     ASSERT_TRUE(plain.z3_ipg_s == 0 && plain.z3_ipg_flushes == 0);
 }
 
+/* lp_sim_layer_tensors is exact at any expert count: GPT-3 175B's layer
+ * (layer norms and biases) with 256 experts of ffn f at ep 1 has 4 norm
+ * vectors, QKV and its bias, the projection and its bias, the router, then
+ * 256 x (fc1, its bias, fc2, its bias): 9 + 1024 tensors (a list capped at
+ * 512 dropped 521 of them), summing to the layer's parameters; at ep 2 half
+ * the experts. */
+TEST(layer_tensors_256_experts_ep1)
+{
+    static struct lp_run r;
+    z3_run(&r, 8);
+    const double h = 12288, f = 1024;
+    r.model.moe.experts = 256;
+    r.model.moe.top_k = 8;
+    r.model.moe.ffn_hidden = (int)f;
+    struct lp_layer_tensors lt;
+    lp_sim_layer_tensors(&r, true, &lt);
+    ASSERT_EQ_INT(lt.n, 9 + 4 * 256);
+    double sum = 0;
+    for (int i = 0; i < lt.npre; i++)
+        sum += lt.pre[i];
+    for (int i = 0; i < lt.ngrp; i++)
+        sum += lt.copies * lt.grp[i];
+    const double attn = 4 * h + 3 * h * h + 3 * h + h * h + h + 256 * h;
+    CLOSE_REL(sum, attn + 256 * (h * f + f + f * h + h));
+    r.par.ep = 2;
+    lp_sim_layer_tensors(&r, true, &lt);
+    ASSERT_EQ_INT(lt.n, 9 + 4 * 128);
+    /* the dense layer: 4 norm vectors, QKV, projection, fc1, fc2, 4 biases */
+    lp_sim_layer_tensors(&r, false, &lt);
+    ASSERT_EQ_INT(lt.n, 12);
+}
+
 TH_MAIN(TH_CASE(nccl_ring_allgather_by_hand), TH_CASE(nccl_ring_latency_counts_hops),
         TH_CASE(deepspeed_zero3_persistence_and_reuse),
         TH_CASE(deepspeed_zero3_rank_copies_by_hand), TH_CASE(deepspeed_zero3_list_build_by_hand),
-        TH_CASE(deepspeed_zero3_ipg_bucket_by_hand))
+        TH_CASE(deepspeed_zero3_ipg_bucket_by_hand), TH_CASE(layer_tensors_256_experts_ep1))

@@ -189,7 +189,7 @@ static double dp_coll(struct lp_sim *s, const struct lp_run *r, enum lp_coll op,
 #define DS_PERSISTENCE_THRESHOLD 1e5
 #define DS_MAX_REUSE_DISTANCE 1e9
 /* reduce_bucket_size, in elements, of the ZeRO-3 runs' DeepSpeed config
- * (z3_ipg_bucket): DeepSpeedExamples' Megatron-LM-v1.1.5-ZeRO3
+ * (z3_ipg_layers): DeepSpeedExamples' Megatron-LM-v1.1.5-ZeRO3
  * examples/ds_zero_stage_3_config.json (2cd968f2, 2021-03), the one published
  * Megatron + ZeRO-3 config of the time, whose contiguous_gradients (on) the
  * model takes too; DeepSpeed's own default is 5e8 (constants.py
@@ -302,60 +302,59 @@ static double z3_list_build(const struct lp_cost_model *cm, double bytes, int n,
  * these is a read and a write of its elements on the GPU; nothing hides
  * them: the next gather's torch.cuda.synchronize() (partition_parameters.py
  * _allgather_param) waits for the reduction stream too. The layer's
- * gradients arrive in the reverse of lp_sim_layer_tensors' (registration) order;
- * each layer kind's nl layers run from an empty bucket, the embedding and
- * head as one gradient after them. Only the GPU's time is counted (the
- * Python of narrow / copy_ / div_ is not: a lower bound). Returns seconds
- * per micro-batch; *lay_s the same without the ends' gradient, *flushes
- * counts the flushes. */
-static double z3_ipg_bucket(const struct lp_cost_model *cm, const struct lp_layer_tensors *lt,
-                            int nl, double ends, double elem_bytes, double *lay_s, double *flushes)
+ * gradients arrive in the reverse of lp_sim_layer_tensors' (registration)
+ * order. The bucket is one for the whole backward: its state carries from
+ * one layer kind's layers to the next (the MoE layers' first, as the
+ * backward meets them under first_dense_layers; a layer_freq > 1 layout,
+ * which alternates them, is played by kind too), then the embedding and
+ * head as one gradient, then the epilogue flushes once (v0.3.13 engine.py:
+ * DeepSpeedEngine.backward -> allreduce_gradients ->
+ * overlapping_partition_gradients_reduce_epilogue, once per backward, not
+ * per layer kind). Only the GPU's time
+ * is counted (the Python of narrow / copy_ / div_ is not: a lower bound). */
+struct ds_ipg {
+    double moved, e, xl, nf; /* elements read and written; bucket, aside; flushes */
+};
+
+static void ds_ipg_flush(struct ds_ipg *q)
 {
-    const double B = DS_REDUCE_BUCKET_SIZE;
-    double moved = 0, e = 0, xl = 0, nf = 0; /* elements read and written, bucket state */
-#define DS_FLUSH()                                                                                 \
-    do {                                                                                           \
-        moved += B + xl;                                                                           \
-        nf += 1;                                                                                   \
-        e = xl = 0;                                                                                \
-    } while (0)
-#define DS_GRAD(p)                                                                                 \
-    do {                                                                                           \
-        if (e + (p) > B) DS_FLUSH();                                                               \
-        if ((p) > B)                                                                               \
-            xl = (p);                                                                              \
-        else                                                                                       \
-            moved += (p);                                                                          \
-        e += (p);                                                                                  \
-    } while (0)
+    q->moved += DS_REDUCE_BUCKET_SIZE + q->xl;
+    q->nf += 1;
+    q->e = q->xl = 0;
+}
+
+static void ds_ipg_grad(struct ds_ipg *q, double p)
+{
+    if (q->e + p > DS_REDUCE_BUCKET_SIZE) ds_ipg_flush(q);
+    if (p > DS_REDUCE_BUCKET_SIZE)
+        q->xl = p;
+    else
+        q->moved += p;
+    q->e += p;
+}
+
+/* nl layers of one kind into the bucket q */
+static void z3_ipg_layers(struct ds_ipg *q, const struct lp_layer_tensors *lt, int nl)
+{
     /* layers until the bucket's state at a layer's end repeats (a layer
      * with a flush in it ends alike whatever came before, from the second
      * layer on), then the remaining layers at the last layer's share */
-    double per = 0, prev_e = -1, prev_xl = -1;
+    double prev_e = -1, prev_xl = -1;
     int done = 0;
     while (done < nl) {
-        const double m0 = moved, n0 = nf;
+        const double m0 = q->moved, n0 = q->nf;
         for (int i = lt->n - 1; i >= 0; i--)
-            DS_GRAD(lt_at(lt, i));
+            ds_ipg_grad(q, lt_at(lt, i));
         done++;
-        per = moved - m0;
-        const double pf = nf - n0;
-        if (e == prev_e && xl == prev_xl) {
-            moved += (nl - done) * per;
-            nf += (nl - done) * pf;
+        const double per = q->moved - m0, pf = q->nf - n0;
+        if (q->e == prev_e && q->xl == prev_xl) {
+            q->moved += (nl - done) * per;
+            q->nf += (nl - done) * pf;
             break;
         }
-        prev_e = e;
-        prev_xl = xl;
+        prev_e = q->e;
+        prev_xl = q->xl;
     }
-    /* without the ends: the epilogue flushes what the layers left */
-    *lay_s = cm->ops->mem_s(cm, LP_MEM_COPY, 2.0 * (moved + B + xl) * elem_bytes);
-    if (ends > 0) DS_GRAD(ends);
-    DS_FLUSH(); /* independent_gradient_partition_epilogue */
-#undef DS_GRAD
-#undef DS_FLUSH
-    *flushes = nf;
-    return cm->ops->mem_s(cm, LP_MEM_COPY, 2.0 * moved * elem_bytes);
 }
 
 void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_params *pr,
@@ -466,25 +465,32 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
         }
         if (r->fw.zero3_per_tensor) {
             /* the gradient bucket's copies and divisions, drawn with the
-             * layers' reduce-scatters (the epilogue's flush among them) and
-             * the ends' (their gradient, after the first layer kind's) */
-            bool ends_done = false;
-            for (int moe = 0; moe < 2; moe++) {
+             * layers' reduce-scatters (the epilogue's flush of what the
+             * layers left with the last kind's) and the ends' (their
+             * gradient, the epilogue's flush with it) */
+            struct ds_ipg q = {0};
+            double lay_all = 0;
+            for (int k = 0; k < 2; k++) {
+                const int moe = 1 - k; /* the MoE layers first */
                 const int nl = moe ? pr->moe_layers_per_stage : pr->dense_layers_per_stage;
                 if (nl <= 0) continue;
-                double nfl;
                 struct lp_layer_tensors lt;
                 lp_sim_layer_tensors(r, moe != 0, &lt);
-                const double e_here = ends_done ? 0.0 : fmax(ends, 0.0);
-                ends_done = true;
-                double lay;
-                const double all = z3_ipg_bucket(cm, &lt, nl, e_here, b.g_comm, &lay, &nfl);
-                out->z3_ipg_flushes += nfl;
-                out->z3_ipg_s += all;
-                out->z3_rs_s[moe] += lay / nl;
-                out->z3_ends_rs_s += all - lay;
-                rs += all;
+                const double m0 = q.moved;
+                z3_ipg_layers(&q, &lt, nl);
+                double lay = q.moved - m0;
+                if (moe == 0 || pr->dense_layers_per_stage <= 0) /* the last kind */
+                    lay += DS_REDUCE_BUCKET_SIZE + q.xl;
+                lay_all += lay;
+                out->z3_rs_s[moe] += cm->ops->mem_s(cm, LP_MEM_COPY, 2.0 * lay * b.g_comm) / nl;
             }
+            if (ends > 0) ds_ipg_grad(&q, ends);
+            ds_ipg_flush(&q); /* independent_gradient_partition_epilogue */
+            const double all = cm->ops->mem_s(cm, LP_MEM_COPY, 2.0 * q.moved * b.g_comm);
+            out->z3_ipg_flushes = q.nf;
+            out->z3_ipg_s = all;
+            out->z3_ends_rs_s += all - cm->ops->mem_s(cm, LP_MEM_COPY, 2.0 * lay_all * b.g_comm);
+            rs += all;
         }
         out->zero3_fwd_s = ag;
         out->zero3_bwd_s = ag_b + rs;

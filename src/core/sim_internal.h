@@ -340,7 +340,7 @@ struct lp_dp_cost {
     /* ... and the Python view calls that built their lists of world-size
      * views (sim_dp.c z3_list_build; their time is inside the above too) */
     double z3_py_views;
-    /* ... and DeepSpeed 2021's gradient bucket (sim_dp.c z3_ipg_bucket):
+    /* ... and DeepSpeed 2021's gradient bucket (sim_dp.c z3_ipg_layers):
      * its copies and in-place divisions per micro-batch (inside
      * zero3_bwd_s and the reduce-scatters above) and its flushes */
     double z3_ipg_s, z3_ipg_flushes;

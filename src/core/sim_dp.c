@@ -6,6 +6,7 @@
 
 #include "llmplan/arch.h"
 #include "llmplan/profile.h"
+#include "llmplan/rules.h"
 #include "sim_internal.h"
 
 /* Bytes a fused Adam step moves per parameter, states of s bytes and
@@ -568,8 +569,6 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
  * Under autocast each forward casts every fp32 weight to the compute dtype
  * (4 + 2 bytes per parameter). */
 
-#define LP_TORCH_MAX_UNITS 1024
-
 /* FSDP's host work per original parameter of a unit, measured by the FSDP
  * maintainers on 400 nn.Parameters in one FlatParameter (pytorch/pytorch
  * PR #96958, "[FSDP] Reduce CPU overhead", 2023-03, after that PR; PyTorch
@@ -589,17 +588,10 @@ bool lp_torch_dp_applies(const struct lp_run *r)
     if (r->fw.kind == LP_FW_DDP ? p->zero != 0
                                 : !lp_fw_is_fsdp(r->fw.kind) || (p->zero != 0 && p->zero < 2))
         return false;
-    if (p->pp != 1 || p->vp != 1 || p->dp * p->cp < 2 || r->model.moe.experts > 0 ||
-        r->train.lora_rank > 0 || r->model.mtp_layers > 0 ||
-        r->model.layers + 2 > LP_TORCH_MAX_UNITS)
-        return false;
-    for (int i = 0; i < r->model.layers; i++) { /* transformer blocks only */
-        enum lp_mixer mx;
-        enum lp_ffn ff;
-        lp_arch_layer(&r->model, i, &mx, &ff);
-        if (mx != LP_MIX_ATTN || ff != LP_FFN_DENSE) return false;
-    }
-    return true;
+    /* an FSDP run outside these is refused before (rules.c fsdp_layout,
+     * fsdp_lora; json_load.c), DDP's falls back to the generic model */
+    return p->dp * p->cp >= 2 && r->train.lora_rank == 0 &&
+           lp_torch_layout_gap(&r->model, p) == LP_GAP_NONE;
 }
 
 /* the network: a collective issued at `ready` starts when the links are free */

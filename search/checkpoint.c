@@ -21,11 +21,12 @@
 
 #define CK_MAGIC "LPCKPT1"
 #define CK_VERSION                                                                                 \
-    9 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                        \
-       * optional objectives, the run dimensions and their columns (#17);                          \
-       * 6: framework option fused_softmax; 7: tp_async_dgrad, train_metrics;                      \
-       * 8: training.dataset.max_len (#14), the --prune counters (#20);                            \
-       * 9: framework option ckpt_reentrant (#14) */
+    10 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                       \
+        * optional objectives, the run dimensions and their columns (#17);                         \
+        * 6: framework option fused_softmax; 7: tp_async_dgrad, train_metrics;                     \
+        * 8: training.dataset.max_len (#14), the --prune counters (#20);                           \
+        * 9: framework option ckpt_reentrant (#14); 10: reason framework (the                      \
+        * walk skips hybrid_shard outside fsdp and fsdp's gaps) */
 
 struct ck_header {
     char magic[8];

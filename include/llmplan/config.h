@@ -111,6 +111,18 @@ static inline int lp_fw_min_zero(enum lp_framework k)
     return k == LP_FW_FSDP2 ? 2 : 0;
 }
 
+/* Whether framework k at ZeRO stage zero runs fw.hybrid_shard: it is an FSDP
+ * sharding strategy, HYBRID_SHARD (zero 3) or _HYBRID_SHARD_ZERO2 (zero 2)
+ * (torch/distributed/fsdp/api.py ShardingStrategy; FSDP2: fully_shard on a
+ * 2-D (replicate, shard) mesh), with no NO_SHARD form; Megatron, DeepSpeed,
+ * DDP and hf have no such option, and lp_torch_dp would ignore it there. The
+ * one rule of a run's parse (json_load.c, an error naming
+ * framework.hybrid_shard) and a sweep's walk (rules.c fw_hybrid). */
+static inline bool lp_fw_hybrid_runs(enum lp_framework k, int zero)
+{
+    return lp_fw_is_fsdp(k) && zero >= 2;
+}
+
 /* MoE token dispatch between EP ranks (framework option "moe_dispatcher"). */
 enum lp_dispatcher {
     LP_DISPATCH_ALLTOALL = 0, /* NCCL all-to-all of every routed copy (Megatron-Core alltoall) */

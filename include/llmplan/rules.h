@@ -31,7 +31,46 @@ struct lp_rule_view {
     const struct lp_parallel *par;
     enum lp_prec precision; /* the run's (a swept dimension) */
     enum lp_framework fw;   /* the run's framework (a swept dimension) */
+    bool hybrid_shard;      /* ... its fw.hybrid_shard */
+    int lora_rank;          /* the run's fine-tuning (a swept dimension) */
 };
+
+/* Why a run of a framework is outside what the simulator models it as
+ * (LP_REASON_FRAMEWORK's reason_a; lp_fw_gap_text says it). */
+enum lp_fw_gap {
+    LP_GAP_NONE = 0,
+    LP_GAP_HYBRID, /* hybrid_shard outside FSDP at zero 2 or 3 (config.h lp_fw_hybrid_runs) */
+    LP_GAP_PP,     /* FSDP with pp > 1 (or vp > 1) */
+    LP_GAP_MOE,    /* FSDP with MoE layers */
+    LP_GAP_MTP,    /* FSDP with MTP layers */
+    LP_GAP_LAYERS, /* FSDP with a block that is not attention + dense MLP (Mamba) */
+    LP_GAP_UNITS,  /* FSDP with more blocks than LP_TORCH_MAX_UNITS - 2 */
+    LP_GAP_LORA,   /* FSDP with LoRA */
+    LP_GAP_COUNT
+};
+
+/* The most units (blocks + 2) sim_dp.c's lp_torch_dp plays out. */
+#define LP_TORCH_MAX_UNITS 1024
+
+/* What lp_torch_dp's per-unit play of PyTorch DDP / FSDP (sim_dp.c) covers:
+ * one process group over dp x cp ranks (pp = vp = 1), every block attention
+ * + dense MLP, no MTP, at most LP_TORCH_MAX_UNITS units; the first gap of
+ * the model and layout, LP_GAP_NONE if none (LoRA: lp_fw_gap_lora). The
+ * one rule of lp_torch_dp_applies, of a run's parse (json_load.c) and of a
+ * sweep's walk (rules.c fsdp_layout). */
+enum lp_fw_gap lp_torch_layout_gap(const struct lp_model *m, const struct lp_parallel *p);
+
+/* An FSDP framework (lp_fw_is_fsdp) over more than one data-parallel rank
+ * runs only what lp_torch_dp plays (the generic ZeRO model would stand in
+ * for it without a word otherwise): the gap of model, layout and LoRA rank,
+ * LP_GAP_NONE for other frameworks and for dp x cp = 1 (nothing to shard or
+ * reduce: the generic model's nothing is FSDP's too). */
+enum lp_fw_gap lp_fw_fsdp_gap(enum lp_framework k, const struct lp_model *m,
+                              const struct lp_parallel *p, int lora_rank);
+
+/* A gap in words, and in *key (may be NULL) the run description's key that
+ * sets it. */
+const char *lp_fw_gap_text(enum lp_fw_gap g, const char **key);
 
 /* One rule: it fails when `fails` returns true, with the numbers of the
  * message (lp_result_reason) in *a and *b. */

@@ -33,6 +33,8 @@ enum lp_reason {
     LP_REASON_TP_NODE,   /* tp larger than a node */
     LP_REASON_RANGE,     /* tp*pp*dp*cp > LP_MAX_GPUS, or micro-batches*vp > LP_MAX_MICROBATCHES */
     LP_REASON_NUMERIC,   /* the simulated time or cost is not a finite positive number */
+    LP_REASON_FRAMEWORK, /* an option or layout the framework does not run as modelled
+                            (rules.h enum lp_fw_gap) */
     LP_REASON_COUNT
 };
 

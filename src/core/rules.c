@@ -206,6 +206,79 @@ static bool zero_framework(const struct lp_rule_view *v, double *a, double *b)
     return v->par->zero < lp_fw_min_zero(v->fw);
 }
 
+/* ---- the framework: options and layouts it runs as modelled ---- */
+
+enum lp_fw_gap lp_torch_layout_gap(const struct lp_model *m, const struct lp_parallel *p)
+{
+    if (p->pp != 1 || p->vp != 1) return LP_GAP_PP;
+    if (m->moe.experts > 0) return LP_GAP_MOE;
+    if (m->mtp_layers > 0) return LP_GAP_MTP;
+    if (m->layers + 2 > LP_TORCH_MAX_UNITS) return LP_GAP_UNITS;
+    for (int i = 0; i < m->layers; i++) { /* transformer blocks only */
+        enum lp_mixer mx;
+        enum lp_ffn ff;
+        lp_arch_layer(m, i, &mx, &ff);
+        if (mx != LP_MIX_ATTN || ff != LP_FFN_DENSE) return LP_GAP_LAYERS;
+    }
+    return LP_GAP_NONE;
+}
+
+enum lp_fw_gap lp_fw_fsdp_gap(enum lp_framework k, const struct lp_model *m,
+                              const struct lp_parallel *p, int lora_rank)
+{
+    if (!lp_fw_is_fsdp(k) || (int64_t)p->dp * p->cp < 2) return LP_GAP_NONE;
+    const enum lp_fw_gap g = lp_torch_layout_gap(m, p);
+    if (g != LP_GAP_NONE) return g;
+    return lora_rank > 0 ? LP_GAP_LORA : LP_GAP_NONE;
+}
+
+const char *lp_fw_gap_text(enum lp_fw_gap g, const char **key)
+{
+    static const struct {
+        const char *key, *text;
+    } t[LP_GAP_COUNT] = {
+        {"framework", "none"},
+        {"framework.hybrid_shard",
+         "hybrid_shard is an FSDP sharding strategy of zero 2 or 3 (an fsdp framework)"},
+        {"parallel.pp", "fsdp is modelled per unit without pipeline parallelism (pp = vp = 1)"},
+        {"model", "fsdp is modelled per unit for dense models (no MoE layers)"},
+        {"model.mtp_layers", "fsdp is modelled per unit without MTP layers"},
+        {"model", "fsdp is modelled per unit for attention + dense MLP blocks only"},
+        {"model.layers", "fsdp is modelled per unit for at most 1022 blocks"},
+        {"training.finetune", "fsdp is modelled per unit without LoRA"},
+    };
+    const unsigned i = (unsigned)g < LP_GAP_COUNT ? (unsigned)g : 0;
+    if (key) *key = t[i].key;
+    return t[i].text;
+}
+
+/* hybrid_shard where it does not run (config.h lp_fw_hybrid_runs); *b the
+ * zero stage */
+static bool fw_hybrid(const struct lp_rule_view *v, double *a, double *b)
+{
+    *a = LP_GAP_HYBRID;
+    *b = v->par->zero;
+    return v->hybrid_shard && !lp_fw_hybrid_runs(v->fw, v->par->zero);
+}
+
+/* an FSDP framework's model and layout outside lp_torch_dp (LoRA: below) */
+static bool fsdp_layout(const struct lp_rule_view *v, double *a, double *b)
+{
+    const enum lp_fw_gap g = lp_fw_fsdp_gap(v->fw, v->model, v->par, 0);
+    *a = g;
+    *b = 0;
+    return g != LP_GAP_NONE;
+}
+
+/* ... and its LoRA (the fine-tuning digit) */
+static bool fsdp_lora(const struct lp_rule_view *v, double *a, double *b)
+{
+    const enum lp_fw_gap g = lp_fw_fsdp_gap(v->fw, v->model, v->par, v->lora_rank);
+    *a = g;
+    *b = 0;
+    return g != LP_GAP_NONE;
+}
+
 static bool precision(const struct lp_rule_view *v, double *a, double *b)
 {
     *a = *b = 0;
@@ -231,7 +304,10 @@ const struct lp_rule lp_rules[] = {
     {LP_DIM_SP, LP_REASON_SP, sp},
     {LP_DIM_ZERO, LP_REASON_ZERO, zero},
     {LP_DIM_FRAMEWORK, LP_REASON_ZERO, zero_framework},
+    {LP_DIM_FRAMEWORK, LP_REASON_FRAMEWORK, fw_hybrid},
+    {LP_DIM_FRAMEWORK, LP_REASON_FRAMEWORK, fsdp_layout},
     {LP_DIM_PRECISION, LP_REASON_PRECISION, precision},
+    {LP_DIM_FINETUNE, LP_REASON_FRAMEWORK, fsdp_lora},
 };
 const int lp_rule_count = (int)(sizeof(lp_rules) / sizeof(lp_rules[0]));
 
@@ -242,8 +318,9 @@ enum lp_reason lp_rules_validate(const struct lp_run *run, double *a, double *b)
     if (p->tp < 1 || p->pp < 1 || p->dp < 1 || p->cp < 1 || p->ep < 1 || p->vp < 1 ||
         p->micro_batch < 1)
         return LP_REASON_GPU_COUNT;
-    const struct lp_rule_view v = {&run->model, &run->system,         &run->train,
-                                   p,           run->train.precision, run->fw.kind};
+    const struct lp_rule_view v = {
+        &run->model,          &run->system, &run->train,          p,
+        run->train.precision, run->fw.kind, run->fw.hybrid_shard, run->train.lora_rank};
     for (int k = 0; k < lp_rule_count; k++)
         if (lp_rules[k].fails(&v, a, b)) return lp_rules[k].reason;
     *a = *b = 0;

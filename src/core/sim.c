@@ -29,8 +29,9 @@
 #define MAX_VSTAGES LP_SCHED_MAX_VSTAGES
 
 static const char *const reason_names[LP_REASON_COUNT] = {
-    "none", "out_of_memory", "gpu_count", "tp_heads", "tp_ffn",    "pp_layers", "batch", "cp_seq",
-    "ep",   "schedule",      "sp",        "zero",     "precision", "tp_node",   "range", "numeric"};
+    "none",      "out_of_memory", "gpu_count", "tp_heads", "tp_ffn",   "pp_layers",
+    "batch",     "cp_seq",        "ep",        "schedule", "sp",       "zero",
+    "precision", "tp_node",       "range",     "numeric",  "framework"};
 
 const char *lp_op_class_name(enum lp_op_class c)
 {
@@ -96,6 +97,12 @@ void lp_result_reason(const struct lp_result *r, char *buf, size_t len)
         else
             snprintf(buf, len, "zero 3 with pipeline parallelism is not supported");
         break;
+    case LP_REASON_FRAMEWORK: { /* rules.c fw_hybrid, fsdp_layout, fsdp_lora */
+        const char *key;
+        const char *what = lp_fw_gap_text((enum lp_fw_gap)r->reason_a, &key);
+        snprintf(buf, len, "%s (%s)", what, key);
+        break;
+    }
     case LP_REASON_PRECISION:
         snprintf(buf, len, "the GPU has no tensor-core peak for this precision");
         break;

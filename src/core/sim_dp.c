@@ -6,6 +6,7 @@
 
 #include "llmplan/arch.h"
 #include "llmplan/profile.h"
+#include "llmplan/rules.h"
 #include "sim_internal.h"
 
 /* Bytes a fused Adam step moves per parameter, states of s bytes and
@@ -102,37 +103,44 @@ void lp_sim_param_bytes(const struct lp_run *r, struct lp_bytes_per_param *b)
 
 /* The parameter tensors of one layer on one TP rank, in parameters: what a
  * framework that gathers ZeRO-3 parameters tensor by tensor issues one
- * collective for (fw.zero3_per_tensor). Returns their count (<= cap). */
-static int layer_tensors(const struct lp_run *r, bool moe_layer, double *sz, int cap)
+ * collective for (fw.zero3_per_tensor), in registration order. Exact for
+ * any expert count: the attention part (at most 9 tensors) and one expert's
+ * group (at most 4), repeated `copies` times, so no list is built or capped
+ * (a list of 512 truncated 256 experts at ep 1: 5 + 2 x 256 tensors). */
+void lp_sim_layer_tensors(const struct lp_run *r, bool moe_layer, struct lp_layer_tensors *lt)
 {
     const struct lp_model *m = &r->model;
     double t = r->par.tp, h = m->hidden, d = (double)m->hidden / m->heads;
-    int n = 0;
-#define PUT(x)                                                                                     \
-    do {                                                                                           \
-        if (n < cap) sz[n++] = (x);                                                                \
-    } while (0)
+    memset(lt, 0, sizeof(*lt));
+    double *pre = lt->pre, *grp = lt->grp;
+    int n = 0, g = 0;
     for (int i = 0; i < 2; i++) { /* the two norms */
-        PUT(h);
-        if (m->norm == LP_NORM_LAYERNORM) PUT(h);
+        pre[n++] = h;
+        if (m->norm == LP_NORM_LAYERNORM) pre[n++] = h;
     }
-    PUT(h * d * (m->heads + 2.0 * m->kv_heads) / t); /* QKV */
-    if (m->bias) PUT((m->heads + 2.0 * m->kv_heads) * d / t);
-    PUT(m->heads * d * h / t); /* output projection */
-    if (m->bias) PUT(h);
+    pre[n++] = h * d * (m->heads + 2.0 * m->kv_heads) / t; /* QKV */
+    if (m->bias) pre[n++] = (m->heads + 2.0 * m->kv_heads) * d / t;
+    pre[n++] = m->heads * d * h / t; /* output projection */
+    if (m->bias) pre[n++] = h;
     const bool moe = moe_layer && m->moe.experts > 0;
     const double f = moe ? m->moe.ffn_hidden : m->ffn_hidden;
     const double copies = moe ? (double)m->moe.experts / r->par.ep : 1.0;
     const double nmat = m->ffn_act == LP_ACT_SWIGLU ? 3.0 : 2.0;
-    if (moe) PUT(h * m->moe.experts); /* router */
-    for (int e = 0; e < (int)copies; e++) {
-        PUT((nmat - 1.0) * h * f / t); /* fc1 (gate and up fused for SwiGLU) */
-        if (m->bias) PUT((nmat - 1.0) * f / t);
-        PUT(f * h / t); /* fc2 */
-        if (m->bias) PUT(h);
-    }
-#undef PUT
-    return n;
+    if (moe) pre[n++] = h * m->moe.experts; /* router */
+    grp[g++] = (nmat - 1.0) * h * f / t;    /* fc1 (gate and up fused for SwiGLU) */
+    if (m->bias) grp[g++] = (nmat - 1.0) * f / t;
+    grp[g++] = f * h / t; /* fc2 */
+    if (m->bias) grp[g++] = h;
+    lt->npre = n;
+    lt->ngrp = g;
+    lt->copies = (int)copies;
+    lt->n = n + g * lt->copies;
+}
+
+/* tensor i (0 <= i < lt->n) of lp_sim_layer_tensors' order */
+static inline double lt_at(const struct lp_layer_tensors *lt, int i)
+{
+    return i < lt->npre ? lt->pre[i] : lt->grp[(i - lt->npre) % lt->ngrp];
 }
 
 double lp_sim_expert_group(const struct lp_run *r, double Pe, int *ne, int *se)
@@ -182,7 +190,7 @@ static double dp_coll(struct lp_sim *s, const struct lp_run *r, enum lp_coll op,
 #define DS_PERSISTENCE_THRESHOLD 1e5
 #define DS_MAX_REUSE_DISTANCE 1e9
 /* reduce_bucket_size, in elements, of the ZeRO-3 runs' DeepSpeed config
- * (z3_ipg_bucket): DeepSpeedExamples' Megatron-LM-v1.1.5-ZeRO3
+ * (z3_ipg_layers): DeepSpeedExamples' Megatron-LM-v1.1.5-ZeRO3
  * examples/ds_zero_stage_3_config.json (2cd968f2, 2021-03), the one published
  * Megatron + ZeRO-3 config of the time, whose contiguous_gradients (on) the
  * model takes too; DeepSpeed's own default is 5e8 (constants.py
@@ -295,60 +303,59 @@ static double z3_list_build(const struct lp_cost_model *cm, double bytes, int n,
  * these is a read and a write of its elements on the GPU; nothing hides
  * them: the next gather's torch.cuda.synchronize() (partition_parameters.py
  * _allgather_param) waits for the reduction stream too. The layer's
- * gradients arrive in the reverse of layer_tensors' (registration) order;
- * each layer kind's nl layers run from an empty bucket, the embedding and
- * head as one gradient after them. Only the GPU's time is counted (the
- * Python of narrow / copy_ / div_ is not: a lower bound). Returns seconds
- * per micro-batch; *lay_s the same without the ends' gradient, *flushes
- * counts the flushes. */
-static double z3_ipg_bucket(const struct lp_cost_model *cm, const double *sz, int nt, int nl,
-                            double ends, double elem_bytes, double *lay_s, double *flushes)
+ * gradients arrive in the reverse of lp_sim_layer_tensors' (registration)
+ * order. The bucket is one for the whole backward: its state carries from
+ * one layer kind's layers to the next (the MoE layers' first, as the
+ * backward meets them under first_dense_layers; a layer_freq > 1 layout,
+ * which alternates them, is played by kind too), then the embedding and
+ * head as one gradient, then the epilogue flushes once (v0.3.13 engine.py:
+ * DeepSpeedEngine.backward -> allreduce_gradients ->
+ * overlapping_partition_gradients_reduce_epilogue, once per backward, not
+ * per layer kind). Only the GPU's time
+ * is counted (the Python of narrow / copy_ / div_ is not: a lower bound). */
+struct ds_ipg {
+    double moved, e, xl, nf; /* elements read and written; bucket, aside; flushes */
+};
+
+static void ds_ipg_flush(struct ds_ipg *q)
 {
-    const double B = DS_REDUCE_BUCKET_SIZE;
-    double moved = 0, e = 0, xl = 0, nf = 0; /* elements read and written, bucket state */
-#define DS_FLUSH()                                                                                 \
-    do {                                                                                           \
-        moved += B + xl;                                                                           \
-        nf += 1;                                                                                   \
-        e = xl = 0;                                                                                \
-    } while (0)
-#define DS_GRAD(p)                                                                                 \
-    do {                                                                                           \
-        if (e + (p) > B) DS_FLUSH();                                                               \
-        if ((p) > B)                                                                               \
-            xl = (p);                                                                              \
-        else                                                                                       \
-            moved += (p);                                                                          \
-        e += (p);                                                                                  \
-    } while (0)
+    q->moved += DS_REDUCE_BUCKET_SIZE + q->xl;
+    q->nf += 1;
+    q->e = q->xl = 0;
+}
+
+static void ds_ipg_grad(struct ds_ipg *q, double p)
+{
+    if (q->e + p > DS_REDUCE_BUCKET_SIZE) ds_ipg_flush(q);
+    if (p > DS_REDUCE_BUCKET_SIZE)
+        q->xl = p;
+    else
+        q->moved += p;
+    q->e += p;
+}
+
+/* nl layers of one kind into the bucket q */
+static void z3_ipg_layers(struct ds_ipg *q, const struct lp_layer_tensors *lt, int nl)
+{
     /* layers until the bucket's state at a layer's end repeats (a layer
      * with a flush in it ends alike whatever came before, from the second
      * layer on), then the remaining layers at the last layer's share */
-    double per = 0, prev_e = -1, prev_xl = -1;
+    double prev_e = -1, prev_xl = -1;
     int done = 0;
     while (done < nl) {
-        const double m0 = moved, n0 = nf;
-        for (int i = nt - 1; i >= 0; i--)
-            DS_GRAD(sz[i]);
+        const double m0 = q->moved, n0 = q->nf;
+        for (int i = lt->n - 1; i >= 0; i--)
+            ds_ipg_grad(q, lt_at(lt, i));
         done++;
-        per = moved - m0;
-        const double pf = nf - n0;
-        if (e == prev_e && xl == prev_xl) {
-            moved += (nl - done) * per;
-            nf += (nl - done) * pf;
+        const double per = q->moved - m0, pf = q->nf - n0;
+        if (q->e == prev_e && q->xl == prev_xl) {
+            q->moved += (nl - done) * per;
+            q->nf += (nl - done) * pf;
             break;
         }
-        prev_e = e;
-        prev_xl = xl;
+        prev_e = q->e;
+        prev_xl = q->xl;
     }
-    /* without the ends: the epilogue flushes what the layers left */
-    *lay_s = cm->ops->mem_s(cm, LP_MEM_COPY, 2.0 * (moved + B + xl) * elem_bytes);
-    if (ends > 0) DS_GRAD(ends);
-    DS_FLUSH(); /* independent_gradient_partition_epilogue */
-#undef DS_GRAD
-#undef DS_FLUSH
-    *flushes = nf;
-    return cm->ops->mem_s(cm, LP_MEM_COPY, 2.0 * moved * elem_bytes);
 }
 
 void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_params *pr,
@@ -405,27 +412,28 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
         for (int moe = 0; moe < 2; moe++) {
             int nl = moe ? pr->moe_layers_per_stage : pr->dense_layers_per_stage;
             if (nl <= 0) continue;
-            double sz[512];
-            int nt = 1;
-            sz[0] = moe ? pr->moe_layer : pr->layer;
-            if (r->fw.zero3_per_tensor) nt = layer_tensors(r, moe != 0, sz, 512);
+            struct lp_layer_tensors lt = {
+                .pre = {moe ? pr->moe_layer : pr->layer}, .npre = 1, .ngrp = 1, .n = 1};
+            if (r->fw.zero3_per_tensor) lp_sim_layer_tensors(r, moe != 0, &lt);
+            const int nt = lt.n;
             double after = 0; /* parameters of the layer's tensors after tensor i */
             for (int i = 0; i < nt; i++)
-                after += sz[i];
+                after += lt_at(&lt, i);
             for (int i = 0; i < nt; i++) {
-                after -= sz[i];
-                double g = lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, sz[i] * b.w, nd, p->tp);
-                double x = lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, sz[i] * b.g_comm, nd,
-                                        p->tp);
+                const double szi = lt_at(&lt, i);
+                after -= szi;
+                double g = lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, szi * b.w, nd, p->tp);
+                double x =
+                    lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, szi * b.g_comm, nd, p->tp);
                 double nf = nl, nb = nl;
                 if (r->fw.zero3_per_tensor)
-                    zero3_gathers(r, sz[i], after, nl_all, per_layer, fmax(ends, 0.0), &nf, &nb);
+                    zero3_gathers(r, szi, after, nl_all, per_layer, fmax(ends, 0.0), &nf, &nb);
                 if (r->fw.zero3_rank_copies) {
                     double vg, vx;
-                    const double lg = z3_list_build(cm, sz[i] * b.w, nd, true, &vg);
-                    const double lx = z3_list_build(cm, sz[i] * b.g_comm, nd, false, &vx);
-                    g += z3_rank_copies(cm, sz[i] * b.w, nd, g, true) + lg;
-                    x += z3_rank_copies(cm, sz[i] * b.g_comm, nd, x, false) + lx;
+                    const double lg = z3_list_build(cm, szi * b.w, nd, true, &vg);
+                    const double lx = z3_list_build(cm, szi * b.g_comm, nd, false, &vx);
+                    g += z3_rank_copies(cm, szi * b.w, nd, g, true) + lg;
+                    x += z3_rank_copies(cm, szi * b.g_comm, nd, x, false) + lx;
                     out->z3_copy_kernels += (double)nd * (nf + nb + nl);
                     out->z3_py_views += vg * (nf + nb) + vx * nl;
                 }
@@ -458,24 +466,32 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
         }
         if (r->fw.zero3_per_tensor) {
             /* the gradient bucket's copies and divisions, drawn with the
-             * layers' reduce-scatters (the epilogue's flush among them) and
-             * the ends' (their gradient, after the first layer kind's) */
-            bool ends_done = false;
-            for (int moe = 0; moe < 2; moe++) {
+             * layers' reduce-scatters (the epilogue's flush of what the
+             * layers left with the last kind's) and the ends' (their
+             * gradient, the epilogue's flush with it) */
+            struct ds_ipg q = {0};
+            double lay_all = 0;
+            for (int k = 0; k < 2; k++) {
+                const int moe = 1 - k; /* the MoE layers first */
                 const int nl = moe ? pr->moe_layers_per_stage : pr->dense_layers_per_stage;
                 if (nl <= 0) continue;
-                double sz[512], nfl;
-                const int nt = layer_tensors(r, moe != 0, sz, 512);
-                const double e_here = ends_done ? 0.0 : fmax(ends, 0.0);
-                ends_done = true;
-                double lay;
-                const double all = z3_ipg_bucket(cm, sz, nt, nl, e_here, b.g_comm, &lay, &nfl);
-                out->z3_ipg_flushes += nfl;
-                out->z3_ipg_s += all;
-                out->z3_rs_s[moe] += lay / nl;
-                out->z3_ends_rs_s += all - lay;
-                rs += all;
+                struct lp_layer_tensors lt;
+                lp_sim_layer_tensors(r, moe != 0, &lt);
+                const double m0 = q.moved;
+                z3_ipg_layers(&q, &lt, nl);
+                double lay = q.moved - m0;
+                if (moe == 0 || pr->dense_layers_per_stage <= 0) /* the last kind */
+                    lay += DS_REDUCE_BUCKET_SIZE + q.xl;
+                lay_all += lay;
+                out->z3_rs_s[moe] += cm->ops->mem_s(cm, LP_MEM_COPY, 2.0 * lay * b.g_comm) / nl;
             }
+            if (ends > 0) ds_ipg_grad(&q, ends);
+            ds_ipg_flush(&q); /* independent_gradient_partition_epilogue */
+            const double all = cm->ops->mem_s(cm, LP_MEM_COPY, 2.0 * q.moved * b.g_comm);
+            out->z3_ipg_flushes = q.nf;
+            out->z3_ipg_s = all;
+            out->z3_ends_rs_s += all - cm->ops->mem_s(cm, LP_MEM_COPY, 2.0 * lay_all * b.g_comm);
+            rs += all;
         }
         out->zero3_fwd_s = ag;
         out->zero3_bwd_s = ag_b + rs;
@@ -553,8 +569,6 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
  * Under autocast each forward casts every fp32 weight to the compute dtype
  * (4 + 2 bytes per parameter). */
 
-#define LP_TORCH_MAX_UNITS 1024
-
 /* FSDP's host work per original parameter of a unit, measured by the FSDP
  * maintainers on 400 nn.Parameters in one FlatParameter (pytorch/pytorch
  * PR #96958, "[FSDP] Reduce CPU overhead", 2023-03, after that PR; PyTorch
@@ -574,17 +588,10 @@ bool lp_torch_dp_applies(const struct lp_run *r)
     if (r->fw.kind == LP_FW_DDP ? p->zero != 0
                                 : !lp_fw_is_fsdp(r->fw.kind) || (p->zero != 0 && p->zero < 2))
         return false;
-    if (p->pp != 1 || p->vp != 1 || p->dp * p->cp < 2 || r->model.moe.experts > 0 ||
-        r->train.lora_rank > 0 || r->model.mtp_layers > 0 ||
-        r->model.layers + 2 > LP_TORCH_MAX_UNITS)
-        return false;
-    for (int i = 0; i < r->model.layers; i++) { /* transformer blocks only */
-        enum lp_mixer mx;
-        enum lp_ffn ff;
-        lp_arch_layer(&r->model, i, &mx, &ff);
-        if (mx != LP_MIX_ATTN || ff != LP_FFN_DENSE) return false;
-    }
-    return true;
+    /* an FSDP run outside these is refused before (rules.c fsdp_layout,
+     * fsdp_lora; json_load.c), DDP's falls back to the generic model */
+    return p->dp * p->cp >= 2 && r->train.lora_rank == 0 &&
+           lp_torch_layout_gap(&r->model, p) == LP_GAP_NONE;
 }
 
 /* the network: a collective issued at `ready` starts when the links are free */
@@ -787,8 +794,9 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
      * registrations with a setattr, no views made per unshard: its hook time
      * per parameter has no published measurement and is not counted */
     if (shard && !fsdp2) {
-        double sz[64];
-        const double nt = layer_tensors(r, false, sz, 64);
+        struct lp_layer_tensors lt;
+        lp_sim_layer_tensors(r, false, &lt);
+        const double nt = lt.n;
         const double nr = r->model.tied_embeddings ? 2.0 : 3.0;
         hu_blk = nt * LP_FSDP_UNSHARD_VIEWS_S;
         hr_blk = nt * LP_FSDP_SHARD_VIEWS_S;
@@ -922,8 +930,13 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
              * bucket (one kernel per tensor) and a full bucket is reduced */
             double filled = 0, limit = fmin(1024.0 * 1024.0, r->fw.bucket_bytes);
             int nbk = 0; /* buckets reduced */
-            double sz[64];
-            const int nt = layer_tensors(r, false, sz, 64);
+            /* a dense block: one FFN group, so at most 9 + 4 tensors */
+            struct lp_layer_tensors lt;
+            lp_sim_layer_tensors(r, false, &lt);
+            double sz[9 + 4];
+            const int nt = lt.n;
+            for (int j = 0; j < nt; j++)
+                sz[j] = lt_at(&lt, j);
             const double norm = P_root - pr->head - pr->emb;
             const int nu = L + 3;
             for (int u = 0; u < nu; u++) {

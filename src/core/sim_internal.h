@@ -304,6 +304,16 @@ struct lp_bytes_per_param {
  * Pe, or 0 when the two groups are the same (sim_dp.c). */
 double lp_sim_expert_group(const struct lp_run *r, double Pe, int *ne, int *se);
 
+/* The parameter tensors of one layer on one TP rank (sim_dp.c
+ * lp_sim_layer_tensors), in registration order: pre[0..npre) (norms,
+ * attention, the router), then one FFN's or expert's group grp[0..ngrp)
+ * `copies` times (the experts on this EP rank); n in all. */
+struct lp_layer_tensors {
+    double pre[9], grp[4];
+    int npre, ngrp, copies, n;
+};
+void lp_sim_layer_tensors(const struct lp_run *r, bool moe_layer, struct lp_layer_tensors *lt);
+
 /* Data-parallel / ZeRO / FSDP costs of one iteration (sim_dp.c). */
 struct lp_dp_cost {
     double exposed_s[2]; /* stage 0, last stage */
@@ -330,7 +340,7 @@ struct lp_dp_cost {
     /* ... and the Python view calls that built their lists of world-size
      * views (sim_dp.c z3_list_build; their time is inside the above too) */
     double z3_py_views;
-    /* ... and DeepSpeed 2021's gradient bucket (sim_dp.c z3_ipg_bucket):
+    /* ... and DeepSpeed 2021's gradient bucket (sim_dp.c z3_ipg_layers):
      * its copies and in-place divisions per micro-batch (inside
      * zero3_bwd_s and the reduce-scatters above) and its flushes */
     double z3_ipg_s, z3_ipg_flushes;

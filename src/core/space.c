@@ -186,12 +186,16 @@ static enum lp_space_verdict decode_from(const struct lp_space *s, uint64_t inde
         tr.global_batch = gbs;
         train = &tr;
     }
+    const struct lp_framework_opts *fw = sw->fws ? &sw->fws[VAL(LP_DIM_FRAMEWORK)] : &sw->fw;
     const struct lp_rule_view view = {m,
                                       sys,
                                       train,
                                       &p,
                                       (enum lp_prec)VAL(LP_DIM_PRECISION),
-                                      sw->fws ? sw->fws[VAL(LP_DIM_FRAMEWORK)].kind : sw->fw.kind};
+                                      fw->kind,
+                                      fw->hybrid_shard,
+                                      sw->fts ? sw->fts[VAL(LP_DIM_FINETUNE)].lora_rank
+                                              : sw->train.lora_rank};
     int k = 0; /* the next rule of the list: the first of dimension `from` */
     while (k < lp_rule_count && (int)lp_rules[k].dim < from)
         k++;

@@ -15,6 +15,7 @@
 
 #include "json_util.h"
 #include "llmplan/io.h"
+#include "llmplan/rules.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
@@ -1457,6 +1458,33 @@ static int check_op_sac(const struct lp_jctx *c, const struct lp_run *r)
  * sweep's walk skips by too: rules.c zero_framework): fully_shard always
  * shards, its one choice is reshard_after_forward, the run's zero 3 (True)
  * or 2 (False); NO_SHARD and ZeRO-1 are not FSDP2 */
+/* an option or layout the framework does not run as modelled, the rules a
+ * sweep's walk skips by too (rules.c fw_hybrid, fsdp_layout, fsdp_lora):
+ * hybrid_shard outside FSDP at zero 2-3 (config.h lp_fw_hybrid_runs), an
+ * FSDP run over several ranks that lp_torch_dp does not play (rules.h
+ * lp_fw_fsdp_gap) */
+static int check_fw_gap(const struct lp_jctx *c, const struct lp_run *r)
+{
+    const char *name = lp_framework_name(r->fw.kind);
+    if (r->fw.hybrid_shard && !lp_fw_hybrid_runs(r->fw.kind, r->par.zero))
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key 'framework.hybrid_shard': HYBRID_SHARD is an FSDP sharding strategy: "
+                "expected false with framework \"%s\" at zero %d (true needs fsdp, fsdp1 or "
+                "fsdp2 at zero 2 or 3)",
+                c->file, name, r->par.zero);
+    const enum lp_fw_gap g = lp_fw_fsdp_gap(r->fw.kind, &r->model, &r->par, r->train.lora_rank);
+    if (g != LP_GAP_NONE) {
+        const char *key;
+        const char *what = lp_fw_gap_text(g, &key);
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key '%s': framework \"%s\" over %d data-parallel ranks: %s "
+                "(docs/frameworks.md); expected pp 1, a dense attention + MLP model without "
+                "MTP and no LoRA, or another framework",
+                c->file, key, name, r->par.dp * r->par.cp, what);
+    }
+    return LP_OK;
+}
+
 static int check_fsdp2_zero(const struct lp_jctx *c, const struct lp_run *r)
 {
     if (r->par.zero < lp_fw_min_zero(r->fw.kind))
@@ -1637,6 +1665,7 @@ int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struc
                 cleanup);
     LP_TRY_GOTO(err, rc, check_op_sac(&c, out), cleanup);
     LP_TRY_GOTO(err, rc, check_fsdp2_zero(&c, out), cleanup);
+    LP_TRY_GOTO(err, rc, check_fw_gap(&c, out), cleanup);
     /* the GPU count tp*pp*cp*dp in 64 bits: each degree fits an int, their
      * product may not (LP_MAX_GPUS) */
     const int64_t mp = (int64_t)out->par.tp * out->par.pp * out->par.cp;

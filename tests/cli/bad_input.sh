@@ -75,6 +75,10 @@ case_ fsdp2_zero "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\", \"p
   \"training\": {\"global_batch\": 8}, \"framework\": \"fsdp2\" }" "'parallel.zero'" "reshard_after_forward"
 case_ hybrid_shard "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
   \"training\": {\"global_batch\": 8}, \"framework\": {\"name\": \"fsdp\", \"hybrid_shard\": 1} }" "'framework.hybrid_shard'"
+case_ hybrid_shard_megatron "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\", \"parallel\": {\"dp\": 8, \"zero\": 1},
+  \"training\": {\"global_batch\": 8}, \"framework\": {\"name\": \"megatron\", \"hybrid_shard\": true} }" "'framework.hybrid_shard'" "FSDP sharding strategy"
+case_ fsdp_pipeline "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\", \"parallel\": {\"dp\": 4, \"pp\": 2, \"zero\": 2},
+  \"training\": {\"global_batch\": 8}, \"framework\": \"fsdp2\" }" "'parallel.pp'" "pipeline parallelism"
 
 # llmplan loss: bad numbers and an unknown fit are usage errors (exit 2)
 for args in "1e9" "1e9 -5" "1e9 2e10 --fit kaplan"; do

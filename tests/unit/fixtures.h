@@ -113,6 +113,13 @@ static inline void lp_fixture_run_of_digits(const struct lp_sweep *sw, const int
     r->system = sw->systems[V(LP_DIM_SYSTEM)];
     r->train = sw->train;
     r->fw = sw->fws ? sw->fws[V(LP_DIM_FRAMEWORK)] : sw->fw;
+    if (sw->fts) { /* the finetune digit, as space.c sets it */
+        const struct lp_sweep_finetune *ft = &sw->fts[V(LP_DIM_FINETUNE)];
+        r->train.lora_rank = ft->lora_rank;
+        r->train.lora_base_bits = ft->lora_base_bits;
+        r->train.lora_targets = ft->lora_targets;
+        r->train.lora_dropout = ft->lora_dropout;
+    }
     const int att = V(LP_DIM_ATTENTION);
     r->train.flash_attention = att != LP_ATTENTION_COUNT;
     r->train.attention = att != LP_ATTENTION_COUNT ? (enum lp_attention)att : LP_ATTENTION_FLASH2;

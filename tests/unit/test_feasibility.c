@@ -31,6 +31,18 @@ static const char *const SWEEP_RANGE =
     " \"space\": {\"tp\": [1, 2], \"pp\": [1, 2], \"vp\": [1, 2], \"micro_batch\": [1, 4, 64],"
     "   \"schedule\": \"auto\"}}";
 
+/* frameworks with options and layouts they do not run as modelled: hybrid
+ * megatron (never), hybrid fsdp (zero 2-3, pp 1), fsdp over 8 ranks
+ * (pp 1, dense model), megatron (all); a LoRA fine-tuning beside the full
+ * one (fsdp: over one rank only) */
+static const char *const SWEEP_FW =
+    "{\"model\": [\"gpt3-1.3b\", \"mixtral-8x7b\"], \"system\": \"dgx-a100-80gb\","
+    " \"gpus\": [1, 8], \"training\": {\"global_batch\": 16},"
+    " \"framework\": [\"megatron\", {\"name\": \"megatron\", \"hybrid_shard\": true}, \"fsdp\","
+    "   {\"name\": \"fsdp\", \"hybrid_shard\": true}],"
+    " \"space\": {\"tp\": [1], \"pp\": [1, 2], \"ep\": [1], \"micro_batch\": [1],"
+    "   \"zero\": [0, 2, 3], \"finetune\": [false, {\"method\": \"lora\", \"rank\": 16}]}}";
+
 /* Walk every index one by one; compare with lp_sim_validate; count by
  * reason into seen[]. */
 static void compare(const struct lp_sweep *sw, uint64_t seen[LP_REASON_COUNT], int *th_failed_)
@@ -88,6 +100,11 @@ TEST(space_and_simulate_agree_on_every_reason)
     lp_sweep_destroy(&sw);
     if (*th_failed_) return;
     sw = lp_fixture_sweep(SWEEP_RANGE);
+    ASSERT_TRUE(sw != NULL);
+    compare(sw, seen, th_failed_);
+    lp_sweep_destroy(&sw);
+    if (*th_failed_) return;
+    sw = lp_fixture_sweep(SWEEP_FW);
     ASSERT_TRUE(sw != NULL);
     compare(sw, seen, th_failed_);
     lp_sweep_destroy(&sw);
@@ -149,5 +166,46 @@ TEST(fsdp2_zero_below_two_skipped)
     lp_sweep_destroy(&sw);
 }
 
+/* The walk skips what simulate refuses (json_load.c check_fw_gap: the same
+ * rules, rules.c fw_hybrid, fsdp_layout, fsdp_lora) with reason
+ * "framework" instead of playing it under the generic DP model: hybrid
+ * megatron never runs; hybrid fsdp at zero 2-3 only; fsdp over 8 ranks at
+ * pp 1 on the dense model only, and not with LoRA; over 1 rank (nothing
+ * to shard) fsdp runs every model and LoRA. */
+TEST(framework_gaps_skipped)
+{
+    struct lp_sweep *sw = lp_fixture_sweep(SWEEP_FW);
+    ASSERT_TRUE(sw != NULL);
+    struct lp_space s;
+    ASSERT_OK(lp_space_init(&s, sw, NULL));
+    static struct lp_run run;
+    int valid[4] = {0}, skipped = 0;
+    for (uint64_t i = 0; i < lp_space_size(&s); i++) {
+        enum lp_reason why;
+        uint64_t span = 0;
+        if (lp_space_decode(&s, i, &run, &why, &span) != LP_SPACE_VALID) {
+            skipped += why == LP_REASON_FRAMEWORK;
+            continue;
+        }
+        const bool fsdp = run.fw.kind == LP_FW_FSDP, hyb = run.fw.hybrid_shard;
+        valid[2 * fsdp + hyb]++;
+        ASSERT_TRUE(!hyb || (fsdp && run.par.zero >= 2));
+        if (fsdp && run.par.dp > 1) {
+            ASSERT_TRUE(run.par.pp == 1 && run.model.moe.experts == 0);
+            ASSERT_TRUE(run.train.lora_rank == 0);
+        }
+    }
+    ASSERT_TRUE(valid[0] > 0 && valid[1] == 0 && valid[2] > 0 && valid[3] > 0);
+    ASSERT_TRUE(skipped > 0);
+    char msg[200];
+    struct lp_result res = {.reason = LP_REASON_FRAMEWORK, .reason_a = LP_GAP_HYBRID};
+    lp_result_reason(&res, msg, sizeof(msg));
+    ASSERT_TRUE(strstr(msg, "framework.hybrid_shard") != NULL);
+    res.reason_a = LP_GAP_PP;
+    lp_result_reason(&res, msg, sizeof(msg));
+    ASSERT_TRUE(strstr(msg, "parallel.pp") != NULL);
+    lp_sweep_destroy(&sw);
+}
+
 TH_MAIN(TH_CASE(space_and_simulate_agree_on_every_reason), TH_CASE(rules_sorted_and_complete),
-        TH_CASE(fsdp2_zero_below_two_skipped))
+        TH_CASE(fsdp2_zero_below_two_skipped), TH_CASE(framework_gaps_skipped))

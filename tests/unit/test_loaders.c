@@ -179,6 +179,7 @@ TEST(attention_kernel)
 TEST(framework_round_trip)
 {
     const char *base = "{\"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\", "
+                       "\"parallel\": {\"zero\": 3}, "
                        "\"training\": {\"global_batch\": 8}, \"framework\": ";
     char text[1024];
     struct lp_run r, back;
@@ -211,6 +212,70 @@ TEST(framework_round_trip)
     ASSERT_NEAR(back.fw.host_op_s, 30e-6, 1e-15);
     ASSERT_TRUE(back.fw.dp_overlap == r.fw.dp_overlap && back.fw.kind == LP_FW_FSDP);
     ASSERT_TRUE(back.fw.hybrid_shard && back.fw.train_metrics);
+}
+
+/* An option or layout the framework does not run as modelled is refused,
+ * naming the file and key (json_load.c check_fw_gap, the rules a sweep
+ * skips by: rules.c fw_hybrid, fsdp_layout, fsdp_lora): hybrid_shard on a
+ * framework that is not FSDP, or on FSDP below zero 2 (no hybrid
+ * NO_SHARD); an FSDP run over 8 ranks with pp 2, MoE layers, MTP or LoRA,
+ * which lp_torch_dp does not play (the generic DP model stood in before).
+ * FSDP over one rank (nothing sharded) and hybrid FSDP at zero 2-3 pass. */
+TEST(framework_gaps_refused)
+{
+    static const struct {
+        const char *run, *key, *what;
+    } bad[] = {
+        {"\"parallel\": {\"dp\": 8, \"zero\": 1}, \"framework\": {\"name\": \"megatron\", "
+         "\"hybrid_shard\": true}",
+         "'framework.hybrid_shard'", "\"megatron\" at zero 1"},
+        {"\"parallel\": {\"dp\": 8, \"zero\": 0}, \"framework\": {\"name\": \"fsdp\", "
+         "\"hybrid_shard\": true}",
+         "'framework.hybrid_shard'", "\"fsdp\" at zero 0"},
+        {"\"parallel\": {\"dp\": 4, \"pp\": 2, \"zero\": 2}, \"framework\": \"fsdp2\"",
+         "'parallel.pp'", "pipeline"},
+        {"\"parallel\": {\"dp\": 8, \"zero\": 3}, \"framework\": \"fsdp1\", \"model\": "
+         "\"mixtral-8x7b\"",
+         "'model'", "MoE"},
+        {"\"parallel\": {\"dp\": 8, \"zero\": 3}, \"framework\": \"fsdp\", \"model\": "
+         "\"nemotron-h-8b\"",
+         "'model'", "attention + dense MLP"},
+        {"\"parallel\": {\"dp\": 8, \"zero\": 3}, \"framework\": \"fsdp\", \"training\": "
+         "{\"global_batch\": 8, \"finetune\": {\"method\": \"lora\", \"rank\": 16}}",
+         "'training.finetune'", "LoRA"},
+    };
+    char text[1024];
+    struct lp_run r;
+    struct lp_err err;
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const bool own_model = strstr(bad[i].run, "\"model\"") != NULL;
+        const bool own_train = strstr(bad[i].run, "\"training\"") != NULL;
+        snprintf(text, sizeof(text), "{%s\"system\": \"dgx-a100-80gb\", %s%s}",
+                 own_model ? "" : "\"model\": \"gpt3-1.3b\", ",
+                 own_train ? "" : "\"training\": {\"global_batch\": 8}, ", bad[i].run);
+        lp_err_clear(&err);
+        if (lp_parse_run(text, "g.json", &r, &err) != LP_EINVAL) TH_FAIL_("case %zu passed", i);
+        ASSERT_CONTAINS(err.msg, "g.json");
+        ASSERT_CONTAINS(err.msg, bad[i].key);
+        ASSERT_CONTAINS(err.msg, bad[i].what);
+    }
+    static const char *const good[] = {
+        "\"parallel\": {\"dp\": 8, \"zero\": 2}, \"framework\": {\"name\": \"fsdp1\", "
+        "\"hybrid_shard\": true}",
+        "\"parallel\": {\"dp\": 8, \"zero\": 3}, \"framework\": {\"name\": \"fsdp2\", "
+        "\"hybrid_shard\": true}",
+        "\"model\": \"mixtral-8x7b\", \"framework\": \"fsdp\", \"training\": "
+        "{\"global_batch\": 8, \"finetune\": {\"method\": \"lora\", \"rank\": 16}}",
+    };
+    for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+        const bool own_model = strstr(good[i], "\"model\"") != NULL;
+        const bool own_train = strstr(good[i], "\"training\"") != NULL;
+        snprintf(text, sizeof(text), "{%s\"system\": \"dgx-a100-80gb\", %s%s}",
+                 own_model ? "" : "\"model\": \"gpt3-1.3b\", ",
+                 own_train ? "" : "\"training\": {\"global_batch\": 8}, ", good[i]);
+        lp_err_clear(&err);
+        if (lp_parse_run(text, "h.json", &r, &err) != LP_OK) TH_FAIL_("good %zu: %s", i, err.msg);
+    }
 }
 
 /* The documented framework defaults (docs/frameworks.md), pinned. */
@@ -431,5 +496,5 @@ TEST(calibration_read_once)
 
 TH_MAIN(TH_CASE(all_presets_load), TH_CASE(preset_values), TH_CASE(run_inline_and_defaults),
         TH_CASE(run_errors_name_file_and_key), TH_CASE(attention_kernel),
-        TH_CASE(framework_round_trip), TH_CASE(framework_defaults), TH_CASE(atomic_write),
-        TH_CASE(calibration_file), TH_CASE(calibration_read_once))
+        TH_CASE(framework_round_trip), TH_CASE(framework_gaps_refused), TH_CASE(framework_defaults),
+        TH_CASE(atomic_write), TH_CASE(calibration_file), TH_CASE(calibration_read_once))

@@ -210,7 +210,7 @@ TEST(deepspeed_zero3_list_build_by_hand)
     CLOSE_REL(dc.z3_ag_s[0] - plain.z3_ag_s[0], copies + fill + 4 * n * LP_PY_VIEW_CALL_S);
 }
 
-/* DeepSpeed 2021 ZeRO-3's gradient bucket (sim_dp.c z3_ipg_bucket) on GPT-3
+/* DeepSpeed 2021 ZeRO-3's gradient bucket (sim_dp.c z3_ipg_layers) on GPT-3
  * 175B (h 12288, TP 1, DP 1536 as E0013), reduce_bucket_size B = 5e7.
  * A layer's gradients arrive fc2 bias (h), fc2 (4 h^2), fc1 bias (4 h), fc1
  * (4 h^2), projection bias (h), projection (h^2), QKV bias (3 h), QKV
@@ -249,7 +249,85 @@ TEST(deepspeed_zero3_ipg_bucket_by_hand)
     ASSERT_TRUE(plain.z3_ipg_s == 0 && plain.z3_ipg_flushes == 0);
 }
 
+/* lp_sim_layer_tensors is exact at any expert count: GPT-3 175B's layer
+ * (layer norms and biases) with 256 experts of ffn f at ep 1 has 4 norm
+ * vectors, QKV and its bias, the projection and its bias, the router, then
+ * 256 x (fc1, its bias, fc2, its bias): 9 + 1024 tensors (a list capped at
+ * 512 dropped 521 of them), summing to the layer's parameters; at ep 2 half
+ * the experts. */
+TEST(layer_tensors_256_experts_ep1)
+{
+    static struct lp_run r;
+    z3_run(&r, 8);
+    const double h = 12288, f = 1024;
+    r.model.moe.experts = 256;
+    r.model.moe.top_k = 8;
+    r.model.moe.ffn_hidden = (int)f;
+    struct lp_layer_tensors lt;
+    lp_sim_layer_tensors(&r, true, &lt);
+    ASSERT_EQ_INT(lt.n, 9 + 4 * 256);
+    double sum = 0;
+    for (int i = 0; i < lt.npre; i++)
+        sum += lt.pre[i];
+    for (int i = 0; i < lt.ngrp; i++)
+        sum += lt.copies * lt.grp[i];
+    const double attn = 4 * h + 3 * h * h + 3 * h + h * h + h + 256 * h;
+    CLOSE_REL(sum, attn + 256 * (h * f + f + f * h + h));
+    r.par.ep = 2;
+    lp_sim_layer_tensors(&r, true, &lt);
+    ASSERT_EQ_INT(lt.n, 9 + 4 * 128);
+    /* the dense layer: 4 norm vectors, QKV, projection, fc1, fc2, 4 biases */
+    lp_sim_layer_tensors(&r, false, &lt);
+    ASSERT_EQ_INT(lt.n, 12);
+}
+
+/* One gradient bucket for the whole backward (DeepSpeed v0.3.13 stage3.py:
+ * independent_gradient_partition_epilogue once, at the backward's end; the
+ * ipg bucket is not emptied between layers of different kinds). A small
+ * model of 2 dense and 2 MoE layers (h 256, 4 experts of 512, ffn 1024,
+ * layer norms and biases) whose every gradient, and all of them together
+ * with the tied embedding, fit in reduce_bucket_size 5e7: nothing flushes
+ * but the epilogue, once, and the bucket moves every gradient once plus the
+ * epilogue's division of the whole buffer B: sum + B elements. (Each kind
+ * from an empty bucket flushed twice and moved sum + 2B.) */
+TEST(deepspeed_zero3_ipg_one_epilogue_dense_and_moe)
+{
+    static struct lp_run r;
+    z3_run(&r, 8);
+    r.model.layers = 4;
+    r.model.hidden = 256;
+    r.model.heads = 8;
+    r.model.kv_heads = 8;
+    r.model.ffn_hidden = 1024;
+    r.model.moe.experts = 4;
+    r.model.moe.top_k = 2;
+    r.model.moe.ffn_hidden = 512;
+    r.model.moe.first_dense_layers = 2;
+    struct lp_params pr;
+    struct lp_dp_cost dc;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
+    ASSERT_EQ_INT(pr.dense_layers_per_stage, 2);
+    ASSERT_EQ_INT(pr.moe_layers_per_stage, 2);
+    const double B = 5e7;
+    double sum = pr.stage_max - (2 * pr.layer + 2 * pr.moe_layer); /* the ends */
+    ASSERT_TRUE(sum > 0);
+    for (int moe = 0; moe < 2; moe++) {
+        struct lp_layer_tensors lt;
+        lp_sim_layer_tensors(&r, moe != 0, &lt);
+        for (int i = 0; i < lt.npre; i++)
+            sum += 2 * lt.pre[i];
+        for (int i = 0; i < lt.ngrp; i++)
+            sum += 2 * lt.copies * lt.grp[i];
+    }
+    ASSERT_TRUE(sum < B);
+    ASSERT_TRUE(dc.z3_ipg_flushes == 1.0);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    CLOSE_REL(dc.z3_ipg_s, cm.ops->mem_s(&cm, LP_MEM_COPY, 2.0 * (sum + B) * 2.0));
+}
+
 TH_MAIN(TH_CASE(nccl_ring_allgather_by_hand), TH_CASE(nccl_ring_latency_counts_hops),
         TH_CASE(deepspeed_zero3_persistence_and_reuse),
         TH_CASE(deepspeed_zero3_rank_copies_by_hand), TH_CASE(deepspeed_zero3_list_build_by_hand),
-        TH_CASE(deepspeed_zero3_ipg_bucket_by_hand))
+        TH_CASE(deepspeed_zero3_ipg_bucket_by_hand), TH_CASE(layer_tensors_256_experts_ep1),
+        TH_CASE(deepspeed_zero3_ipg_one_epilogue_dense_and_moe))

@@ -98,10 +98,8 @@ double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys,
          * (up to the NVLink chain's bandwidth), the fraction looked up as
          * lp_coll_eff_on does for a wider link, so the latency part stays */
         double wide = link;
-        if (op == LP_COLL_ALLREDUCE && nodes == 2 && cm->coll_tree_two_nodes) {
-            wide = fmin(link * lp_coll_tree2_gain(n), sys->intra.bw_Bps);
-            if (wide < link) wide = link;
-        }
+        if (op == LP_COLL_ALLREDUCE && nodes == 2 && cm->coll_tree_two_nodes)
+            wide = fmin(link * lp_coll_tree2_gain(n), sys->intra.bw_Bps); /* link <= intra */
         double eff = lp_coll_eff_on(cm, sys, op, LP_TIER_INTER, bytes * (link / wide), n);
         busbw = eff * wide;
         alpha = steps_factor * (k - 1) * sys->intra.latency_s +

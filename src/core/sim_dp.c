@@ -409,18 +409,21 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
                                              pr->moe_layers_per_stage * pr->moe_layer);
         const int nl_all = pr->dense_layers_per_stage + pr->moe_layers_per_stage;
         const double per_layer = nl_all > 0 ? (pr->stage_max - fmax(ends, 0.0)) / nl_all : 0.0;
+        /* each kind's tensors: the gathers below and the gradient bucket after */
+        struct lp_layer_tensors lts[2];
         for (int moe = 0; moe < 2; moe++) {
             int nl = moe ? pr->moe_layers_per_stage : pr->dense_layers_per_stage;
             if (nl <= 0) continue;
-            struct lp_layer_tensors lt = {
+            struct lp_layer_tensors *ltp = &lts[moe];
+            *ltp = (struct lp_layer_tensors){
                 .pre = {moe ? pr->moe_layer : pr->layer}, .npre = 1, .ngrp = 1, .n = 1};
-            if (r->fw.zero3_per_tensor) lp_sim_layer_tensors(r, moe != 0, &lt);
-            const int nt = lt.n;
+            if (r->fw.zero3_per_tensor) lp_sim_layer_tensors(r, moe != 0, ltp);
+            const int nt = ltp->n;
             double after = 0; /* parameters of the layer's tensors after tensor i */
             for (int i = 0; i < nt; i++)
-                after += lt_at(&lt, i);
+                after += lt_at(ltp, i);
             for (int i = 0; i < nt; i++) {
-                const double szi = lt_at(&lt, i);
+                const double szi = lt_at(ltp, i);
                 after -= szi;
                 double g = lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, szi * b.w, nd, p->tp);
                 double x =
@@ -475,10 +478,8 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
                 const int moe = 1 - k; /* the MoE layers first */
                 const int nl = moe ? pr->moe_layers_per_stage : pr->dense_layers_per_stage;
                 if (nl <= 0) continue;
-                struct lp_layer_tensors lt;
-                lp_sim_layer_tensors(r, moe != 0, &lt);
                 const double m0 = q.moved;
-                z3_ipg_layers(&q, &lt, nl);
+                z3_ipg_layers(&q, &lts[moe], nl); /* filled by the gathers' loop */
                 double lay = q.moved - m0;
                 if (moe == 0 || pr->dense_layers_per_stage <= 0) /* the last kind */
                     lay += DS_REDUCE_BUCKET_SIZE + q.xl;
@@ -733,17 +734,15 @@ static double unit_reduce_s(const struct torch_coll *c, double P, double w_bytes
     }
     double S = P / c->n;
     t += lp_coll_time(cm, c->sys, LP_COLL_REDUCESCATTER, P * g_bytes, c->n, c->stride);
-    if (c->rep_n > 1) { /* the rest in the all-reduce stream */
-        *ar_s = t;
+    const double rs = t; /* the reduce-scatter stream's part */
+    if (c->rep_n > 1)    /* the rest in the all-reduce stream */
         t = lp_coll_time(cm, c->sys, LP_COLL_ALLREDUCE, S * g_bytes, c->rep_n, c->rep_stride);
-    }
     if (post > 1) t += cm->ops->mem_s(cm, LP_MEM_COPY, S * 2.0 * g_bytes);
     /* to the fp32 shard (FSDP2: _to_dtype_if_needed, a no-op for an fp32
      * reduce dtype) */
     if (!c->fsdp2 || g_bytes != 4.0) t += cm->ops->mem_s(cm, LP_MEM_COPY, S * (g_bytes + 4.0));
     if (accumulate) t += cm->ops->mem_s(cm, LP_MEM_COPY, S * 3.0 * 4.0);
     if (c->rep_n > 1) { /* (reduce-scatter stream, all-reduce stream) */
-        const double rs = *ar_s;
         *ar_s = t;
         return rs;
     }
@@ -790,13 +789,19 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
     /* host: the hook work of unshard / reshard for a block and the root
      * (embedding, final norm, head: tied or not, 2-3 tensors) */
     double hu_blk = 0, hr_blk = 0, hu_root = 0, hr_root = 0;
+    /* a block's tensors (a dense block: one FFN group, at most 9 + 4), for
+     * the hooks below and DDP's buckets, once for every micro-batch */
+    struct lp_layer_tensors blk;
+    lp_sim_layer_tensors(r, false, &blk);
+    double blk_sz[9 + 4];
+    const int blk_n = blk.n;
+    for (int j = 0; j < blk_n; j++)
+        blk_sz[j] = lt_at(&blk, j);
     /* FSDP2 keeps one unsharded nn.Parameter per parameter and swaps
      * registrations with a setattr, no views made per unshard: its hook time
      * per parameter has no published measurement and is not counted */
     if (shard && !fsdp2) {
-        struct lp_layer_tensors lt;
-        lp_sim_layer_tensors(r, false, &lt);
-        const double nt = lt.n;
+        const double nt = blk_n;
         const double nr = r->model.tied_embeddings ? 2.0 : 3.0;
         hu_blk = nt * LP_FSDP_UNSHARD_VIEWS_S;
         hr_blk = nt * LP_FSDP_SHARD_VIEWS_S;
@@ -930,21 +935,14 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
              * bucket (one kernel per tensor) and a full bucket is reduced */
             double filled = 0, limit = fmin(1024.0 * 1024.0, r->fw.bucket_bytes);
             int nbk = 0; /* buckets reduced */
-            /* a dense block: one FFN group, so at most 9 + 4 tensors */
-            struct lp_layer_tensors lt;
-            lp_sim_layer_tensors(r, false, &lt);
-            double sz[9 + 4];
-            const int nt = lt.n;
-            for (int j = 0; j < nt; j++)
-                sz[j] = lt_at(&lt, j);
             const double norm = P_root - pr->head - pr->emb;
             const int nu = L + 3;
             for (int u = 0; u < nu; u++) {
                 /* unit: 0 head, 1 final norm, 2..L+1 blocks, L+2 embedding */
                 double dur = u < 2 ? 0.0 : u < L + 2 ? ps->layer_b : ps->emb_b;
                 const double one[1] = {u == 0 ? pr->head : u == 1 ? norm : pr->emb};
-                const double *ts = u >= 2 && u < L + 2 ? sz : one;
-                const int n = u >= 2 && u < L + 2 ? nt : 1;
+                const double *ts = u >= 2 && u < L + 2 ? blk_sz : one;
+                const int n = u >= 2 && u < L + 2 ? blk_n : 1;
                 double size = 0;
                 for (int j = 0; j < n; j++)
                     size += ts[j];

@@ -1454,10 +1454,6 @@ static int check_op_sac(const struct lp_jctx *c, const struct lp_run *r)
     return LP_OK;
 }
 
-/* a ZeRO stage below the framework's least (lp_fw_min_zero, the rule a
- * sweep's walk skips by too: rules.c zero_framework): fully_shard always
- * shards, its one choice is reshard_after_forward, the run's zero 3 (True)
- * or 2 (False); NO_SHARD and ZeRO-1 are not FSDP2 */
 /* an option or layout the framework does not run as modelled, the rules a
  * sweep's walk skips by too (rules.c fw_hybrid, fsdp_layout, fsdp_lora):
  * hybrid_shard outside FSDP at zero 2-3 (config.h lp_fw_hybrid_runs), an
@@ -1485,6 +1481,10 @@ static int check_fw_gap(const struct lp_jctx *c, const struct lp_run *r)
     return LP_OK;
 }
 
+/* a ZeRO stage below the framework's least (lp_fw_min_zero, the rule a
+ * sweep's walk skips by too: rules.c zero_framework): fully_shard always
+ * shards, its one choice is reshard_after_forward, the run's zero 3 (True)
+ * or 2 (False); NO_SHARD and ZeRO-1 are not FSDP2 */
 static int check_fsdp2_zero(const struct lp_jctx *c, const struct lp_run *r)
 {
     if (r->par.zero < lp_fw_min_zero(r->fw.kind))

@@ -67,6 +67,10 @@ struct acc {
     /* the column-parallel TP linear's backward GEMMs (tp_bwd_exposed) */
     double col_dgrad, col_wgrad;
     int col_n;
+    /* collectives the block's own stream waits for before its next kernel
+     * (fp8 current scaling's TP amax all-reduce, amax_sync): never hidden
+     * behind the block's work, even under TP overlap */
+    double sync;
 };
 
 /* Kernels (and collectives) the host dispatches one by one: a CUDA graph's
@@ -244,6 +248,7 @@ static void redo_since(struct acc *rc, const struct acc *f, const struct acc *be
 {
     rc->s += f->s - before->s;
     rc->n += f->n - before->n;
+    rc->sync += f->sync - before->sync;
     for (int k = 0; k < LP_OPC_COUNT; k++)
         rc->cat[k] += f->cat[k] - before->cat[k];
 }
@@ -297,7 +302,7 @@ static void close_block(const struct wl *w, struct lp_layer_cost *c, struct acc 
     if (rc && rc->n > 0) { /* in the backward: the host runs ahead */
         rc->lockstep = false;
         throttle(w, rc, 0);
-        c->recompute_s += with_overhead(w, rc, 0);
+        c->recompute_s += with_overhead(w, rc, 0) + rc->sync;
     }
 }
 
@@ -329,6 +334,8 @@ static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct a
          * its backward really leaves exposed replaces it */
         comm_b += tp_bwd_exposed(w, b) - tp_comm(w);
     }
+    comm_f += f->sync;
+    comm_b += b->sync;
     f->comm = comm_f;
     b->comm = comm_b;
     const double fwd = with_overhead(w, f, ncoll);
@@ -417,24 +424,59 @@ static void linear_lora(const struct wl *w, double M, double N, double K, struct
     }
 }
 
+enum tp_linear { TP_COLUMN, TP_ROW };
+
+/* Whether the run's fp8 GEMMs scale each tensor by its own amax
+ * (Transformer Engine's Float8CurrentScaling recipe). */
+static bool fp8_current(const struct wl *w)
+{
+    return w->prec == LP_FP8 && w->run->train.fp8_scaling == LP_FP8_CURRENT;
+}
+
 /* Quantisation of a low-precision GEMM's activation inputs (Transformer
  * Engine): forward casts X (M x K), backward casts dY (M x N), each into the
  * row-wise copy the GEMM reads and the column-wise (transposed) copy the
  * other gradient GEMM reads, in one kernel: read e, write 2q bytes per
- * element. Current scaling (per-tensor amax of this tensor) reads it once
- * more first; delayed scaling fuses the amax into the cast; block-scaled
- * formats find their block amax inside the cast. Weights are cast once per
- * iteration (TE caches them across micro-batches): not counted. */
+ * element. Delayed scaling fuses the amax into the cast; block-scaled
+ * formats find their block amax inside the cast. Current scaling runs, per
+ * tensor, Float8CurrentScalingQuantizer::quantize_impl (TransformerEngine
+ * v2.7 fedd9ddc7, pytorch/csrc/quantizer.cpp): nvte_compute_amax (one more
+ * read of the tensor), the TP amax all-reduce where the tensor is gathered
+ * (amax_sync), nvte_compute_scale_from_amax (one thread block turning the
+ * amax into the scale and its inverse: a launch, 12 bytes), then the
+ * cast. Weights are cast once per iteration (TE caches them across
+ * micro-batches): not counted. */
 static void quantize(const struct wl *w, double M, double N, double K, struct acc *fwd,
                      struct acc *bwd)
 {
     const double x[2] = {M * K, M * N};
     struct acc *a[2] = {fwd, bwd};
-    const bool amax = w->prec == LP_FP8 && w->run->train.fp8_scaling == LP_FP8_CURRENT;
+    const bool amax = fp8_current(w);
     for (int i = 0; i < 2; i++) {
-        if (amax) addk(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, x[i] * w->e));
+        if (amax) { /* launched inside the cast's own call: no op of their own */
+            add_native(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, x[i] * w->e));
+            add_native(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, 12.0)); /* amax in, scales out */
+        }
         addk(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, x[i] * (w->e + 2.0 * w->q)));
     }
+}
+
+/* fp8 current scaling under sequence parallelism: a tensor that is
+ * all-gathered across the TP group before its GEMM must carry one scale on
+ * every rank, so its quantiser all-reduces the amax (MAX, one fp32) over
+ * the TP group: the column-parallel linear's input in the forward and the
+ * row-parallel linear's output gradient in the backward (TransformerEngine
+ * v2.7 fedd9ddc7 pytorch/module/linear.py, layernorm_linear.py,
+ * layernorm_mlp.py `_customize_quantizers_float8_current_scaling`:
+ * with_amax_reduction on tp_group when sequence_parallel; still so at
+ * d0067d0d, _common.py set_quantizer_amax_reduction_group). quantize_impl
+ * waits for it on the compute stream (`allreduce(...)->wait()`) between
+ * the amax and the cast, so no GPU work of the block hides it. */
+static void amax_sync(const struct wl *w, enum tp_linear role, struct acc *fwd, struct acc *bwd)
+{
+    if (!fp8_current(w) || w->t <= 1 || !w->run->par.sequence_parallel) return;
+    struct acc *a = role == TP_COLUMN ? fwd : bwd;
+    a->sync += lp_coll_time(w->cm, &w->run->system, LP_COLL_ALLREDUCE, 4.0, w->t, 1);
 }
 
 /* Transformer Engine's userbuffers overlap of the TP linears (Megatron
@@ -448,7 +490,6 @@ static void quantize(const struct wl *w, double M, double N, double K, struct ac
  * The collectives themselves hide behind the block (finish_block). */
 #define UB_SPLITS 4.0
 #define UB_SMS 16.0
-enum tp_linear { TP_COLUMN, TP_ROW };
 
 static double chunked(const struct wl *w, enum lp_gemm_layout l, double chunks, double m, double n,
                       double k)
@@ -462,6 +503,7 @@ static void linear_tp(const struct wl *w, enum tp_linear role, double M, double 
                       struct acc *fwd, struct acc *bwd)
 {
     const struct lp_run *r = w->run;
+    amax_sync(w, role, fwd, bwd);
     if (!(r->fw.tp_overlap && r->par.sequence_parallel && w->t > 1) || r->train.lora_rank > 0) {
         linear_lora(w, M, N, K, fwd, bwd, r->train.lora_targets == LP_LORA_ALL);
         if (role == TP_COLUMN && w->t > 1 && r->train.lora_rank <= 0) {

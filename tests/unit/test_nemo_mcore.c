@@ -75,6 +75,69 @@ TEST(head_in_bf16_under_fp8)
     CLOSE(s8.edge.head_bwd_s, s16.edge.head_bwd_s);
 }
 
+/* fp8 current scaling (Transformer Engine v2.7 Float8CurrentScalingQuantizer
+ * ::quantize_impl): per quantised tensor an amax kernel and a scale kernel
+ * launched inside the cast's own call (GPU time, no op of their own on the
+ * host), and under sequence parallelism a TP all-reduce of the amax (4
+ * bytes) the compute stream waits for: the column-parallel linear's input
+ * forward, the row-parallel linear's output gradient backward, never hidden
+ * by TP overlap. The GELU MLP block by hand against delayed scaling. */
+TEST(fp8_current_scaling_by_hand)
+{
+    static struct lp_run rd, rc;
+    static struct lp_shape_cost sd, sc;
+    nemo_run(&rd, LP_FP8);
+    rd.fw.host_op_s = 20e-6; /* host time added, not overlapped: counts launches */
+    rd.fw.host_overlap = 1.0;
+    rc = rd;
+    rc.train.fp8_scaling = LP_FP8_CURRENT;
+    shape_cost(&rd, &sd);
+    shape_cost(&rc, &sc);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &rd.system.gpu);
+    const double T = 4096.0, h = 4096.0, ft = 16384.0 / 2.0, e = 2.0;
+    const double ar = lp_coll_time(&cm, &rd.system, LP_COLL_ALLREDUCE, 4.0, 2, 1);
+    ASSERT_TRUE(ar > 0.0);
+    const struct lp_layer_cost *fd = &sd.ffn[LP_FFN_DENSE], *fc = &sc.ffn[LP_FFN_DENSE];
+    /* fc1's input (T x h) and fc2's (T x ft): an amax read and a scale each */
+    const double mem = cm.ops->mem_s(&cm, LP_MEM_COPY, T * h * e) +
+                       cm.ops->mem_s(&cm, LP_MEM_COPY, T * ft * e) +
+                       2.0 * cm.ops->mem_s(&cm, LP_MEM_COPY, 12.0);
+    CLOSE(fc->op_fwd[LP_OPC_MEM] - fd->op_fwd[LP_OPC_MEM], mem);
+    /* no more host launches: the exposed host time is the same */
+    CLOSE(fc->op_fwd[LP_OPC_OVERHEAD], fd->op_fwd[LP_OPC_OVERHEAD]);
+    CLOSE(fc->op_bwd[LP_OPC_OVERHEAD], fd->op_bwd[LP_OPC_OVERHEAD]);
+    /* one amax all-reduce each way: fc1's input, fc2's output gradient */
+    CLOSE(fc->comm_fwd_s - fd->comm_fwd_s, ar);
+    CLOSE(fc->comm_bwd_s - fd->comm_bwd_s, ar);
+    CLOSE(fc->fwd_s - fd->fwd_s, mem);
+    /* the attention block alike: QKV's input, the projection's gradient */
+    CLOSE(sc.mix[LP_MIX_ATTN].comm_fwd_s - sd.mix[LP_MIX_ATTN].comm_fwd_s, ar);
+    CLOSE(sc.mix[LP_MIX_ATTN].comm_bwd_s - sd.mix[LP_MIX_ATTN].comm_bwd_s, ar);
+    /* under TP overlap the collectives hide behind the block, the amax
+     * all-reduce does not */
+    rc.fw.tp_overlap = true;
+    shape_cost(&rc, &sc);
+    ASSERT_TRUE(sc.ffn[LP_FFN_DENSE].comm_fwd_s >= ar * (1.0 - 1e-12));
+    ASSERT_TRUE(sc.ffn[LP_FFN_DENSE].comm_bwd_s >= ar * (1.0 - 1e-12));
+    /* without sequence parallelism nothing is gathered: no all-reduce */
+    rd.par.sequence_parallel = rc.par.sequence_parallel = false;
+    rc.fw.tp_overlap = false;
+    shape_cost(&rd, &sd);
+    shape_cost(&rc, &sc);
+    CLOSE(sc.ffn[LP_FFN_DENSE].comm_fwd_s, sd.ffn[LP_FFN_DENSE].comm_fwd_s);
+    CLOSE(sc.ffn[LP_FFN_DENSE].comm_bwd_s, sd.ffn[LP_FFN_DENSE].comm_bwd_s);
+    /* nor under MXFP8 (block scales found inside the cast) */
+    nemo_run(&rd, LP_MXFP8);
+    rd.system.gpu.peak_flops[LP_MXFP8] = rd.system.gpu.peak_flops[LP_FP8];
+    rc = rd;
+    rc.train.fp8_scaling = LP_FP8_CURRENT;
+    shape_cost(&rd, &sd);
+    shape_cost(&rc, &sc);
+    CLOSE(sc.ffn[LP_FFN_DENSE].comm_fwd_s, sd.ffn[LP_FFN_DENSE].comm_fwd_s);
+    CLOSE(sc.ffn[LP_FFN_DENSE].fwd_s, sd.ffn[LP_FFN_DENSE].fwd_s);
+}
+
 /* fp8 training keeps bf16 parameters, so its gradient buffer follows
  * grad_fp32 as bf16's does (Megatron-Core's main_grad in fp32 with
  * grad_reduce_in_fp32; NeMo 24.07's DistributedFusedAdam reduces in its fp32
@@ -137,5 +200,5 @@ TEST(optimizer_states_in_bf16)
     ASSERT_NEAR(b.breakdown.optimizer_s / a.breakdown.optimizer_s, 18.0 / 34.0, 1e-3);
 }
 
-TH_MAIN(TH_CASE(head_in_bf16_under_fp8), TH_CASE(fp8_gradients_follow_grad_fp32),
-        TH_CASE(optimizer_states_in_bf16))
+TH_MAIN(TH_CASE(head_in_bf16_under_fp8), TH_CASE(fp8_current_scaling_by_hand),
+        TH_CASE(fp8_gradients_follow_grad_fp32), TH_CASE(optimizer_states_in_bf16))

@@ -29,6 +29,14 @@ assert best < 1.0, "FAIL: the fit cannot tell burst clocks from sustained ones"
 print(f"ok   h100-sxm sustained_frac {preset} = fit {best} (+-0.02)")
 PY
 
+# each stack on the GPU (source and precision) gets its own best beside the
+# joint fit: the H100 SXM's rows are Megatron-Bridge bf16 and fp8
+for k in "megatron-bridge bf16" "megatron-bridge fp8"; do
+    echo "$out" | grep -Eq "^stack: h100-sxm $k \([0-9]+ rows, both halves\) best [0-9.]+ \(MAPE [0-9.]+%\)$" ||
+        fail "no 'stack:' line for $k"
+done
+echo "ok   per-stack fits printed"
+
 # a GPU no validation row runs on
 if err=$(python3 "$src/scripts/calibrate" --build "$build" --gpu l40s --sustained-frac 0.9 2>&1); then
     fail "calibrate --gpu l40s (no rows) succeeded: $err"

@@ -102,6 +102,23 @@ static inline bool lp_fw_is_fsdp(enum lp_framework k)
     return k == LP_FW_FSDP || k == LP_FW_FSDP1 || k == LP_FW_FSDP2;
 }
 
+/* The frameworks whose host time per kernel (host_op_us) is derived from
+ * published measurements of eager PyTorch's per-op host cost rather than
+ * fitted: DDP, fms-fsdp's FSDP1 and torchtitan's FSDP2, stacks with few or
+ * no rows in the validation set (ddp: the FlashAttention repository's 5). The
+ * one rule of the defaults (config.c lp_framework_defaults_cal) and the
+ * calibration file's loader (calib_json.c refuses them, so scripts/calibrate
+ * must fit none of them). */
+static inline bool lp_fw_host_derived(enum lp_framework k)
+{
+    return k == LP_FW_DDP || k == LP_FW_FSDP1 || k == LP_FW_FSDP2;
+}
+
+/* Host time per kernel of an eager PyTorch training step, derived term by
+ * term from published measurements (config.c, docs/frameworks.md "Host time
+ * of eager PyTorch"): not fitted on any row. */
+double lp_eager_host_op_s(void);
+
 /* The least ZeRO stage framework k runs: FSDP2's fully_shard always shards
  * (its one choice, reshard_after_forward, is zero 3 or 2; no NO_SHARD, no
  * ZeRO-1). The one rule of both a run's parse (json_load.c, an error naming

@@ -64,20 +64,14 @@ void lp_calib_builtin(struct lp_calib *c)
      * ahead: dropless MoE's synchronisations, TE's per-expert GEMM launches),
      * Narayanan Tables 1-2 without ZeRO-3 (10), vTrain + GPT-NeoX + the ZeRO-3
      * rows of Narayanan Table 2 (730), MosaicML (38),
-     * Xia et al. 2024 (Transformers + PEFT eager PyTorch), the FlashAttention
-     * repository (3) */
+     * Xia et al. 2024 (Transformers + PEFT eager PyTorch) */
     c->host_op_s[LP_FW_MEGATRON] = 27e-6;
     c->host_op_s[LP_FW_MEGATRON_2021] = 0.0;
     c->host_op_s[LP_FW_MEGATRON_DEEPSPEED] = 82e-6;
     c->host_op_s[LP_FW_FSDP] = 100e-6;
     c->host_op_s[LP_FW_HF] = 58e-6;
-    c->host_op_s[LP_FW_DDP] = 0.0;
-    /* FSDP outside Composer: no rows of these stacks in the validation set,
-     * so nothing is fitted (0: no per-kernel host time); fsdp's 100 us was
-     * fitted on Composer + llm-foundry and does not carry over
-     * (docs/frameworks.md) */
-    c->host_op_s[LP_FW_FSDP1] = 0.0;
-    c->host_op_s[LP_FW_FSDP2] = 0.0;
+    /* ddp, fsdp1 and fsdp2 (lp_fw_host_derived) are not fitted: their host
+     * time is lp_eager_host_op_s, whatever cal holds (0 here) */
     c->attn_old_ratio = 0.52;
 }
 
@@ -243,6 +237,45 @@ int lp_system_scale_up(const struct lp_system *s)
     return g > 0 ? g : 1;
 }
 
+/* Eager PyTorch's host time per kernel, from published measurements (none
+ * fitted; docs/frameworks.md "Host time of eager PyTorch"):
+ *  - a forward op called from Python: argument parsing, the dispatcher and
+ *    autograd's VariableType kernel recording the graph node. 3.8 us for
+ *    `x + 1` with requires_grad=True (2.9 us without: the autograd part is
+ *    0.9 us), PyTorch e63e013 (2024-03), its own eager-overhead benchmark
+ *    benchmarks/dynamo/microbenchmarks/overheads.py on an H100 host
+ *    (pytorch/pytorch issue #122029, 2024-03-29; the issue's first figures,
+ *    5.6 / 4.6 us on an i9-11900K, would make the per-kernel 5.63 us);
+ *  - a backward kernel: autograd's engine thread runs the node's C++
+ *    formula (torch/csrc/autograd/engine.cpp evaluate_function ->
+ *    call_function -> fn(inputs): no Python unless a hook is registered),
+ *    whose ops enter the dispatcher from C++: 0.70 us per call through the
+ *    dispatcher (pytorch/pytorch issue #62032, 2021-08, a C++ op timed with
+ *    torch.utils.benchmark); the engine's own bookkeeping per node (ready
+ *    queue, InputBuffer) has no published figure of its own: not counted;
+ *  - the launch itself, every kernel: cuLaunchKernel 3.3 us with 19
+ *    arguments (3.0 with none), meta-pytorch/tritonbench PR #1017 (2026-04,
+ *    GB200's Grace host);
+ *  - backward kernels per forward kernel: 2, a linear's forward GEMM has two
+ *    backward GEMMs (tools/autograd/derivatives.yaml `mm`: mat1 and mat2
+ *    gradients), an elementwise op one gradient kernel per input.
+ * Not counted (no per-kernel figure): nn.Module.__call__ (~2 us per module
+ * call in 2021, PR #50431, a dozen modules per transformer block), view and
+ * shape ops that launch no kernel, the hooks FSDP charges per unit and
+ * parameter (sim_dp.c, PR #96958) and a slower host CPU than the
+ * benchmarks'. So this is a lower bound of the real per-kernel host time. */
+#define LP_EAGER_PY_OP_S 3.8e-6
+#define LP_EAGER_CPP_OP_S 0.70e-6
+#define LP_EAGER_LAUNCH_S 3.3e-6
+#define LP_EAGER_BWD_PER_FWD 2.0
+
+double lp_eager_host_op_s(void)
+{
+    const double fwd = LP_EAGER_PY_OP_S + LP_EAGER_LAUNCH_S;
+    const double bwd = LP_EAGER_CPP_OP_S + LP_EAGER_LAUNCH_S;
+    return (fwd + LP_EAGER_BWD_PER_FWD * bwd) / (1.0 + LP_EAGER_BWD_PER_FWD);
+}
+
 void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *o)
 {
     struct lp_calib c;
@@ -257,7 +290,9 @@ void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *ca
     memset(o, 0, sizeof(*o));
     o->kind = kind;
     o->cal = *cal;
-    o->host_op_s = (unsigned)kind < LP_FW_COUNT ? cal->host_op_s[kind] : 0.0;
+    o->host_op_s = lp_fw_host_derived(kind)       ? lp_eager_host_op_s()
+                   : (unsigned)kind < LP_FW_COUNT ? cal->host_op_s[kind]
+                                                  : 0.0;
     o->fused_kernels = true;
     /* Megatron's masked_softmax_fusion (default on in Megatron-LM, Megatron-Core
      * and Megatron-DeepSpeed): scaled_upper_triang_masked_softmax; PyTorch-native

@@ -8,7 +8,8 @@
  *     "attn_old_ratio": 0.52, "attn_old_ratio_source": "..." }
  *
  * The four constants are required; host_op_us may omit a framework (it keeps
- * the built-in value). Unknown keys and values out of range are errors naming
+ * the built-in value) and must omit those whose host time is derived
+ * (lp_fw_host_derived: ddp, fsdp1, fsdp2). Unknown keys and values out of range are errors naming
  * the file and the key. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,13 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_cali
         if (lp_framework_parse(it->string, &fw) != LP_OK)
             LP_FAIL(err, LP_EINVAL, "%s: key 'host_op_us.%.64s': not a framework name", c->file,
                     it->string);
+        /* their host time is derived, not fitted: a figure here would be
+         * silently ignored (config.c lp_eager_host_op_s) */
+        if (lp_fw_host_derived(fw))
+            LP_FAIL(err, LP_EINVAL,
+                    "%s: key 'host_op_us.%s': expected no entry: %s's host time per kernel is "
+                    "derived from published measurements, not fitted (docs/frameworks.md)",
+                    c->file, it->string, it->string);
         double us = 0;
         LP_TRY(err, lp_json_num(c, host, "host_op_us", it->string, true, 0, false, &us));
         /* a division by the exact 1e6: the same double as the literal 19e-6 */

@@ -247,18 +247,26 @@ TEST(ddp_buckets)
 /* The whole simulator: which runs the per-unit model covers, and that
  * FULL_SHARD costs more than SHARD_GRAD_OP, which costs more than nothing
  * to shard on one GPU's worth of work. */
+/* r simulated on the roofline backend of its GPU */
+static int sim_roofline(const struct lp_run *r, struct lp_result *out)
+{
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r->system.gpu);
+    struct lp_sim *sim = NULL;
+    if (lp_sim_create(&cm, &sim, NULL) != LP_OK) return -1;
+    lp_sim_run(sim, r, out);
+    lp_sim_destroy(&sim);
+    return LP_OK;
+}
+
 TEST(simulate_uses_torch_dp)
 {
     struct lp_run r;
     small_run(&r, LP_FW_FSDP, 3, 16);
-    struct lp_cost_model cm;
-    lp_cost_model_roofline(&cm, &r.system.gpu);
-    struct lp_sim *sim = NULL;
-    ASSERT_OK(lp_sim_create(&cm, &sim, NULL));
     struct lp_result full, sgo;
-    lp_sim_run(sim, &r, &full);
+    ASSERT_OK(sim_roofline(&r, &full));
     r.par.zero = 2;
-    lp_sim_run(sim, &r, &sgo);
+    ASSERT_OK(sim_roofline(&r, &sgo));
     ASSERT_TRUE(full.feasible && sgo.feasible);
     ASSERT_TRUE(full.iteration_time_s > sgo.iteration_time_s);
     r.par.zero = 1; /* not an FSDP strategy: the generic ZeRO model */
@@ -266,7 +274,6 @@ TEST(simulate_uses_torch_dp)
     r.par.zero = 3;
     r.par.pp = 2;
     ASSERT_TRUE(!lp_torch_dp_applies(&r));
-    lp_sim_destroy(&sim);
 }
 
 /* Units too small to hide FSDP's hooks: a tiny block (hidden 64) on 2 GPUs
@@ -384,7 +391,36 @@ TEST(fsdp2_copies_by_hand)
     ASSERT_TRUE(o1.host_s > 0.0); /* FSDP1's views (PR #96958) */
 }
 
-TH_MAIN(TH_CASE(fsdp_hooks_bound_small_units), TH_CASE(fsdp_all_exposed_without_compute),
-        TH_CASE(fsdp_exposed_with_long_compute), TH_CASE(ddp_buckets),
-        TH_CASE(simulate_uses_torch_dp), TH_CASE(hsdp_all_reduce_on_its_own_stream),
-        TH_CASE(fsdp2_copies_by_hand))
+/* Eager PyTorch's host time per kernel (config.c lp_eager_host_op_s, 5.03
+ * us, derived from published per-op measurements) is charged to DDP, FSDP1
+ * and FSDP2 runs: a small model's layers show it as exposed overhead, which
+ * is zero and the iteration shorter with no host time. */
+TEST(eager_host_time_charged)
+{
+    static const enum lp_framework fws[] = {LP_FW_DDP, LP_FW_FSDP1, LP_FW_FSDP2};
+    for (int i = 0; i < 3; i++) {
+        struct lp_run r;
+        small_run(&r, fws[i], fws[i] == LP_FW_DDP ? 0 : 3, 16);
+        r.model.hidden = 512;
+        r.model.heads = 8;
+        r.model.kv_heads = 8;
+        r.model.ffn_hidden = 1408;
+        r.model.seq_len = 512;
+        ASSERT_NEAR(r.fw.host_op_s, lp_eager_host_op_s(), 1e-15);
+        struct lp_result eager, none;
+        ASSERT_OK(sim_roofline(&r, &eager));
+        r.fw.host_op_s = 0.0;
+        ASSERT_OK(sim_roofline(&r, &none));
+        ASSERT_TRUE(eager.feasible && none.feasible);
+        ASSERT_TRUE(eager.layer_fwd_s[LP_OPC_OVERHEAD] > 0.0);
+        ASSERT_TRUE(eager.layer_bwd_s[LP_OPC_OVERHEAD] > 0.0);
+        ASSERT_NEAR(none.layer_fwd_s[LP_OPC_OVERHEAD] + none.layer_bwd_s[LP_OPC_OVERHEAD], 0.0,
+                    1e-15);
+        ASSERT_TRUE(eager.iteration_time_s > none.iteration_time_s);
+    }
+}
+
+TH_MAIN(TH_CASE(eager_host_time_charged), TH_CASE(fsdp_hooks_bound_small_units),
+        TH_CASE(fsdp_all_exposed_without_compute), TH_CASE(fsdp_exposed_with_long_compute),
+        TH_CASE(ddp_buckets), TH_CASE(simulate_uses_torch_dp),
+        TH_CASE(hsdp_all_reduce_on_its_own_stream), TH_CASE(fsdp2_copies_by_hand))

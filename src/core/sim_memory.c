@@ -542,8 +542,8 @@ static bool hf_lora_phased(const struct lp_run *r)
 /* What hf LoRA / QLoRA under full recomputation holds at the step's peak,
  * which is one of three moments rather than the sum of what each holds.
  * The gradients do not exist in the forward: the Trainer ends every step
- * with model.zero_grad() (Transformers 4.36 Trainer._inner_training_loop,
- * Xia et al.'s copy stsxxx/finetune 728a01b copy_for_tune/trainer.py;
+ * with model.zero_grad() (the Transformers Trainer._inner_training_loop
+ * Xia et al. ran, stsxxx/finetune 728a01b copy_for_tune/trainer.py:1945;
  * torch 2.1 Module.zero_grad(set_to_none=True)), so each adapter's fp32
  * gradient is made by its layer's backward. Moments:
  *  - the loss (end of the forward): every checkpoint's input, the loss's

@@ -52,7 +52,25 @@ void lp_sim_param_bytes(const struct lp_run *r, struct lp_bytes_per_param *b)
         b->w = 2;
         b->g = 2 + (r->par.dp * r->par.cp > 1 ? 2 : 0); /* + DDP's bucket copy */
         b->o = 4;
+        b->w_train = b->w;
         b->g_comm = 2;
+        return;
+    }
+    if (r->fw.kind == LP_FW_HF && r->train.lora_rank > 0) {
+        /* hf LoRA / QLoRA: the frozen 16-bit parts (embedding, lm_head)
+         * keep the run's dtype; LLaMA-Factory casts every trainable
+         * parameter, the adapters, to fp32 (0.4.0 as Xia et al. vendored it,
+         * stsxxx/finetune 728a01b LLaMA-Factory/src/llmtuner/model/adapter.py
+         * init_adapter: `param.data = param.data.to(torch.bfloat16 if
+         * finetuning_args.lora_bf16_mode else torch.float32)`,
+         * lora_bf16_mode default False), so their gradients are fp32 and
+         * torch.optim.AdamW's exp_avg and exp_avg_sq (zeros_like(param))
+         * too: 4 + 4 + 8 bytes, no master copy */
+        b->w = r->train.precision == LP_FP32 ? 4 : 2;
+        b->w_train = 4;
+        b->g = 4;
+        b->o = 8;
+        b->g_comm = 4;
         return;
     }
     if (r->fw.kind == LP_FW_DDP && r->train.precision != LP_FP32) {
@@ -65,6 +83,7 @@ void lp_sim_param_bytes(const struct lp_run *r, struct lp_bytes_per_param *b)
         b->w = 4 + 2;
         b->g = 4 + 4;
         b->o = 8;
+        b->w_train = b->w;
         b->g_comm = 4;
         return;
     }
@@ -98,6 +117,7 @@ void lp_sim_param_bytes(const struct lp_run *r, struct lp_bytes_per_param *b)
      * (apex 6424da3 contrib/optimizers/distributed_fused_adam.py
      * StateBucket; no fp32 remainders unless dtype is fp32) */
     if (r->fw.optim_bf16 && r->train.precision != LP_FP32) b->o = 6;
+    b->w_train = b->w;
     b->g_comm = b->g;
 }
 

@@ -292,6 +292,7 @@ struct lp_params {
 
 struct lp_bytes_per_param {
     double w, g, o; /* weights, gradients, optimizer states */
+    double w_train; /* a trained parameter's own copy (w but for hf's fp32 adapters) */
     double g_comm;  /* gradient bytes on the wire */
 };
 
@@ -520,6 +521,10 @@ void lp_sim_count_params(const struct lp_run *r, const struct lp_kinds *ks, cons
  * innermost dimension): the same operations in the same order. */
 struct lp_mem_stage {
     double params, trained, experts, act, temp;
+    /* hf LoRA under full recomputation (lp_sim_memory_peak's phases): of
+     * act, the checkpoints' inputs and the recomputed layer's activations;
+     * of temp, the loss's buffers */
+    double ckpt_in, redo, loss;
 };
 struct lp_mem_stages {
     int n;                   /* pp */

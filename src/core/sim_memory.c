@@ -477,7 +477,7 @@ void lp_sim_memory_stages(const struct lp_run *r, const struct lp_kinds *ks,
     }
     out->n = p->pp; /* out->st: room for pp stages */
     for (int s = 0; s < p->pp; s++) {
-        double params = 0, trained = 0, chunk_act = 0, experts = 0;
+        double params = 0, trained = 0, chunk_act = 0, experts = 0, ckpt_in = 0;
         for (int c = 0; c < p->vp; c++) {
             int n[LP_KINDS], nr[LP_KINDS], covered = 0;
             lp_chunk_kinds(ks, first, c * p->pp + s, n);
@@ -491,6 +491,7 @@ void lp_sim_memory_stages(const struct lp_run *r, const struct lp_kinds *ks,
                 if (k % LP_FFN_COUNT == LP_FFN_MOE) experts += n[k] * routed;
             }
             /* the checkpoints' inputs: one per layer, one per group */
+            ckpt_in += input * ((covered + group - 1) / group);
             chunk_act += input * ((covered + group - 1) / group);
             const int v = c * p->pp + s; /* layers [first[v], first[v + 1]) */
             chunk_act -= hf_qlora_unheld_lead_bytes(r, first[v], first[v + 1], covered);
@@ -508,16 +509,76 @@ void lp_sim_memory_stages(const struct lp_run *r, const struct lp_kinds *ks,
         if (s == 0) /* embedding output and its dropout mask */
             a += inflight * T * (e + 1.0) * m->hidden / (p->sequence_parallel ? t : 1.0);
         double temp = RUNTIME_RESERVE_BYTES + 2.0 * T * m->hidden * e; /* comm buffers */
+        double loss = 0;
         if (s == p->pp - 1) /* the logits of one micro-batch and their loss */
-            temp += T * lp_sim_vocab_padded(r) / t * logit_bytes(r, e);
+            loss = T * lp_sim_vocab_padded(r) / t * logit_bytes(r, e);
+        temp += loss;
         if (r->train.lora_rank > 0 && r->train.lora_base_bits < 16)
             /* bitsandbytes dequantises a frozen weight into a 16-bit
              * temporary before each use (MatMul4Bit): the largest, an
              * expert's or the MLP's h x f, is alive with the activations */
             temp += (double)m->hidden / t *
                     fmax(m->ffn_hidden, m->moe.experts > 0 ? m->moe.ffn_hidden : 0) * e;
-        out->st[s] = (struct lp_mem_stage){
-            .params = params, .trained = trained, .experts = experts, .act = a, .temp = temp};
+        out->st[s] = (struct lp_mem_stage){.params = params,
+                                           .trained = trained,
+                                           .experts = experts,
+                                           .act = a,
+                                           .temp = temp,
+                                           .ckpt_in = inflight * ckpt_in / p->vp,
+                                           .redo = redo,
+                                           .loss = loss};
+    }
+}
+
+/* hf LoRA / QLoRA with every layer checkpointed on one GPU (Xia et al.
+ * 2024's setting; lp_sim_memory_peak's phases). */
+static bool hf_lora_phased(const struct lp_run *r)
+{
+    const struct lp_parallel *p = &r->par;
+    return r->fw.kind == LP_FW_HF && r->train.lora_rank > 0 && lp_full_covers_all(p) &&
+           p->pp == 1 && p->vp == 1;
+}
+
+/* What hf LoRA / QLoRA under full recomputation holds at the step's peak,
+ * which is one of three moments rather than the sum of what each holds.
+ * The gradients do not exist in the forward: the Trainer ends every step
+ * with model.zero_grad() (the Transformers Trainer._inner_training_loop
+ * Xia et al. ran, stsxxx/finetune 728a01b copy_for_tune/trainer.py:1945;
+ * torch 2.1 Module.zero_grad(set_to_none=True)), so each adapter's fp32
+ * gradient is made by its layer's backward. Moments:
+ *  - the loss (end of the forward): every checkpoint's input, the loss's
+ *    fp32 buffers (logit_bytes) and autocast's bf16 copies of the fp32
+ *    adapters: accelerate 0.26 Accelerator.prepare_model wraps the forward
+ *    in torch.autocast (cache_enabled default True), whose cache keeps the
+ *    cast of every fp32 leaf that requires grad (aten autocast_mode.cpp
+ *    cached_cast) until the outermost autocast exits at the forward's end;
+ *  - the first layer's backward: the loss's buffers are gone (the fp32
+ *    logits' gradient is cast and consumed by lm_head's backward before the
+ *    final norm's and the last layer's) and its recomputation's saved
+ *    tensors are live (the recompute runs in an autocast of its own);
+ *  - the last layer's backward (layer 0): each later layer's checkpoint
+ *    input was released with its backward (the non-reentrant checkpoint
+ *    saves the inputs with _NoopSaveInputs), every adapter's gradient is
+ *    live.
+ * The 4-bit inputs bitsandbytes keeps as ctx.tensors (hf_qlora_held_bytes)
+ * stay for the whole backward (Python attributes of graph nodes that live
+ * until the loss is freed), so they are in every moment. Writes the
+ * largest moment's activations, temporaries and gradients. */
+static void hf_lora_peak(const struct lp_run *r, const struct lp_mem_stage *st, double cache,
+                         double grads, double *act, double *temp, double *gbytes)
+{
+    const double a0 = st->act - st->ckpt_in - st->redo, t0 = st->temp - st->loss;
+    const double fwd = st->loss + cache;
+    const double first = st->ckpt_in + fmax(fwd, st->redo);
+    const double last = layer_input_bytes(r) + st->redo + grads;
+    if (last > first) {
+        *act = a0 + layer_input_bytes(r) + st->redo;
+        *temp = t0;
+        *gbytes = grads;
+    } else {
+        *act = a0 + st->ckpt_in + (fwd > st->redo ? 0.0 : st->redo);
+        *temp = t0 + (fwd > st->redo ? fwd : 0.0);
+        *gbytes = 0;
     }
 }
 
@@ -537,10 +598,11 @@ void lp_sim_memory_peak(const struct lp_run *r, const struct lp_params *pr,
      * DistributedDataParallel's expert_parallel_buffers do;
      * lp_sim_expert_group) */
     double nd = (double)p->dp * p->cp;
-    double w = b.w, g = b.g, o = b.o;
+    double w = b.w, g = b.g, o = b.o, wt = b.w_train;
     if (p->zero >= 1) o /= nd;
     if (p->zero >= 2) g /= nd;
     if (p->zero >= 3) w /= nd;
+    if (p->zero >= 3) wt /= nd;
     int ne_i = 1, se_i = 1;
     const bool own_group = lp_sim_expert_group(r, 1.0, &ne_i, &se_i) > 0;
     /* what each routed-expert parameter adds beyond the dense per-parameter
@@ -553,8 +615,8 @@ void lp_sim_memory_peak(const struct lp_run *r, const struct lp_params *pr,
     double best = -1;
     for (int s = 0; s < ms->n; s++) {
         const double params = ms->st[s].params, trained = ms->st[s].trained;
-        const double experts = ms->st[s].experts, a = ms->st[s].act;
-        double temp = ms->st[s].temp;
+        const double experts = ms->st[s].experts;
+        double a = ms->st[s].act, temp = ms->st[s].temp;
         if (p->zero >= 3) /* two layers' gathered parameters (prefetch) */
             temp += 2.0 * pr->layer * b.w;
         /* fine-tuning: frozen base weights in their storage precision, the
@@ -572,7 +634,7 @@ void lp_sim_memory_peak(const struct lp_run *r, const struct lp_params *pr,
             const double qbits =
                 r->train.lora_base_bits +
                 (r->train.lora_base_bits == 4 ? 8.0 / 64.0 + 32.0 / (64.0 * 256.0) : 0.0);
-            wbytes = (params - ends) * qbits / 8.0 + ends * w + trained * w;
+            wbytes = (params - ends) * qbits / 8.0 + ends * w + trained * wt;
         }
         if (lp_sim_hf_pure16(r))
             /* the optimizer step, after the activations are freed: the new
@@ -580,7 +642,11 @@ void lp_sim_memory_peak(const struct lp_run *r, const struct lp_params *pr,
              * parameter (torch/optim/adamw.py, _multi_tensor_adamw) */
             temp = fmax(temp, RUNTIME_RESERVE_BYTES + trained * e - a);
         wbytes += experts * xw;
-        const double gbytes = trained * g + experts * xg, obytes = trained * o + experts * xo;
+        double gbytes = trained * g + experts * xg;
+        const double obytes = trained * o + experts * xo;
+        if (hf_lora_phased(r))
+            hf_lora_peak(r, &ms->st[s], r->train.precision == LP_FP32 ? 0.0 : trained * e, gbytes,
+                         &a, &temp, &gbytes);
         double tot = wbytes + gbytes + obytes + a + temp;
         if (tot > best) {
             best = tot;

@@ -117,13 +117,19 @@ check("dense layers before the first MoE layer hold nothing", abs(per_fd - want_
 # Transformers' upcast loss holds 12 bytes per logit at its peak (fp32
 # logits, the shifted copy, log_softmax's output; the Trainer drops the
 # outputs before the backward); PyTorch's native loss on 16-bit logits
-# 2 + 4: a 1024-token query differs by 1024 x 32000 x 6 bytes
-nat = q(16, 2)
-nat["framework"] = {"name": "hf", "cross_entropy": "native"}
-n1, n2 = sim([dict(q(16, 1), framework={"name": "hf", "cross_entropy": "native"}), nat])
-per_n = (n2["memory_per_gpu_gib"] - n1["memory_per_gpu_gib"]) * 2**30
-check("upcast loss: 12 bytes per logit", abs(per[2] - per_n - 1024 * 32000 * 6) < 1e-3,
-      f"{(per[2] - per_n) / 1e6:.3f} MB per query vs {1024 * 32000 * 6 / 1e6:.3f}")
+# 2 + 4. The loss and the recomputed layer are never alive together
+# (sim_memory.c hf_lora_peak): at batches 8 and 9 the upcast loss (12 x
+# 32000 = 384000 bytes per token) sets the peak, the native one (6 x 32000)
+# does not, the recomputed layer's 356352 bytes per token (below) do, so a
+# 1024-token query differs by 1024 x (384000 - 356352) bytes
+def nat(b):
+    return dict(q(16, b), framework={"name": "hf", "cross_entropy": "native"})
+u8, u9, n8, n9 = sim([q(16, 8), q(16, 9), nat(8), nat(9)])
+per_u = (u9["memory_per_gpu_gib"] - u8["memory_per_gpu_gib"]) * 2**30
+per_n = (n9["memory_per_gpu_gib"] - n8["memory_per_gpu_gib"]) * 2**30
+check("upcast loss: 12 bytes per logit, the native loss under the recomputed layer",
+      abs(per_u - per_n - 1024 * (384000 - 356352)) < 1e-3,
+      f"{(per_u - per_n) / 1e6:.3f} MB per query vs {1024 * (384000 - 356352) / 1e6:.3f}")
 check("4-bit inputs held across checkpointed layers", abs(per[0] - per[2] - want) < 1e-6 * want,
       f"{(per[0] - per[2]) / 1e9:.3f} GB per 1024-token query vs {want / 1e9:.3f}")
 check("8-bit: the input and its int8 transpose",
@@ -147,6 +153,45 @@ check("ckpt_reentrant recorded only where not the default",
       "ckpt_reentrant" not in json.dumps(rr[2]["framework"]) and
       rr[2]["memory_per_gpu_gib"] == res[0]["memory_per_gpu_gib"],
       f"{rr[0]['framework']['ckpt_reentrant']} / {rr[2]['framework']}")
+# The QLoRA step's peak by hand (sim_memory.c hf_lora_peak), 1024-token
+# queries, Mixtral top-2, adapters on the experts and routers:
+#  - adapters: 32 layers x (8 experts x 16 x (2 (h + f) + (f + h)) + 16 (h +
+#    8)) = 228,593,664 parameters, fp32 (LLaMA-Factory casts them), fp32
+#    gradients, AdamW m and v fp32: 4 + 4 + 8 bytes;
+#  - per token: the held 4-bit inputs (above, 2 (32 layer - (3 h + 2 h))),
+#    the 32 checkpoints' inputs (2 h each), the embedding output and its
+#    mask (3 h), the comm buffers (2 x 2 h), the recomputed layer (two
+#    RMSNorms 2 (4 + 2) h, attention 2 h + 2 (2 h + 2 g d) + 2 h, MoE 2 h +
+#    2 (2 h + 4 x 2 f + 2 h): 356352 bytes) and the loss (12 x 32000);
+#  - the loss and the recomputed layer are never alive together; the
+#    gradients do not exist before the backward (zero_grad set_to_none);
+#    autocast's bf16 copies of the adapters (2 bytes each) live through the
+#    forward: at batch 14 the loss's moment is the peak (no gradients,
+#    temporaries 1 GiB + comm + one dequantised expert h f x 2 + loss +
+#    copies), at batch 1 the last layer's backward (all gradients, one
+#    checkpoint input, the recomputed layer)
+h, f, V, T = 4096, 14336, 32000, 1024
+trained = 32 * (8 * 16 * (2 * (h + f) + (f + h)) + 16 * (h + 8))
+held = T * 2 * (32 * layer - (3 * h + 2 * h))
+redo = T * (2 * 6 * h + (2 * h + 2 * (2 * h + 2 * 1024) + 2 * h) + (2 * h + 2 * (4 * h + 8 * f)))
+pk1, pk14, pk15 = sim([q(4, 1), q(4, 14), q(4, 15)])
+g1, g14 = pk1["memory_gib"], pk14["memory_gib"]
+check("adapters fp32: weights, gradients, AdamW m and v (8 bytes)",
+      abs(g14["optimizer"] * 2**30 - 8 * trained) < 1 and abs(g1["gradients"] * 2**30 - 4 * trained) < 1,
+      f"optimizer {g14['optimizer']:.4f} GiB, gradients at batch 1 {g1['gradients']:.4f} GiB "
+      f"(adapters {trained})")
+want_t = 2**30 + 14 * T * 4 * h + 2 * h * f + 14 * T * 12 * V + 2 * trained
+check("batch 14: the loss's moment, no gradients, the adapters' autocast copies",
+      g14["gradients"] == 0 and abs(g14["temporary"] * 2**30 - want_t) < 1,
+      f"gradients {g14['gradients']}, temporary {g14['temporary'] * 2**30:.0f} vs {want_t}")
+want_a = held + T * 3 * h + T * 2 * h + redo
+check("batch 1: the last layer's backward, every gradient, one checkpoint input",
+      abs(g1["activations"] * 2**30 - want_a) < 1 and abs(g1["temporary"] * 2**30 - (2**30 + T * 4 * h + 2 * h * f)) < 1,
+      f"activations {g1['activations'] * 2**30:.0f} vs {want_a}")
+per_q = (pk15["memory_per_gpu_gib"] - pk14["memory_per_gpu_gib"]) * 2**30
+want_q = held + T * (32 * 2 * h + 3 * h + 4 * h + 12 * V)
+check("per query at the loss: held inputs, checkpoints, loss; not the recomputed layer",
+      abs(per_q - want_q) < 1e-3, f"{per_q / 1e9:.4f} GB vs {want_q / 1e9:.4f}")
 # cost of the dataset: queries x epochs / queries per second x price
 c, cd = sim([run(4, prices="cudo-2024"), run(4, prices="2024")])
 want = 15000 * 10 / c["queries_per_s"] / 3600 * 0.79

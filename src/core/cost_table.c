@@ -140,4 +140,13 @@ void lp_cost_model_table(struct lp_cost_model *cm, const struct lp_profile *p,
         cm->coll_ref[t].bw_Bps = isfinite(b) && b > 0 ? b : 0.0;
         cm->coll_ref[t].latency_s = isfinite(l) && l > 0 ? l : 0.0;
     }
+    /* an analytical profile that records its inter-node reference (synth
+     * since stop 30) carried its columns in ranks with NCCL's model from
+     * synth's calibration layout: lp_coll_time redoes that step for each
+     * group's own layout (cost.h coll_cal) */
+    cm->coll_cal = (struct lp_coll_cal){0};
+    const char *g = p ? lp_profile_get_prov(p, "coll_gpus_per_node") : NULL;
+    const long G = g ? strtol(g, NULL, 10) : 0;
+    if (cm->coll_tree_two_nodes && p && cm->coll_ref[LP_TIER_INTER].latency_s > 0 && G > 0)
+        lp_synth_coll_cal((int)G, &cm->coll_cal);
 }

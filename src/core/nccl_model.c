@@ -163,7 +163,10 @@ double lp_nccl_rescale_s(const struct lp_coll_cal *cal, enum lp_coll op, double 
     const double at_cal =
         lp_nccl_time_s(v, op, bytes, cal->ranks, cal->nodes, node_bw_cal, cal->amd_cpu, NULL);
     if (at < 0 || at_cal < 0) return t_cal;
-    return t_cal + at - at_cal;
+    /* never below NCCL's own prediction at the new layout: the measured
+     * curve holds it plus what the benchmark added, and a difference of
+     * two protocol choices must not take the time under it */
+    return fmax(t_cal + at - at_cal, at);
 }
 
 const char *lp_nccl_version_name(enum lp_nccl_version v)

@@ -43,7 +43,8 @@ double lp_nccl_time_s(enum lp_nccl_version v, enum lp_coll op, double bytes, int
  * (cal->ranks ranks on cal->nodes nodes, each node's ring bandwidth
  * node_bw_cal), carried to `ranks` ranks on `nodes` nodes of ring
  * bandwidth node_bw: t_cal plus what NCCL's own model (cal's release)
- * predicts the new layout adds or saves. The one rule the synthetic
+ * predicts the new layout adds or saves, and never less than that
+ * prediction itself. The one rule the synthetic
  * inter-node tables (synth.c) and lp_coll_time (sim_comm.c) share.
  * Returns t_cal unchanged for the collectives NCCL's model does not
  * cover (lp_nccl_time_s < 0). */

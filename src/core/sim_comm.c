@@ -81,9 +81,9 @@ double lp_coll_tree2_gain(int n)
 /* An analytical profile's all-reduce, all-gather or reduce-scatter across
  * nodes (cost.h coll_cal): the measured curve at its own layout (cal.ranks
  * ranks on cal.nodes full nodes) on this system's links and latency
- * (lp_coll_eff_on), carried to the group's layout by NCCL's model
- * (lp_nccl_rescale_s) at the group's node bandwidth `node_bw` (the
- * two-node tree's wider one included). The table's other columns hold the
+ * (lp_coll_eff_on) and node bandwidth `node_bw` (k NICs, or the two-node
+ * tree's wider network), carried to the group's layout by NCCL's model
+ * at that bandwidth (lp_nccl_rescale_s). The table's other columns hold the
  * same step for the reference system, but lp_coll_eff_on scales their
  * whole latency by the link latency ratio (InfiniBand 5 us / EFA 15 us):
  * NCCL's per-step latencies (tuning.cc hwLatencies: NVLink 0.6-4 us,
@@ -96,9 +96,15 @@ static double coll_rescaled_s(const struct lp_cost_model *cm, const struct lp_sy
     const struct lp_coll_cal *cal = &cm->coll_cal;
     const double node_bw_cal =
         fmin((double)(cal->ranks / cal->nodes) * sys->inter.bw_Bps, sys->intra.bw_Bps);
-    const double eff = lp_coll_eff_on(cm, sys, op, LP_TIER_INTER, bytes, cal->ranks);
-    const double t_cal = bytes * lp_coll_bus_factor(op, cal->ranks) / (eff * node_bw_cal);
-    return lp_nccl_rescale_s(cal, op, bytes, t_cal, node_bw_cal, n, nodes, node_bw);
+    /* the curve on the group's node bandwidth, looked up as lp_coll_eff_on
+     * does for another link (at bytes x node_bw_cal / node_bw), so its
+     * fixed part stays and its large-message fraction (0.915) applies to
+     * the bandwidth the group has: one NIC for a group of one rank per
+     * node, the tree's wider network on two nodes */
+    const double eff =
+        lp_coll_eff_on(cm, sys, op, LP_TIER_INTER, bytes * (node_bw_cal / node_bw), cal->ranks);
+    const double t_cal = bytes * lp_coll_bus_factor(op, cal->ranks) / (eff * node_bw);
+    return lp_nccl_rescale_s(cal, op, bytes, t_cal, node_bw, n, nodes, node_bw);
 }
 
 double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,

@@ -138,6 +138,21 @@ struct lp_cost_model {
      * fraction), so lp_coll_time adds NCCL's tree at two nodes. False for
      * a measured profile, whose 2-node columns ran what NCCL ran. */
     bool coll_tree_two_nodes;
+    /* How a synthetic profile carried its inter-node all-reduce,
+     * all-gather and reduce-scatter in ranks: the measured curve at
+     * `ranks` ranks on `nodes` full nodes, plus the time NCCL's own model
+     * (NCCL release `nccl_version`, enum lp_nccl_version; `amd_cpu`) adds
+     * at another layout (synth.c coll_eff, nccl_model.c
+     * lp_nccl_rescale_s). lp_coll_time takes that step itself, for the
+     * group's own layout and links: NCCL's per-step latencies are
+     * constants of its protocols (tuning.cc hwLatencies), not of the
+     * network, so they must not be scaled with the link latency as the
+     * measured part is (lp_coll_eff_on). ranks 0: none (a measured
+     * profile, the roofline). */
+    struct lp_coll_cal {
+        int ranks, nodes, nccl_version;
+        bool amd_cpu;
+    } coll_cal;
     /* speed of flash1 and triton relative to FlashAttention-2 where the
      * profile has no table of its own for them (struct lp_calib); the
      * constructors set the built-in value, lp_cost_model_choose the

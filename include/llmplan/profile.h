@@ -194,6 +194,12 @@ int lp_profile_check(const struct lp_profile *p, int *nonmonotone, struct lp_err
 int lp_profile_synth(const struct lp_gpu *gpu, const struct lp_system *ref_system,
                      struct lp_profile **out, struct lp_err *err);
 
+/* The layout and NCCL model an analytical profile's inter-node all-reduce,
+ * all-gather and reduce-scatter were calibrated at, for a profile built
+ * for nodes of gpus_per_node GPUs (its coll_gpus_per_node attribute):
+ * what lp_coll_time carries to a group's own layout (cost.h coll_cal). */
+void lp_synth_coll_cal(int gpus_per_node, struct lp_coll_cal *cal);
+
 #ifdef __cplusplus
 }
 #endif

@@ -102,6 +102,7 @@ void lp_cost_model_roofline(struct lp_cost_model *cm, const struct lp_gpu *gpu)
     cm->profile = NULL;
     cm->gpu = *gpu;
     memset(cm->coll_ref, 0, sizeof(cm->coll_ref));
+    cm->coll_cal = (struct lp_coll_cal){0};
     cm->coll_tree_two_nodes = true;
     struct lp_calib c;
     lp_calib_builtin(&c);

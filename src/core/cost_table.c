@@ -101,8 +101,18 @@ static double tb_coll(const struct lp_cost_model *cm, enum lp_coll c, enum lp_ti
     if (pr && (unsigned)c < LP_COLL_COUNT && (unsigned)tier < LP_TIER_COUNT) {
         const struct lp_table *t = &pr->coll[c][tier];
         if (lp_table_present(t)) {
-            const double x[2] = {bytes, (double)ranks};
-            return lp_table_lookup_pow(t, x, coll_pow, NULL);
+            /* Below the table's smallest message a collective is
+             * latency-bound: it takes the smallest message's time (the
+             * fraction falls with the size), not that message's fraction
+             * (which made an 8-byte all-reduce cost 1/128 of a 1 KiB one).
+             * NCCL's LL protocol costs the same from a few bytes to KiBs
+             * (ncclTopoGetAlgoTime: lat + bytes / bw, bw ~ 10-40 GB/s);
+             * measured: nccl-tests issue #150, two A100 nodes over HDR,
+             * all-reduce 19.9 / 20.7 / 19.2 / 19.4 us at 8 / 16 / 32 / 64 B. */
+            const double lo = t->axis[0][0];
+            const double x[2] = {bytes < lo ? lo : bytes, (double)ranks};
+            const double e = lp_table_lookup_pow(t, x, coll_pow, NULL);
+            return bytes < lo ? e * bytes / lo : e;
         }
     }
     return lp_cost_roofline_ops.coll_eff(cm, c, tier, bytes, ranks);
@@ -140,4 +150,13 @@ void lp_cost_model_table(struct lp_cost_model *cm, const struct lp_profile *p,
         cm->coll_ref[t].bw_Bps = isfinite(b) && b > 0 ? b : 0.0;
         cm->coll_ref[t].latency_s = isfinite(l) && l > 0 ? l : 0.0;
     }
+    /* an analytical profile that records its inter-node reference (synth
+     * since stop 30) carried its columns in ranks with NCCL's model from
+     * synth's calibration layout: lp_coll_time redoes that step for each
+     * group's own layout (cost.h coll_cal) */
+    cm->coll_cal = (struct lp_coll_cal){0};
+    const char *g = p ? lp_profile_get_prov(p, "coll_gpus_per_node") : NULL;
+    const long G = g ? strtol(g, NULL, 10) : 0;
+    if (cm->coll_tree_two_nodes && p && cm->coll_ref[LP_TIER_INTER].latency_s > 0 && G > 0)
+        lp_synth_coll_cal((int)G, &cm->coll_cal);
 }

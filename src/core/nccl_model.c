@@ -154,6 +154,21 @@ double lp_nccl_time_s(enum lp_nccl_version v, enum lp_coll op, double bytes, int
     return best;
 }
 
+double lp_nccl_rescale_s(const struct lp_coll_cal *cal, enum lp_coll op, double bytes, double t_cal,
+                         double node_bw_cal, int ranks, int nodes, double node_bw)
+{
+    const enum lp_nccl_version v = (enum lp_nccl_version)cal->nccl_version;
+    const double at =
+        lp_nccl_time_s(v, op, bytes, ranks, nodes < 2 ? 2 : nodes, node_bw, cal->amd_cpu, NULL);
+    const double at_cal =
+        lp_nccl_time_s(v, op, bytes, cal->ranks, cal->nodes, node_bw_cal, cal->amd_cpu, NULL);
+    if (at < 0 || at_cal < 0) return t_cal;
+    /* never below NCCL's own prediction at the new layout: the measured
+     * curve holds it plus what the benchmark added, and a difference of
+     * two protocol choices must not take the time under it */
+    return fmax(t_cal + at - at_cal, at);
+}
+
 const char *lp_nccl_version_name(enum lp_nccl_version v)
 {
     return v == LP_NCCL_2_10 ? "2.10.3" : v == LP_NCCL_2_29 ? "2.29" : "?";

@@ -39,6 +39,18 @@ struct lp_nccl_choice {
 double lp_nccl_time_s(enum lp_nccl_version v, enum lp_coll op, double bytes, int ranks, int nodes,
                       double busbw_Bps, bool amd_cpu, struct lp_nccl_choice *choice);
 
+/* A collective measured (t_cal seconds) at the calibration layout `cal`
+ * (cal->ranks ranks on cal->nodes nodes, each node's ring bandwidth
+ * node_bw_cal), carried to `ranks` ranks on `nodes` nodes of ring
+ * bandwidth node_bw: t_cal plus what NCCL's own model (cal's release)
+ * predicts the new layout adds or saves, and never less than that
+ * prediction itself. The one rule the synthetic
+ * inter-node tables (synth.c) and lp_coll_time (sim_comm.c) share.
+ * Returns t_cal unchanged for the collectives NCCL's model does not
+ * cover (lp_nccl_time_s < 0). */
+double lp_nccl_rescale_s(const struct lp_coll_cal *cal, enum lp_coll op, double bytes, double t_cal,
+                         double node_bw_cal, int ranks, int nodes, double node_bw);
+
 const char *lp_nccl_version_name(enum lp_nccl_version v);
 
 #endif

@@ -36,6 +36,7 @@
  * 2(n-1)/n further (lp_coll_tree2_gain). */
 #include <math.h>
 
+#include "nccl_model.h"
 #include "sim_internal.h"
 
 /* A synthetic profile's busbw fraction eff(S) = e_inf / (1 + (S_half / S)^p)
@@ -77,6 +78,35 @@ double lp_coll_tree2_gain(int n)
     return g > 1.0 ? g : 1.0;
 }
 
+/* An analytical profile's all-reduce, all-gather or reduce-scatter across
+ * nodes (cost.h coll_cal): the measured curve at its own layout (cal.ranks
+ * ranks on cal.nodes full nodes) on this system's links and latency
+ * (lp_coll_eff_on) and node bandwidth `node_bw` (k NICs, or the two-node
+ * tree's wider network), carried to the group's layout by NCCL's model
+ * at that bandwidth (lp_nccl_rescale_s). The table's other columns hold the
+ * same step for the reference system, but lp_coll_eff_on scales their
+ * whole latency by the link latency ratio (InfiniBand 5 us / EFA 15 us):
+ * NCCL's per-step latencies (tuning.cc hwLatencies: NVLink 0.6-4 us,
+ * network 2.7-14 us by protocol, the same for every network; NVIDIA/nccl
+ * 5067397c) then cost a third on InfiniBand, 0.2-0.4 of NCCL's own
+ * prediction for rings over 64-256 DGX A100 nodes (bench_coll). */
+static double coll_rescaled_s(const struct lp_cost_model *cm, const struct lp_system *sys,
+                              enum lp_coll op, double bytes, int n, int nodes, double node_bw)
+{
+    const struct lp_coll_cal *cal = &cm->coll_cal;
+    const double node_bw_cal =
+        fmin((double)(cal->ranks / cal->nodes) * sys->inter.bw_Bps, sys->intra.bw_Bps);
+    /* the curve on the group's node bandwidth, looked up as lp_coll_eff_on
+     * does for another link (at bytes x node_bw_cal / node_bw), so its
+     * fixed part stays and its large-message fraction (0.915) applies to
+     * the bandwidth the group has: one NIC for a group of one rank per
+     * node, the tree's wider network on two nodes */
+    const double eff =
+        lp_coll_eff_on(cm, sys, op, LP_TIER_INTER, bytes * (node_bw_cal / node_bw), cal->ranks);
+    const double t_cal = bytes * lp_coll_bus_factor(op, cal->ranks) / (eff * node_bw);
+    return lp_nccl_rescale_s(cal, op, bytes, t_cal, node_bw, n, nodes, node_bw);
+}
+
 double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
                     double bytes, int n, int stride)
 {
@@ -100,6 +130,10 @@ double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys,
         double wide = link;
         if (op == LP_COLL_ALLREDUCE && nodes == 2 && cm->coll_tree_two_nodes)
             wide = fmin(link * lp_coll_tree2_gain(n), sys->intra.bw_Bps); /* link <= intra */
+        const bool nccl_op =
+            op == LP_COLL_ALLREDUCE || op == LP_COLL_ALLGATHER || op == LP_COLL_REDUCESCATTER;
+        if (cm->coll_cal.ranks > 0 && cm->ops->coll_eff_has_latency && nccl_op)
+            return coll_rescaled_s(cm, sys, op, bytes, n, nodes, wide);
         double eff = lp_coll_eff_on(cm, sys, op, LP_TIER_INTER, bytes * (link / wide), n);
         busbw = eff * wide;
         alpha = steps_factor * (k - 1) * sys->intra.latency_s +

@@ -562,11 +562,25 @@ static double coll_einf(const struct sy_ctx *c, enum lp_coll op, enum lp_tier ti
 }
 
 /* ranks per node of a synthetic inter-node table's column: full
- * nodes from 2 x gpus_per_node ranks, two half-full nodes below */
+ * nodes of G GPUs from 2 x G ranks, two half-full nodes below */
+static double sy_per_node_of(double G, double n)
+{
+    const double k = n < G * 2 ? n / 2 : G;
+    return k > 1 ? k : 1;
+}
+
 static double sy_per_node(const struct sy_ctx *c, double n)
 {
-    const double k = n < c->gpus_per_node * 2 ? n / 2 : c->gpus_per_node;
-    return k > 1 ? k : 1;
+    return sy_per_node_of(c->gpus_per_node, n);
+}
+
+void lp_synth_coll_cal(int gpus_per_node, struct lp_coll_cal *cal)
+{
+    const double k = sy_per_node_of(gpus_per_node, SY_COLL_INTER_N_CAL);
+    *cal = (struct lp_coll_cal){.ranks = SY_COLL_INTER_N_CAL,
+                                .nodes = (int)lround(SY_COLL_INTER_N_CAL / k),
+                                .nccl_version = SY_NCCL_VERSION,
+                                .amd_cpu = SY_NCCL_AMD_CPU};
 }
 
 /* the size curve at n ranks with synth's own rank scaling: what the intra
@@ -613,16 +627,6 @@ static double coll_eff_curve(const struct sy_ctx *c, enum lp_coll op, enum lp_ti
     return e_inf / (1.0 + pow(shalf / bytes, p));
 }
 
-/* NCCL's predicted time (nccl_model.c) for n ranks on full nodes behind the
- * reference per-GPU NIC bandwidth */
-static double sy_nccl_s(const struct sy_ctx *c, enum lp_coll op, double bytes, double n)
-{
-    const double k = sy_per_node(c, n);
-    const int nodes = (int)lround(n / k);
-    return lp_nccl_time_s(SY_NCCL_VERSION, op, bytes, (int)n, nodes < 2 ? 2 : nodes,
-                          c->inter_bw * k, SY_NCCL_AMD_CPU, NULL);
-}
-
 /* seconds of a collective at busbw fraction eff of the nominal bandwidth */
 static double sy_coll_s(const struct sy_ctx *c, enum lp_coll op, double bytes, double n, double eff)
 {
@@ -648,8 +652,12 @@ static double coll_eff(const struct sy_ctx *c, enum lp_coll op, enum lp_tier tie
     const double n_cal = SY_COLL_INTER_N_CAL;
     const double at_cal = coll_eff_curve(c, op, tier, bytes, n_cal);
     if (n == n_cal) return at_cal;
-    const double t = sy_coll_s(c, op, bytes, n_cal, at_cal) + sy_nccl_s(c, op, bytes, n) -
-                     sy_nccl_s(c, op, bytes, n_cal);
+    struct lp_coll_cal cal;
+    lp_synth_coll_cal(c->gpus_per_node, &cal);
+    const double k = sy_per_node(c, n);
+    const double t = lp_nccl_rescale_s(&cal, op, bytes, sy_coll_s(c, op, bytes, n_cal, at_cal),
+                                       c->inter_bw * sy_per_node(c, n_cal), (int)n,
+                                       (int)lround(n / k), c->inter_bw * k);
     return bytes * lp_coll_bus_factor(op, (int)n) / (t * c->inter_bw * sy_per_node(c, n));
 }
 

@@ -183,12 +183,35 @@ static LP_INLINE bool run_op(const struct lp_sched_in *in, double *F, double *B,
     return true;
 }
 
-/* Put stage c on the worklist unless it is there. */
-static void wake(int *stack, int *top, bool *queued, int c)
+/* The worklist of stages to visit (all three worklist solvers): every
+ * stage at first, stage 0 on top; then the stages an output woke. */
+struct stages {
+    int stack[1024], top;
+    bool queued[1024];
+};
+
+static void stages_all(struct stages *w, int p)
 {
-    if (queued[c]) return;
-    stack[(*top)++] = c;
-    queued[c] = true;
+    w->top = 0;
+    for (int s = p - 1; s >= 0; s--) {
+        w->stack[w->top++] = s;
+        w->queued[s] = true;
+    }
+}
+
+static int stages_pop(struct stages *w)
+{
+    const int s = w->stack[--w->top];
+    w->queued[s] = false;
+    return s;
+}
+
+/* Put stage c on the worklist unless it is there. */
+static void wake(struct stages *w, int c)
+{
+    if (w->queued[c]) return;
+    w->stack[w->top++] = c;
+    w->queued[c] = true;
 }
 
 int lp_sched_exact_ref(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
@@ -215,15 +238,10 @@ int lp_sched_exact_ref(struct lp_sim *sim, const struct lp_sched_in *in, struct 
      * the stage that produces that input pushes it back. Every operation is
      * executed once and every stage is examined at most once per operation
      * that feeds it: O(p v m). */
-    int stack[1024], top = 0;
-    bool queued[1024];
-    for (int s = p - 1; s >= 0; s--) {
-        stack[top++] = s;
-        queued[s] = true;
-    }
-    while (top > 0) {
-        int s = stack[--top];
-        queued[s] = false;
+    struct stages wl;
+    stages_all(&wl, p);
+    while (wl.top > 0) {
+        const int s = stages_pop(&wl);
         while (next[s] < 2 * mv) {
             struct op o;
             stage_op(in, wu[s], next[s], &o);
@@ -237,7 +255,7 @@ int lp_sched_exact_ref(struct lp_sim *sim, const struct lp_sched_in *in, struct 
             next[s]++;
             done++;
             /* wake the stage this output feeds */
-            if (sends && p > 1) wake(stack, &top, queued, o.bwd ? (vs - 1) % p : (vs + 1) % p);
+            if (sends && p > 1) wake(&wl, o.bwd ? (vs - 1) % p : (vs + 1) % p);
         }
     }
     if (done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
@@ -467,15 +485,10 @@ static void advance(struct fast *x, const int *lim)
     const struct lp_sched_in *in = x->in;
     const int p = in->p, v = in->v, mv = in->m * in->v, pv = p * v;
     const bool multi = p > 1;
-    int stack[1024], top = 0;
-    bool queued[1024];
-    for (int s = p - 1; s >= 0; s--) {
-        stack[top++] = s;
-        queued[s] = true;
-    }
-    while (top > 0) {
-        const int s = stack[--top];
-        queued[s] = false;
+    struct stages wl;
+    stages_all(&wl, p);
+    while (wl.top > 0) {
+        const int s = stages_pop(&wl);
         struct walker *q = &x->wk[s];
         const int end = lim ? lim[s] : 2 * mv;
         while (q->j < end) {
@@ -498,8 +511,7 @@ static void advance(struct fast *x, const int *lim)
             q->j++;
             x->done++;
             if (sends && multi) /* wake the stage this output feeds */
-                wake(stack, &top, queued,
-                     bwd ? (s == 0 ? p - 1 : s - 1) : (s == p - 1 ? 0 : s + 1));
+                wake(&wl, bwd ? (s == 0 ? p - 1 : s - 1) : (s == p - 1 ? 0 : s + 1));
         }
     }
 }
@@ -1154,15 +1166,10 @@ static int zb_list(const struct lp_sched_in *in, struct lp_sched_out *out, doubl
     const int p = in->p, m = in->m;
     if (!(in->p2p_s >= 0.0)) return 1;
     const bool busy = !in->ends_only, blocking = in->p2p_blocking && p > 1;
-    int stack[1024], top = 0;
-    bool queued[1024];
-    for (int s = p - 1; s >= 0; s--) {
-        stack[top++] = s;
-        queued[s] = true;
-    }
-    while (top > 0) {
-        const int s = stack[--top];
-        queued[s] = false;
+    struct stages wl;
+    stages_all(&wl, p);
+    while (wl.top > 0) {
+        const int s = stages_pop(&wl);
         struct zb_stage *q = &z[s];
         /* zb_ready's reads and zb_dur's durations, for this stage */
         const double w = in->w[s], df = zb_dur(in, s, false), db = zb_dur(in, s, true);
@@ -1199,13 +1206,13 @@ static int zb_list(const struct lp_sched_in *in, struct lp_sched_out *out, doubl
                 q->wpend++;
                 if (!first) {
                     if (blocking) q->t += in->p2p_s;
-                    wake(stack, &top, queued, s - 1);
+                    wake(&wl, s - 1);
                 }
             } else {
                 Fs[nf++] = fin;
                 if (!last) {
                     if (blocking) q->t += in->p2p_s;
-                    wake(stack, &top, queued, s + 1);
+                    wake(&wl, s + 1);
                 }
             }
         }

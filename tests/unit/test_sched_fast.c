@@ -117,6 +117,26 @@ TEST(fast_equals_reference)
     lp_sim_destroy(&sim);
 }
 
+/* A stage's F and B in one of three styles: 0 any doubles (uniform: fu,
+ * bu), 1 round values, 2 ties (a round value plus half the spacing of a
+ * binade [2^e, 2^(e+1)) the times pass through, spacing 2^(e-52)); returns
+ * the B. */
+static double styled(int style, bool uniform, double fu, double bu, double *f, double *b)
+{
+    double fi = uniform ? fu : cost(), bi = uniform ? bu : cost();
+    if (style == 1) {
+        fi = 0.25 * (1 + pick(8));
+        bi = 0.25 * (1 + pick(8));
+    } else if (style == 2) {
+        const int e = 3 + pick(8);
+        fi = 0.25 * (1 + pick(8)) + ldexp(1.0, e - 53);
+        bi = 0.25 * (1 + pick(8)) + (pick(2) ? ldexp(1.0, e - 53) : 0.0);
+    }
+    *f = fi;
+    *b = bi;
+    return bi;
+}
+
 /* The steady-state shortcuts (ends_only: src/core/sim_schedule.c
  * steady_pairs, zb_period) against the reference solvers on random 1F1B,
  * interleaved and zb pipelines with long micro-batch counts (up to 4096;
@@ -163,19 +183,7 @@ TEST(steady_state_equals_reference)
         const bool uniform = pick(2) == 0;
         double fu = cost(), bu = cost();
         for (int i = 0; i < p * v; i++) {
-            double fi = uniform ? fu : cost(), bi = uniform ? bu : cost();
-            if (style == 1) {
-                fi = 0.25 * (1 + pick(8));
-                bi = 0.25 * (1 + pick(8));
-            } else if (style == 2) {
-                /* a tie in binade [2^e, 2^(e+1)) (spacing 2^(e-52)):
-                 * round value + 2^(e-53), e where the times pass */
-                const int e = 3 + pick(8);
-                fi = 0.25 * (1 + pick(8)) + ldexp(1.0, e - 53);
-                bi = 0.25 * (1 + pick(8)) + (pick(2) ? ldexp(1.0, e - 53) : 0.0);
-            }
-            f[i] = fi;
-            b[i] = bi;
+            const double bi = styled(style, uniform, fu, bu, &f[i], &b[i]);
             /* W: none, half of B (round), or any part of it */
             const int wk = pick(3);
             w[i] = wk == 0 ? 0.0 : wk == 1 ? 0.5 * bi : bi * (double)(rng() >> 11) * 0x1.0p-53;
@@ -315,17 +323,7 @@ TEST(zb_worklist_equals_reference)
         const bool uniform = pick(2) == 0, zero = pick(8) == 0;
         const double fu = cost(), bu = cost();
         for (int i = 0; i < p; i++) {
-            double fi = uniform ? fu : cost(), bi = uniform ? bu : cost();
-            if (style == 1) {
-                fi = 0.25 * (1 + pick(8));
-                bi = 0.25 * (1 + pick(8));
-            } else if (style == 2) {
-                const int e = 3 + pick(8);
-                fi = 0.25 * (1 + pick(8)) + ldexp(1.0, e - 53);
-                bi = 0.25 * (1 + pick(8)) + (pick(2) ? ldexp(1.0, e - 53) : 0.0);
-            }
-            f[i] = fi;
-            b[i] = bi;
+            const double bi = styled(style, uniform, fu, bu, &f[i], &b[i]);
             const int wk = pick(4);
             w[i] = wk == 0   ? 0.0
                    : wk == 1 ? 0.5 * bi

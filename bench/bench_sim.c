@@ -6,20 +6,21 @@
  * micro-batches per pipeline) and on 128 GPUs (48 to 1536 micro-batches:
  * long pipelines of micro-batches, where the schedule solve is longest).
  *
- * Reported in one run, each for five schedule solvers on the same list:
+ * Reported in one run, each for six schedule solvers on the same list:
  * the reference solvers (the clear ones: lp_sched_exact_ref, which the tree
  * before #20 used), the fast ones solving every operation (lp_sched_exact
  * with sched_every_op: #20's first step), the fast ones with stop 28's
  * steady-state shortcuts only (1F1B and zb: sched_stop28) and the fast ones
  * with the shortcuts of 1F1B, interleaved, GPipe and zb as stop 29 left them
- * (zb's looking one snapshot back: sched_stop29) and the fast ones as the
- * simulator runs them since stop 30 (zb's periods of up to ZB_RING pairs),
- * with the
+ * (zb's looking one snapshot back: sched_stop29), the fast ones as stop 30
+ * left them (zb's periods of up to ZB_RING pairs, all by the event loop:
+ * sched_stop30) and the fast ones as the simulator runs them since stop 31
+ * (zb by the worklist where the event loop finds no period), with the
  * ratios: sweep order (each configuration once, on a fresh simulator, as a
  * sweep sees them: the memos fill as it goes), warm (the list again and
  * again: memo hits where the direct-mapped memos hold them), cold (both
  * memos cleared before every configuration: the full operator-by-operator
- * cost and schedule solve). The results of all five must be bit-identical
+ * cost and schedule solve). The results of all six must be bit-identical
  * (checked here too). Rates are per CPU-second; the solvers are measured
  * alternately ROUNDS times and each keeps its best rates, so that load on a
  * shared machine affects them alike. Then one 1F1B, zb, GPipe and interleaved (vp 2) schedule
@@ -101,10 +102,11 @@ struct rates {
     long feasible;
     double sum;     /* of the iteration times of the first pass, for the identity check */
     double skipped; /* share of the first pass's schedule ops the shortcuts extrapolated */
+    double listed;  /* share of them zb's worklist solved (stop 31) */
     uint64_t hash;
 };
 
-enum solver { REFERENCE, EVERY_OP, STOP28, STOP29, STEADY, SOLVERS };
+enum solver { REFERENCE, EVERY_OP, STOP28, STOP29, STOP30, STEADY, SOLVERS };
 
 /* One solver's three rates on the list. */
 static int measure(const struct lp_cost_model *cm, enum solver solver, const struct lp_run *list,
@@ -117,6 +119,7 @@ static int measure(const struct lp_cost_model *cm, enum solver solver, const str
     sim->sched_every_op = solver == EVERY_OP;
     sim->sched_stop28 = solver == STOP28;
     sim->sched_stop29 = solver == STOP29;
+    sim->sched_stop30 = solver == STOP30;
     struct lp_result res;
     out->feasible = 0;
     out->sum = 0;
@@ -131,6 +134,8 @@ static int measure(const struct lp_cost_model *cm, enum solver solver, const str
     out->first = (double)n / (now() - t1);
     out->skipped =
         sim->sched_ops_total ? (double)sim->sched_ops_skipped / (double)sim->sched_ops_total : 0.0;
+    out->listed =
+        sim->sched_ops_total ? (double)sim->sched_ops_listed / (double)sim->sched_ops_total : 0.0;
     long done = 0;
     double t0 = now(), t;
     do {
@@ -169,9 +174,10 @@ static void best_of(struct rates *best, const struct rates *r)
     best->warm = best->warm > r->warm ? best->warm : r->warm;
     best->cold = best->cold > r->cold ? best->cold : r->cold;
     best->skipped = r->skipped;
+    best->listed = r->listed;
 }
 
-/* The five solvers on one list: their rates and ratios; 0 if their
+/* The six solvers on one list: their rates and ratios; 0 if their
  * results are bit-identical. */
 static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base, int gpus,
                       double secs, int rounds, const char *path, double *sink)
@@ -189,12 +195,12 @@ static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base,
             best_of(&best[v], &r);
         }
     const struct rates *ref = &best[REFERENCE], *every = &best[EVERY_OP], *old = &best[STOP28],
-                       *s29 = &best[STOP29], *st = &best[STEADY];
+                       *s29 = &best[STOP29], *s30 = &best[STOP30], *st = &best[STEADY];
     printf("bench_sim: %d GPT-3 175B configurations on %d A100s (%ld feasible), profile %s\n", n,
            gpus, st->feasible, path);
     printf(
-        "  configs per CPU-second   reference     every op      stop 28      stop 29       steady"
-        "   steady/every op   steady/stop 28   steady/stop 29   steady/reference   (best of %d "
+        "  configs per CPU-second   reference     every op      stop 28      stop 29      stop 30"
+        "          now   now/every op   now/stop 29   now/stop 30   now/reference   (best of %d "
         "rounds)\n",
         rounds);
     const char *names[] = {"sweep order (once each)", "warm (memos hit)       ",
@@ -204,18 +210,21 @@ static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base,
         const double b = i == 0 ? every->first : i == 1 ? every->warm : every->cold;
         const double o = i == 0 ? old->first : i == 1 ? old->warm : old->cold;
         const double o29 = i == 0 ? s29->first : i == 1 ? s29->warm : s29->cold;
+        const double o30 = i == 0 ? s30->first : i == 1 ? s30->warm : s30->cold;
         const double c = i == 0 ? st->first : i == 1 ? st->warm : st->cold;
-        printf("  %s %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   %15.2f   %14.2f   %14.2f   "
-               "%16.2f\n",
-               names[i], a, b, o, o29, c, c / b, c / o, c / o29, c / a);
+        printf("  %s %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   %12.2f   %11.2f   "
+               "%11.2f   %13.2f\n",
+               names[i], a, b, o, o29, o30, c, c / b, c / o29, c / o30, c / a);
     }
     bool same = true;
     for (int v = 0; v < SOLVERS; v++)
         same =
             same && best[v].hash && best[v].hash == ref->hash && best[v].feasible == ref->feasible;
     printf("  schedule ops extrapolated by the steady-state shortcuts (sweep order): %.1f%% (stop "
-           "28's: %.1f%%, stop 29's: %.1f%%)\n",
-           100.0 * st->skipped, 100.0 * old->skipped, 100.0 * s29->skipped);
+           "28's: %.1f%%, stop 29's: %.1f%%, stop 30's: %.1f%%); zb ops solved by the worklist "
+           "now: %.1f%%\n",
+           100.0 * st->skipped, 100.0 * old->skipped, 100.0 * s29->skipped, 100.0 * s30->skipped,
+           100.0 * st->listed);
     printf("  results bit-identical: %s\n", same ? "yes" : "NO");
     return same ? 0 : 1;
 }
@@ -358,12 +367,15 @@ static int bench_solve(const struct lp_cost_model *cm, enum lp_schedule kind, in
                              .w = w,
                              .p2p_s = 1e-4,
                              .ends_only = true};
-    /* every op, stop 29's shortcut (zb: one snapshot back), the shortcut now */
-    struct lp_sched_out o[3];
-    double us[3];
-    for (int mode = 0; mode < 3; mode++) {
+    /* every op (zb: by the worklist since stop 31), stop 29's shortcut (zb:
+     * one snapshot back), stop 30's (zb: the event loop and the ring, no
+     * worklist), the shortcut now */
+    struct lp_sched_out o[4];
+    double us[4];
+    for (int mode = 0; mode < 4; mode++) {
         sim->sched_every_op = mode == 0;
         sim->sched_stop29 = mode == 1;
+        sim->sched_stop30 = mode == 2;
         long n = 0;
         const double t0 = now();
         double t;
@@ -376,16 +388,18 @@ static int bench_solve(const struct lp_cost_model *cm, enum lp_schedule kind, in
         } while ((t = now() - t0) < secs);
         us[mode] = 1e6 * t / (double)n;
     }
-    const bool same = memcmp(&o[0].makespan_s, &o[2].makespan_s, sizeof(double)) == 0 &&
-                      memcmp(&o[1].makespan_s, &o[2].makespan_s, sizeof(double)) == 0;
+    bool same = true;
+    for (int mode = 0; mode < 3; mode++)
+        same = same && memcmp(&o[mode].makespan_s, &o[3].makespan_s, sizeof(double)) == 0;
     const char *name = kind == LP_SCHED_ZB            ? "zb"
                        : kind == LP_SCHED_GPIPE       ? "gpipe"
                        : kind == LP_SCHED_INTERLEAVED ? "int."
                                                       : "1f1b";
-    printf("  %-5s pp %3d, vp %d, %5d micro-batches: %9.1f us every op, %7.1f us stop 29, %7.1f us "
-           "steady (x%.1f, x%.2f over stop 29)%s\n",
-           name, p, v, m, us[0], us[1], us[2], us[0] / us[2], us[1] / us[2],
-           same ? "" : "  RESULTS DIFFER");
+    printf(
+        "  %-5s pp %3d, vp %d, %5d micro-batches: %9.1f us every op, %7.1f us stop 29, %7.1f us "
+        "stop 30, %7.1f us now (x%.1f over every op, x%.2f over stop 29, x%.2f over stop 30)%s\n",
+        name, p, v, m, us[0], us[1], us[2], us[3], us[0] / us[3], us[1] / us[3], us[2] / us[3],
+        same ? "" : "  RESULTS DIFFER");
     lp_sim_destroy(&sim);
     return same ? 0 : 1;
 }

@@ -173,7 +173,9 @@ void lp_sched_free(struct lp_sim *s);
  * zb (v = 1): every stage runs its 1F1B sequence of forward (F) and
  * input-gradient (B) passes, and a pending weight-gradient pass (W) whenever
  * the next F/B's input has not arrived yet; remaining Ws at the end, in
- * global time order. O(p v m) operations (zb: O(p m log p)). */
+ * global time order (without a trace by a worklist that makes the same
+ * choices: sim_schedule.c zb_list). O(p v m) operations (zb's event loop:
+ * O(p m log p)). */
 /* Whether the exact solvers' scratch holds the schedule (else they return
  * -1 and the closed form stands in). */
 bool lp_sched_exact_fits(const struct lp_sim *s, const struct lp_sched_in *in);
@@ -214,12 +216,14 @@ struct lp_sim {
     bool sched_every_op;        /* bench_sim: no steady-state shortcut */
     bool sched_stop28;          /* bench_sim: the shortcuts of stop 28 only (1F1B, zb) */
     bool sched_stop29;          /* bench_sim: zb's shortcut of stop 29 (one snapshot back) */
+    bool sched_stop30;          /* bench_sim: zb by its event loop only (stop 30, no worklist) */
     struct lp_zb_ring *zb_ring; /* zb's last snapshots (sim_schedule.c), made on first use */
     /* bench_sim: run as the tree before this stop of #20 (d7debed) did: memo
      * slots from FNV-1a, no model-hash, layer-split or present-kinds shortcuts */
     bool bench_baseline;
     uint64_t sched_hits, sched_misses;
     uint64_t sched_ops_total, sched_ops_skipped; /* ops to solve, of them extrapolated */
+    uint64_t sched_ops_listed; /* zb ops solved by the worklist (zb_list), not the event loop */
     /* the layer kinds of the last model seen, and their prefix counts over
      * its layers (LP_KIND_PREFIX_LAYERS at most): a chunk's kinds in O(kinds) */
     uint64_t kinds_model;

@@ -183,12 +183,35 @@ static LP_INLINE bool run_op(const struct lp_sched_in *in, double *F, double *B,
     return true;
 }
 
-/* Put stage c on the worklist unless it is there. */
-static void wake(int *stack, int *top, bool *queued, int c)
+/* The worklist of stages to visit (all three worklist solvers): every
+ * stage at first, stage 0 on top; then the stages an output woke. */
+struct stages {
+    int stack[1024], top;
+    bool queued[1024];
+};
+
+static void stages_all(struct stages *w, int p)
 {
-    if (queued[c]) return;
-    stack[(*top)++] = c;
-    queued[c] = true;
+    w->top = 0;
+    for (int s = p - 1; s >= 0; s--) {
+        w->stack[w->top++] = s;
+        w->queued[s] = true;
+    }
+}
+
+static int stages_pop(struct stages *w)
+{
+    const int s = w->stack[--w->top];
+    w->queued[s] = false;
+    return s;
+}
+
+/* Put stage c on the worklist unless it is there. */
+static void wake(struct stages *w, int c)
+{
+    if (w->queued[c]) return;
+    w->stack[w->top++] = c;
+    w->queued[c] = true;
 }
 
 int lp_sched_exact_ref(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
@@ -215,15 +238,10 @@ int lp_sched_exact_ref(struct lp_sim *sim, const struct lp_sched_in *in, struct 
      * the stage that produces that input pushes it back. Every operation is
      * executed once and every stage is examined at most once per operation
      * that feeds it: O(p v m). */
-    int stack[1024], top = 0;
-    bool queued[1024];
-    for (int s = p - 1; s >= 0; s--) {
-        stack[top++] = s;
-        queued[s] = true;
-    }
-    while (top > 0) {
-        int s = stack[--top];
-        queued[s] = false;
+    struct stages wl;
+    stages_all(&wl, p);
+    while (wl.top > 0) {
+        const int s = stages_pop(&wl);
         while (next[s] < 2 * mv) {
             struct op o;
             stage_op(in, wu[s], next[s], &o);
@@ -237,7 +255,7 @@ int lp_sched_exact_ref(struct lp_sim *sim, const struct lp_sched_in *in, struct 
             next[s]++;
             done++;
             /* wake the stage this output feeds */
-            if (sends && p > 1) wake(stack, &top, queued, o.bwd ? (vs - 1) % p : (vs + 1) % p);
+            if (sends && p > 1) wake(&wl, o.bwd ? (vs - 1) % p : (vs + 1) % p);
         }
     }
     if (done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
@@ -467,15 +485,10 @@ static void advance(struct fast *x, const int *lim)
     const struct lp_sched_in *in = x->in;
     const int p = in->p, v = in->v, mv = in->m * in->v, pv = p * v;
     const bool multi = p > 1;
-    int stack[1024], top = 0;
-    bool queued[1024];
-    for (int s = p - 1; s >= 0; s--) {
-        stack[top++] = s;
-        queued[s] = true;
-    }
-    while (top > 0) {
-        const int s = stack[--top];
-        queued[s] = false;
+    struct stages wl;
+    stages_all(&wl, p);
+    while (wl.top > 0) {
+        const int s = stages_pop(&wl);
         struct walker *q = &x->wk[s];
         const int end = lim ? lim[s] : 2 * mv;
         while (q->j < end) {
@@ -498,8 +511,7 @@ static void advance(struct fast *x, const int *lim)
             q->j++;
             x->done++;
             if (sends && multi) /* wake the stage this output feeds */
-                wake(stack, &top, queued,
-                     bwd ? (s == 0 ? p - 1 : s - 1) : (s == p - 1 ? 0 : s + 1));
+                wake(&wl, bwd ? (s == 0 ? p - 1 : s - 1) : (s == p - 1 ? 0 : s + 1));
         }
     }
 }
@@ -956,6 +968,8 @@ static void zb_rebuild(struct zb_node *tree, int leaves, const struct zb_stage *
  * pairs on. Most zb pipelines of a sweep that found no period of one pair
  * repeat over several (stages' W placements alternate). */
 #define ZB_RING 8
+/* snapshots without a jump before zb_events hands over to zb_list */
+#define ZB_QUIET 16
 struct zb_snap {
     double tau; /* the start of the event after which it was taken */
     int next[1024], wdone[1024], wpend[1024];
@@ -1131,8 +1145,91 @@ static long zb_jump(const struct lp_sched_in *in, double *F, double *B, struct z
     return events;
 }
 
-static int zb_fast(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
-                   double *F, double *B, struct lp_event *ev, int cap, int *nev)
+/* zb by a worklist (issue #20, stop 31): the remaining passes of every stage
+ * from state z (the start, or the event loop's state after any event), each
+ * stage run as far as its inputs are known, as advance() runs 1F1B, with
+ * the Ws its W-or-wait choice runs before each pass and the rest after its
+ * last. Exact (docs/simulator.md section 4, "zb without the event order"):
+ * the event loop asks only whether a pass's input has arrived by the stage's
+ * time t; when it has not been computed there, its producer starts at or
+ * after t (events go in time order, a pass before a W at equal times), so
+ * it arrives after t if the producer's finish is above its start; here the
+ * input's value is known and compared with t: the same answer, the same
+ * choices, the same floating-point sums in the same order per stage.
+ * Returns 0, or 1 when a pass did not end after it started (a zero or
+ * absorbed duration, or a negative p2p time: the argument does not hold and
+ * the caller solves by the event loop), -2 if a stage could not finish (a
+ * dependency cycle: cannot happen, the passes' graph is 1F1B's). */
+static int zb_list(const struct lp_sched_in *in, struct lp_sched_out *out, double *F, double *B,
+                   struct zb_stage *z)
+{
+    const int p = in->p, m = in->m;
+    if (!(in->p2p_s >= 0.0)) return 1;
+    const bool busy = !in->ends_only, blocking = in->p2p_blocking && p > 1;
+    struct stages wl;
+    stages_all(&wl, p);
+    while (wl.top > 0) {
+        const int s = stages_pop(&wl);
+        struct zb_stage *q = &z[s];
+        /* zb_ready's reads and zb_dur's durations, for this stage */
+        const double w = in->w[s], df = zb_dur(in, s, false), db = zb_dur(in, s, true);
+        const bool first = s == 0, last = s == p - 1;
+        const double *Fin = first ? NULL : F + at(s - 1, m, 0),
+                     *Bin = last ? NULL : B + at(s + 1, m, 0);
+        double *Fs = F + at(s, m, 0), *Bs = B + at(s, m, 0);
+        int nf = zb_fcount(q->next, q->wu, m), nb = q->next - nf;
+        while (q->next < 2 * m) {
+            /* stage_op for v = 1: warm-up forwards, then F and B
+             * alternately, then the drain's backwards */
+            const bool bwd = q->next >= q->wu && (nf == m || ((q->next - q->wu) & 1));
+            double r;
+            if (!bwd)
+                r = first ? 0.0 : Fin[nf];
+            else
+                r = last ? Fs[nb] : Bin[nb];
+            if (r < 0.0) break; /* its input's producer has not run */
+            if (bwd ? !last : !first) r = r + in->p2p_s;
+            while (r > q->t && q->wpend > 0) { /* a W rather than wait */
+                q->t = q->t + w;
+                q->wdone++;
+                q->wpend--;
+                if (busy) out->stage_busy_s[s] += w;
+            }
+            const double start = r > q->t ? r : q->t, dur = bwd ? db : df;
+            const double fin = start + dur;
+            if (!(fin > start)) return 1;
+            q->t = fin;
+            if (busy) out->stage_busy_s[s] += dur;
+            q->next++;
+            if (bwd) {
+                Bs[nb++] = fin;
+                q->wpend++;
+                if (!first) {
+                    if (blocking) q->t += in->p2p_s;
+                    wake(&wl, s - 1);
+                }
+            } else {
+                Fs[nf++] = fin;
+                if (!last) {
+                    if (blocking) q->t += in->p2p_s;
+                    wake(&wl, s + 1);
+                }
+            }
+        }
+        if (q->next == 2 * m)
+            for (; q->wpend > 0; q->wpend--) { /* its last Ws, back to back */
+                q->t = q->t + w;
+                q->wdone++;
+                if (busy) out->stage_busy_s[s] += w;
+            }
+    }
+    for (int s = 0; s < p; s++)
+        if (z[s].next < 2 * m) return -2;
+    return 0;
+}
+
+static int zb_events(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
+                     double *F, double *B, struct lp_event *ev, int cap, int *nev, bool list)
 {
     const int p = in->p, m = in->m;
     if (p > 1024 || in->v != 1) return -1;
@@ -1163,7 +1260,12 @@ static int zb_fast(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
         rg->n = 0;
         rg->head = 0;
     }
-    while (remaining > 0) {
+    /* the worklist from the start when no period is looked for, else after
+     * ZB_QUIET snapshots without a jump (a heuristic: only the speed depends
+     * on it) */
+    bool handed = list && !rg;
+    int quiet = 0; /* snapshots since the last jump */
+    while (remaining > 0 && !handed) {
         if (!(tree[1].when < INFINITY)) return -2; /* a dependency cycle: cannot happen */
         const int s = tree[1].tie & 2047;
         struct zb_stage *q = &z[s];
@@ -1227,11 +1329,33 @@ static int zb_fast(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
             }
             if (k > 0) rg->n = 0; /* the skipped events' snapshots were never taken */
             zb_snapshot(rg, z, p, k > 0 ? start + k * d : start);
+            quiet = k > 0 ? 0 : quiet + 1;
+            handed = list && quiet >= ZB_QUIET;
         }
+    }
+    if (handed && remaining > 0) {
+        const int rc = zb_list(in, out, F, B, z);
+        if (rc != 0) return rc;
+        sim->sched_ops_listed += (uint64_t)remaining;
     }
     double t[1024];
     for (int s = 0; s < p; s++)
         t[s] = z[s].t;
     finish(out, t, p, ne, nev);
     return 0;
+}
+
+/* zb: the event loop, handing over to the worklist (zb_list) where it may:
+ * not for a trace (its events in time order) nor for bench_sim's solvers of
+ * stops 28-30; a handover zb_list refuses is solved again by the events. */
+static int zb_fast(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_sched_out *out,
+                   double *F, double *B, struct lp_event *ev, int cap, int *nev)
+{
+    const uint64_t total = sim->sched_ops_total, skipped = sim->sched_ops_skipped;
+    const bool list = !ev && !sim->sched_stop28 && !sim->sched_stop29 && !sim->sched_stop30;
+    const int rc = zb_events(sim, in, out, F, B, ev, cap, nev, list);
+    if (rc != 1) return rc;
+    sim->sched_ops_total = total;
+    sim->sched_ops_skipped = skipped;
+    return zb_events(sim, in, out, F, B, ev, cap, nev, false);
 }

@@ -117,6 +117,26 @@ TEST(fast_equals_reference)
     lp_sim_destroy(&sim);
 }
 
+/* A stage's F and B in one of three styles: 0 any doubles (uniform: fu,
+ * bu), 1 round values, 2 ties (a round value plus half the spacing of a
+ * binade [2^e, 2^(e+1)) the times pass through, spacing 2^(e-52)); returns
+ * the B. */
+static double styled(int style, bool uniform, double fu, double bu, double *f, double *b)
+{
+    double fi = uniform ? fu : cost(), bi = uniform ? bu : cost();
+    if (style == 1) {
+        fi = 0.25 * (1 + pick(8));
+        bi = 0.25 * (1 + pick(8));
+    } else if (style == 2) {
+        const int e = 3 + pick(8);
+        fi = 0.25 * (1 + pick(8)) + ldexp(1.0, e - 53);
+        bi = 0.25 * (1 + pick(8)) + (pick(2) ? ldexp(1.0, e - 53) : 0.0);
+    }
+    *f = fi;
+    *b = bi;
+    return bi;
+}
+
 /* The steady-state shortcuts (ends_only: src/core/sim_schedule.c
  * steady_pairs, zb_period) against the reference solvers on random 1F1B,
  * interleaved and zb pipelines with long micro-batch counts (up to 4096;
@@ -163,19 +183,7 @@ TEST(steady_state_equals_reference)
         const bool uniform = pick(2) == 0;
         double fu = cost(), bu = cost();
         for (int i = 0; i < p * v; i++) {
-            double fi = uniform ? fu : cost(), bi = uniform ? bu : cost();
-            if (style == 1) {
-                fi = 0.25 * (1 + pick(8));
-                bi = 0.25 * (1 + pick(8));
-            } else if (style == 2) {
-                /* a tie in binade [2^e, 2^(e+1)) (spacing 2^(e-52)):
-                 * round value + 2^(e-53), e where the times pass */
-                const int e = 3 + pick(8);
-                fi = 0.25 * (1 + pick(8)) + ldexp(1.0, e - 53);
-                bi = 0.25 * (1 + pick(8)) + (pick(2) ? ldexp(1.0, e - 53) : 0.0);
-            }
-            f[i] = fi;
-            b[i] = bi;
+            const double bi = styled(style, uniform, fu, bu, &f[i], &b[i]);
             /* W: none, half of B (round), or any part of it */
             const int wk = pick(3);
             w[i] = wk == 0 ? 0.0 : wk == 1 ? 0.5 * bi : bi * (double)(rng() >> 11) * 0x1.0p-53;
@@ -186,7 +194,11 @@ TEST(steady_state_equals_reference)
         ASSERT_OK(lp_sched_exact_ref(sim, &in, &o1, NULL, 0, NULL));
         in.ends_only = true;
         const uint64_t before = sim->sched_ops_skipped;
+        /* zb's shortcut alone: the worklist (stop 31) would take over the
+         * pipelines that find no period soon, and has its own test below */
+        sim->sched_stop30 = zb;
         ASSERT_OK(lp_sched_exact(sim, &in, &o2, NULL, 0, NULL));
+        sim->sched_stop30 = false;
         if (memcmp(&o1.makespan_s, &o2.makespan_s, sizeof(double)) != 0 ||
             memcmp(o1.stage_end_s, o2.stage_end_s, (size_t)p * sizeof(double)) != 0) {
             fprintf(stderr, "  case %d: %s p %d v %d m %d style %d: %.17g vs %.17g\n", t,
@@ -257,7 +269,9 @@ TEST(zb_ring_periods_equal_reference)
         ASSERT_OK(lp_sched_exact_ref(sim, &in, &o1, NULL, 0, NULL));
         in.ends_only = true;
         uint64_t before = sim->sched_ops_skipped;
+        sim->sched_stop30 = true; /* the ring alone, no worklist (tested below) */
         ASSERT_OK(lp_sched_exact(sim, &in, &o2, NULL, 0, NULL));
+        sim->sched_stop30 = false;
         const uint64_t ring = sim->sched_ops_skipped - before;
         sim->sched_stop29 = true;
         before = sim->sched_ops_skipped;
@@ -278,6 +292,84 @@ TEST(zb_ring_periods_equal_reference)
     fprintf(stderr, "  ring of snapshots extrapolated more than one snapshot in %d of %d\n", more,
             cases);
     ASSERT_TRUE(more >= 10);
+    lp_sim_destroy(&sim);
+}
+
+/* zb by the worklist (issue #20, stop 31: sim_schedule.c zb_list, from the
+ * start when no period is looked for, else after ZB_QUIET snapshots of the
+ * event loop without a jump) against the reference on random zb pipelines:
+ * every stage's end, and its busy time when kept, bit-equal. Costs as in
+ * steady_state_equals_reference (random doubles, round values, ties), p2p
+ * zero or not (at zero an input arrives exactly when its producer ends:
+ * the W-or-wait choice then compares equal times), and in one case of
+ * eight a stage whose F or B pass lasts 0 (zb_list must refuse it: its
+ * argument needs every pass to end after it starts; the event loop then
+ * solves it again). The worklist must have solved ops in most pipelines,
+ * taken over from the event loop in some, and none in almost every
+ * pipeline with a zero pass. */
+TEST(zb_worklist_equals_reference)
+{
+    struct lp_sim *sim = lp_fixture_schedule_sim();
+    ASSERT_TRUE(sim != NULL);
+    static struct lp_sched_out o1, o2;
+    static double f[1024], b[1024], w[1024];
+    int listed = 0, handed = 0, refused = 0, zeros = 0, cases = 0;
+    for (int t = 0; t < 1200; t++) {
+        const int p = pick(6) == 0 ? 1 + pick(64) : 1 + pick(16);
+        int m = 1 + pick(t % 4 == 0 ? 1024 : 200);
+        while ((size_t)p * (size_t)m > sim->sched_cap)
+            m--;
+        const int style = pick(3);
+        const bool uniform = pick(2) == 0, zero = pick(8) == 0;
+        const double fu = cost(), bu = cost();
+        for (int i = 0; i < p; i++) {
+            const double bi = styled(style, uniform, fu, bu, &f[i], &b[i]);
+            const int wk = pick(4);
+            w[i] = wk == 0   ? 0.0
+                   : wk == 1 ? 0.5 * bi
+                   : wk == 2 ? 0.75 * bi
+                             : bi * (double)(rng() >> 11) * 0x1.0p-53;
+        }
+        if (zero) { /* one stage's F, or its B less W, lasts 0 */
+            const int i = pick(p);
+            if (pick(2))
+                f[i] = 0.0;
+            else
+                w[i] = b[i];
+        }
+        struct lp_sched_in in = random_in(LP_SCHED_ZB, p, m, 1, f, b, w);
+        if (zero) in.f_first_extra = in.b_first_extra = in.f_last_extra = in.b_last_extra = 0.0;
+        if (pick(3) == 0) in.p2p_s = 0.0;
+        ASSERT_OK(lp_sched_exact_ref(sim, &in, &o1, NULL, 0, NULL));
+        in.ends_only = pick(4) != 0;
+        const uint64_t before = sim->sched_ops_listed, total = sim->sched_ops_total;
+        ASSERT_OK(lp_sched_exact(sim, &in, &o2, NULL, 0, NULL));
+        const uint64_t n = sim->sched_ops_listed - before;
+        const bool busy = !in.ends_only;
+        if (memcmp(&o1.makespan_s, &o2.makespan_s, sizeof(double)) != 0 ||
+            memcmp(o1.stage_end_s, o2.stage_end_s, (size_t)p * sizeof(double)) != 0 ||
+            (busy && memcmp(o1.stage_busy_s, o2.stage_busy_s, (size_t)p * sizeof(double)) != 0)) {
+            fprintf(stderr, "  case %d: zb p %d m %d style %d zero %d p2p %g: %.17g vs %.17g\n", t,
+                    p, m, style, zero, in.p2p_s, o1.makespan_s, o2.makespan_s);
+            ASSERT_TRUE(0);
+        }
+        listed += n > 0;
+        handed += n > 0 && n < sim->sched_ops_total - total;
+        if (zero) {
+            zeros++;
+            refused += n == 0;
+        }
+        cases++;
+    }
+    fprintf(stderr,
+            "  worklist: ops in %d of %d pipelines, taken over from the event loop in %d; none "
+            "in %d of %d with a zero pass\n",
+            listed, cases, handed, refused, zeros);
+    ASSERT_TRUE(listed > cases / 2);
+    ASSERT_TRUE(handed >= 20);
+    /* a handover after the zero stage's last F and B (2 of 137) meets no zero
+     * pass: nothing to refuse */
+    ASSERT_TRUE(zeros >= 50 && refused >= zeros - zeros / 10);
     lp_sim_destroy(&sim);
 }
 
@@ -334,4 +426,5 @@ TEST(memo_returns_the_solution)
 }
 
 TH_MAIN(TH_CASE(fast_equals_reference), TH_CASE(steady_state_equals_reference),
-        TH_CASE(zb_ring_periods_equal_reference), TH_CASE(memo_returns_the_solution))
+        TH_CASE(zb_ring_periods_equal_reference), TH_CASE(zb_worklist_equals_reference),
+        TH_CASE(memo_returns_the_solution))

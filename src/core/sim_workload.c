@@ -519,11 +519,14 @@ static void amax_sync(const struct wl *w, enum tp_linear role, struct acc *fwd, 
  *    reduce-scattered behind it, the GEMM on the SMs the reduce-scatter
  *    leaves (num_sm UB_SMS, set_sm_margin: _math_sms = SMs - num_sm,
  *    common/comm_gemm_overlap/comm_gemm_overlap.cpp CommOverlapCore::
- *    initialize);
+ *    initialize). Framework option tp_overlap_rs "ring_exchange" (the
+ *    Megatron-Bridge fp8 recipes' ub_cfgs) runs them as a ring instead: t
+ *    chunks of M/t input rows, each partial output sent to its rank;
  *  - bulk (qkv_dgrad, qkv_wgrad, fc1_dgrad, fc1_wgrad: the column-parallel
  *    backward): the whole GEMM beside the all-gather of the saved input
- *    (dgrad) or the reduce-scatter of the input gradient (wgrad), on the
- *    same SM margin;
+ *    (dgrad) or the reduce-scatter of the input gradient (wgrad). TE's
+ *    default set_sm_margin would slow the GEMM by its num_sm 16 too; the
+ *    Megatron-Bridge configs turn it off: not modelled;
  *  - the row-parallel weight gradients reuse the gathered output gradient
  *    (bf16, fp8 delayed / current scaling: no collective; the "external"
  *    all-gather is MXFP8's, pytorch/module/linear.py, not modelled).
@@ -539,13 +542,18 @@ static void ub_push(struct acc *a, enum ub_kind kind, double g, double c, double
 /* The time a pass's userbuffers overlaps add to its GEMMs' (GEMM chunk g,
  * collective chunk c, n chunks), as comm_gemm_overlap.cpp (TE d0067d0d)
  * orders its streams:
- *  - ring (CommOverlapP2PBase::split_overlap_ag, aggregate off): step 0
- *    multiplies the local shard while the send / recv of step i starts as
- *    soon as step i-1's ends (the send stream waits only for the last
- *    recv), and step i+1's GEMM waits for step i's recv; the last step
- *    sends nothing. GEMM i+1 so starts at max(GEMM i's end, (i+1) c):
+ *  - ring all-gather (CommOverlapP2PBase::split_overlap_ag, aggregate
+ *    off): step 0 multiplies the local shard while the send / recv of step
+ *    i starts as soon as step i-1's ends (the send stream waits only for
+ *    the last recv), and step i+1's GEMM waits for step i's recv; the last
+ *    step sends nothing. GEMM i+1 so starts at max(GEMM i's end, (i+1) c):
  *    exposed max_i i (c - g) = (n - 1) max(0, c - g), nothing when each
  *    transfer is shorter than a GEMM chunk;
+ *  - ring reduce-scatter (CommOverlapP2PBase::split_overlap_rs): chunk j's
+ *    send waits for GEMM chunk j, the receives queue on one stream, and the
+ *    last chunk (the rank's own) sends nothing: the last receive ends at
+ *    max_j ((j + 1) g + (n - 1 - j) c), exposed the same (n - 1)
+ *    max(0, c - g);
  *  - pipeline (CommOverlapBase::split_overlap_rs, rs_overlap_first_gemm
  *    off): chunk i's reduce-scatter waits for GEMM chunk i and for chunk
  *    i-1's on the one comm stream, so a two-stage flow: the chunks end at
@@ -573,8 +581,7 @@ static double ub_exposed(const struct acc *a)
 /* A TP linear of role `role` (no adapter): as linear_lora, its forward
  * and backward GEMMs split and overlapped the userbuffers way (above) when
  * TP overlap runs, each overlap recorded for ub_exposed. The collectives
- * carry the activation (M x K in, M x N out) in the run's element size, as
- * tp_comm does. */
+ * carry the activation (M x K in, M x N out). */
 static void linear_tp(const struct wl *w, enum tp_linear role, double M, double N, double K,
                       struct acc *fwd, struct acc *bwd)
 {

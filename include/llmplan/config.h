@@ -193,6 +193,16 @@ struct lp_moe {
     double act_clamp;
 };
 
+/* How Transformer Engine's userbuffers overlap the row-parallel forwards'
+ * reduce-scatter with their GEMM under tp_overlap (framework option
+ * "tp_overlap_rs", TE's ub_cfgs method of proj_fprop / fc2_fprop;
+ * sim_workload.c ub_exposed). */
+enum lp_ub_rs {
+    LP_UB_RS_PIPELINE = 0, /* "pipeline": TE initialize_ub's default */
+    LP_UB_RS_RING,         /* "ring_exchange": peer-to-peer sends of partial results */
+    LP_UB_RS_COUNT
+};
+
 /* How the experts of an MoE layer run (framework option "moe_impl"). */
 enum lp_moe_impl {
     LP_MOE_GROUPED = 0, /* permute, grouped GEMMs, unpermute (Megatron-Core, MegaBlocks) */
@@ -377,32 +387,33 @@ void lp_calib_builtin(struct lp_calib *c);
  * overridden in the run description (see docs/frameworks.md). */
 struct lp_framework_opts {
     enum lp_framework kind;
-    bool dp_overlap;           /* gradient reduction overlapped with backward */
-    bool tp_overlap;           /* TP collectives overlapped with GEMMs */
-    bool tp_async_dgrad;       /* without SP: a column-parallel linear's data-gradient all-reduce
-                                  runs beside its weight-gradient GEMM (Megatron's
-                                  async_grad_allreduce / allreduce_dgrad) */
-    bool pp_overlap;           /* p2p overlapped with compute */
-    bool param_gather_overlap; /* ZeRO-3 / FSDP / distopt all-gathers prefetched */
-    bool fused_kernels;        /* fused bias+GeLU, bias+dropout+add, fused LN, fused Adam */
-    bool fused_softmax;        /* unfused attention's scale, causal mask and softmax in one kernel
-                                  (Megatron's FusedScaleMaskSoftmax) rather than eager PyTorch ops */
-    double bucket_bytes;       /* DP gradient bucket size */
-    double step_overhead_s;    /* per-iteration host/launch overhead */
-    double host_op_s;          /* host dispatch time per kernel launch (eager PyTorch) */
-    double host_overlap;       /* p of the smooth max (kernels^p + host^p)^(1/p): 1 = serial */
-    bool zero3_per_tensor;     /* ZeRO-3 gathers/reduce-scatters one collective per parameter
-                                  tensor (DeepSpeed 2021) instead of one per layer */
-    bool zero3_rank_copies;    /* and each such collective is given a list of world-size views:
-                                  PyTorch 1.8/1.9 ProcessGroupNCCL copies each view out of / into
-                                  a flat buffer (one copy kernel per rank, launched from the host)
-                                  behind a torch.cuda.synchronize (DeepSpeed 2021 _allgather_param);
-                                  sim_dp.c z3_rank_copies. DeepSpeed builds that list in a Python
-                                  loop of narrow() per rank, after zero-filling the gathered
-                                  tensor: sim_dp.c z3_list_build */
-    enum lp_xent xent;         /* the loss kernels */
-    bool ep_overlap;           /* EP all-to-alls hidden behind another micro-batch's compute
-                                  (Megatron-Core overlap_moe_expert_parallel_comm, combined 1F1B) */
+    bool dp_overlap;             /* gradient reduction overlapped with backward */
+    bool tp_overlap;             /* TP collectives overlapped with GEMMs */
+    enum lp_ub_rs tp_overlap_rs; /* and how the row-parallel forwards' reduce-scatter is */
+    bool tp_async_dgrad;         /* without SP: a column-parallel linear's data-gradient all-reduce
+                                    runs beside its weight-gradient GEMM (Megatron's
+                                    async_grad_allreduce / allreduce_dgrad) */
+    bool pp_overlap;             /* p2p overlapped with compute */
+    bool param_gather_overlap;   /* ZeRO-3 / FSDP / distopt all-gathers prefetched */
+    bool fused_kernels;          /* fused bias+GeLU, bias+dropout+add, fused LN, fused Adam */
+    bool fused_softmax;          /* unfused attention's scale, causal mask and softmax in one kernel
+                                    (Megatron's FusedScaleMaskSoftmax) rather than eager PyTorch ops */
+    double bucket_bytes;         /* DP gradient bucket size */
+    double step_overhead_s;      /* per-iteration host/launch overhead */
+    double host_op_s;            /* host dispatch time per kernel launch (eager PyTorch) */
+    double host_overlap;         /* p of the smooth max (kernels^p + host^p)^(1/p): 1 = serial */
+    bool zero3_per_tensor;       /* ZeRO-3 gathers/reduce-scatters one collective per parameter
+                                    tensor (DeepSpeed 2021) instead of one per layer */
+    bool zero3_rank_copies;      /* and each such collective is given a list of world-size views:
+                                    PyTorch 1.8/1.9 ProcessGroupNCCL copies each view out of / into
+                                    a flat buffer (one copy kernel per rank, launched from the host)
+                                    behind a torch.cuda.synchronize (DeepSpeed 2021 _allgather_param);
+                                    sim_dp.c z3_rank_copies. DeepSpeed builds that list in a Python
+                                    loop of narrow() per rank, after zero-filling the gathered
+                                    tensor: sim_dp.c z3_list_build */
+    enum lp_xent xent;           /* the loss kernels */
+    bool ep_overlap;             /* EP all-to-alls hidden behind another micro-batch's compute
+                                    (Megatron-Core overlap_moe_expert_parallel_comm, combined 1F1B) */
     enum lp_dispatcher dispatcher; /* how MoE tokens travel between EP ranks */
     unsigned cuda_graphs;          /* LP_GRAPH_* scopes captured in CUDA graphs */
     bool grad_fp32;                /* bf16/fp8 gradients accumulated and reduced in fp32 (Megatron's
@@ -537,6 +548,7 @@ int lp_system_pick_price(struct lp_system *s, const char *name_or_date);
 double lp_dataset_batch_len(const struct lp_dataset *d, int b, bool worst);
 
 const char *lp_moe_impl_name(enum lp_moe_impl m);
+const char *lp_ub_rs_name(enum lp_ub_rs m);
 const char *lp_lora_targets_name(enum lp_lora_targets t);
 
 /* Parameter count of the whole model (embedding included once if tied). */

@@ -96,6 +96,12 @@ const char *lp_moe_impl_name(enum lp_moe_impl m)
     return (unsigned)m < LP_MOE_IMPL_COUNT ? names[m] : "?";
 }
 
+const char *lp_ub_rs_name(enum lp_ub_rs m)
+{
+    static const char *const names[LP_UB_RS_COUNT] = {"pipeline", "ring_exchange"};
+    return (unsigned)m < LP_UB_RS_COUNT ? names[m] : "?";
+}
+
 const char *lp_lora_targets_name(enum lp_lora_targets t)
 {
     static const char *const names[LP_LORA_TARGETS_COUNT] = {"all", "moe"};

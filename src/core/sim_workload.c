@@ -52,6 +52,17 @@ struct acc_seg {
 };
 #define ACC_SEGS 40
 
+/* One GEMM that Transformer Engine's userbuffers run beside a TP
+ * collective (ub_exposed): `n` GEMM chunks of `g` seconds each beside
+ * collective chunks of `c` seconds each, the way `kind` schedules them. */
+enum ub_kind { UB_RING, UB_PIPELINE, UB_BULK };
+struct ub_overlap {
+    enum ub_kind kind;
+    double g, c;
+    int n;
+};
+#define UB_MAX 4
+
 struct acc {
     double s;
     int n;
@@ -67,6 +78,10 @@ struct acc {
     /* the column-parallel TP linear's backward GEMMs (tp_bwd_exposed) */
     double col_dgrad, col_wgrad;
     int col_n;
+    /* Transformer Engine userbuffers overlaps in this pass, one per
+     * overlapped GEMM (ub_push; what they leave exposed: ub_exposed) */
+    struct ub_overlap ub[UB_MAX];
+    int nub;
     /* collectives the block's own stream waits for before its next kernel
      * (fp8 current scaling's TP amax all-reduce, amax_sync): never hidden
      * behind the block's work, even under TP overlap */
@@ -275,12 +290,14 @@ static void throttle(const struct wl *w, struct acc *a, int ncoll)
     a->wg *= k;
     a->col_dgrad *= k;
     a->col_wgrad *= k;
+    for (int i = 0; i < a->nub; i++)
+        a->ub[i].g *= k;
     for (int i = 0; i < a->nseg; i++)
         if (a->seg[i].k == LP_OPC_GEMM || a->seg[i].k == LP_OPC_ATTN) a->seg[i].t *= k;
 }
 
-/* Close a block: throttle its compute, hide its TP collectives behind it
- * when the framework overlaps them (`may_overlap`), add host time, and fold
+/* Close a block: throttle its compute, hide its TP collectives behind its
+ * GEMMs when the framework overlaps them (`may_overlap`), add host time, and fold
  * it into the layer cost. Leaves the exposed collectives in f->comm and
  * b->comm; returns the forward's time. */
 static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct acc *f,
@@ -288,6 +305,8 @@ static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct a
                            bool may_overlap);
 static double tp_comm(const struct wl *w);
 static double tp_bwd_exposed(const struct wl *w, const struct acc *b);
+static double ub_exposed(const struct acc *a);
+static double coll(const struct wl *w, enum lp_coll op, double bytes, int n, int stride);
 
 /* Close a block as finish_block does, with `rc` the forward kernels its
  * selective recomputation redoes (each launched again, throttled like the
@@ -326,9 +345,12 @@ static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct a
     throttle(w, f, ncoll);
     throttle(w, b, ncoll);
     f->lockstep = w->lockstep;
-    if (may_overlap && w->run->fw.tp_overlap) {
-        comm_f = fmax(0.0, comm_f - f->s);
-        comm_b = fmax(0.0, comm_b - b->s);
+    if (may_overlap && (f->nub > 0 || b->nub > 0)) {
+        /* the block's linear pair ran its TP collectives in userbuffers
+         * beside its GEMMs: what each GEMM leaves exposed replaces the
+         * tp_comm(w) charged each way */
+        comm_f += ub_exposed(f) - tp_comm(w);
+        comm_b += ub_exposed(b) - tp_comm(w);
     } else if (may_overlap && b->col_n == 1) {
         /* the block's linear pair charged tp_comm(w) in the backward: what
          * its backward really leaves exposed replaces it */
@@ -360,15 +382,17 @@ static int ds_grad_accum(const struct wl *w, double n, double t[2], bool *eager)
 
 /* The weight gradient of a trained (M x K) x (K x N) linear: its GEMM, and
  * where the framework adds it into the accumulated gradient in a kernel of
- * its own, that (ds_grad_accum). */
-static void weight_grad(const struct wl *w, double M, double N, double K, struct acc *bwd)
+ * its own, that (ds_grad_accum). Returns the GEMM's time. */
+static double weight_grad(const struct wl *w, double M, double N, double K, struct acc *bwd)
 {
-    addw(bwd, gemm(w, LP_GEMM_WGRAD, K, N, M));
+    const double g = gemm(w, LP_GEMM_WGRAD, K, N, M);
+    addw(bwd, g);
     double acc_s[2];
     bool eager;
     const int nacc = ds_grad_accum(w, K * N, acc_s, &eager);
     for (int i = 0; i < nacc; i++)
         (eager ? addk : add_native)(bwd, LP_OPC_MEM, acc_s[i]);
+    return g;
 }
 
 /* A linear layer that may carry a LoRA adapter (`adapter`; without
@@ -480,25 +504,84 @@ static void amax_sync(const struct wl *w, enum tp_linear role, struct acc *fwd, 
 }
 
 /* Transformer Engine's userbuffers overlap of the TP linears (Megatron
- * tp_comm_overlap, which needs sequence parallelism), with TE's default
- * methods (module/base.py initialize_ub): ring exchange runs a GEMM as t
- * chunks of M/t rows, each beside the exchange of the next (the column-
- * parallel QKV and fc1 forwards, the row-parallel projection and fc2 data
- * gradients); pipeline as UB_SPLITS chunks of M/UB_SPLITS rows on the SMs
- * its reduce-scatter leaves (UB_SMS of them; the row-parallel forwards);
- * bulk overlaps (the other data and weight gradients) leave the GEMM whole.
- * The collectives themselves hide behind the block (finish_block). */
+ * tp_comm_overlap, which needs sequence parallelism), as TransformerEngine
+ * d0067d0d runs it with its default methods (pytorch/module/base.py
+ * initialize_ub, get_default_config; Megatron-LM d98e8a6
+ * model_parallel_config.py leaves tp_comm_bulk_dgrad / _bulk_wgrad /
+ * _overlap_ag / _overlap_rs / _split_ag / _split_rs on):
+ *  - ring exchange (qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad: the
+ *    all-gathered input of the column-parallel forwards and of the
+ *    row-parallel data gradients): num_splits = t chunks of M/t rows, each
+ *    beside a copy-engine send of the next rank's shard (num_sm 1, no SM
+ *    margin);
+ *  - pipeline (proj_fprop, fc2_fprop: the row-parallel forwards'
+ *    reduce-scatter): UB_SPLITS chunks of M/UB_SPLITS rows, each
+ *    reduce-scattered behind it, the GEMM on the SMs the reduce-scatter
+ *    leaves (num_sm UB_SMS, set_sm_margin: _math_sms = SMs - num_sm,
+ *    common/comm_gemm_overlap/comm_gemm_overlap.cpp CommOverlapCore::
+ *    initialize). Framework option tp_overlap_rs "ring_exchange" (the
+ *    Megatron-Bridge fp8 recipes' ub_cfgs) runs them as a ring instead: t
+ *    chunks of M/t input rows, each partial output sent to its rank;
+ *  - bulk (qkv_dgrad, qkv_wgrad, fc1_dgrad, fc1_wgrad: the column-parallel
+ *    backward): the whole GEMM beside the all-gather of the saved input
+ *    (dgrad) or the reduce-scatter of the input gradient (wgrad). TE's
+ *    default set_sm_margin would slow the GEMM by its num_sm 16 too; the
+ *    Megatron-Bridge configs turn it off: not modelled;
+ *  - the row-parallel weight gradients reuse the gathered output gradient
+ *    (bf16, fp8 delayed / current scaling: no collective; the "external"
+ *    all-gather is MXFP8's, pytorch/module/linear.py, not modelled).
+ * What each leaves exposed: ub_exposed. */
 #define UB_SPLITS 4.0
 #define UB_SMS 16.0
 
-static double chunked(const struct wl *w, enum lp_gemm_layout l, double chunks, double m, double n,
-                      double k)
+static void ub_push(struct acc *a, enum ub_kind kind, double g, double c, double n)
 {
-    return chunks * gemm(w, l, m / chunks, n, k);
+    if (a->nub < UB_MAX) a->ub[a->nub++] = (struct ub_overlap){kind, g, c, (int)n};
+}
+
+/* The time a pass's userbuffers overlaps add to its GEMMs' (GEMM chunk g,
+ * collective chunk c, n chunks), as comm_gemm_overlap.cpp (TE d0067d0d)
+ * orders its streams:
+ *  - ring all-gather (CommOverlapP2PBase::split_overlap_ag, aggregate
+ *    off): step 0 multiplies the local shard while the send / recv of step
+ *    i starts as soon as step i-1's ends (the send stream waits only for
+ *    the last recv), and step i+1's GEMM waits for step i's recv; the last
+ *    step sends nothing. GEMM i+1 so starts at max(GEMM i's end, (i+1) c):
+ *    exposed max_i i (c - g) = (n - 1) max(0, c - g), nothing when each
+ *    transfer is shorter than a GEMM chunk;
+ *  - ring reduce-scatter (CommOverlapP2PBase::split_overlap_rs): chunk j's
+ *    send waits for GEMM chunk j, the receives queue on one stream, and the
+ *    last chunk (the rank's own) sends nothing: the last receive ends at
+ *    max_j ((j + 1) g + (n - 1 - j) c), exposed the same (n - 1)
+ *    max(0, c - g);
+ *  - pipeline (CommOverlapBase::split_overlap_rs, rs_overlap_first_gemm
+ *    off): chunk i's reduce-scatter waits for GEMM chunk i and for chunk
+ *    i-1's on the one comm stream, so a two-stage flow: the chunks end at
+ *    g + c + (n - 1) max(g, c), exposed c + (n - 1) max(0, c - g), at
+ *    least the last chunk's reduce-scatter;
+ *  - bulk (CommOverlapBase::bulk_overlap): the collective and the whole
+ *    GEMM start together and the main stream waits for both: exposed
+ *    max(0, c - g). */
+static double ub_exposed(const struct acc *a)
+{
+    double t = 0.0;
+    for (int i = 0; i < a->nub; i++) {
+        const struct ub_overlap *u = &a->ub[i];
+        const double late = fmax(0.0, u->c - u->g);
+        if (u->kind == UB_RING)
+            t += (u->n - 1) * late;
+        else if (u->kind == UB_PIPELINE)
+            t += u->c + (u->n - 1) * late;
+        else
+            t += late;
+    }
+    return t;
 }
 
 /* A TP linear of role `role` (no adapter): as linear_lora, its forward
- * and data-gradient GEMMs split the userbuffers way when TP overlap runs. */
+ * and backward GEMMs split and overlapped the userbuffers way (above) when
+ * TP overlap runs, each overlap recorded for ub_exposed. The collectives
+ * carry the activation (M x K in, M x N out). */
 static void linear_tp(const struct wl *w, enum tp_linear role, double M, double N, double K,
                       struct acc *fwd, struct acc *bwd)
 {
@@ -519,19 +602,45 @@ static void linear_tp(const struct wl *w, enum tp_linear role, double M, double 
     }
     if (w->q > 0) quantize(w, M, N, K, fwd, bwd);
     const double sms = r->system.gpu.sms > UB_SMS ? r->system.gpu.sms : 0.0;
+    const double margin = sms > 0 ? sms / (sms - UB_SMS) : 1.0;
+    const double t = w->t;
+    /* under fp8 the all-gathered tensors travel quantised: initialize_ub
+     * gives every all-gather buffer (layers_all_gather_overlap) fp8_buf,
+     * whatever ub_cfgs say, so a uint8 buffer (UserBufferQuantizationMode
+     * FP8); the reduce-scatters stay in bf16 */
+    const double qe = w->q > 0 ? w->q : w->e;
     if (role == TP_COLUMN) {
-        addk(fwd, LP_OPC_GEMM, chunked(w, LP_GEMM_FWD, w->t, M, N, K));
-        addk(bwd, LP_OPC_GEMM, gemm(w, LP_GEMM_DGRAD, M, K, N));
+        const double g = gemm(w, LP_GEMM_FWD, M / t, N, K);
+        addk(fwd, LP_OPC_GEMM, t * g);
+        ub_push(fwd, UB_RING, g, lp_p2p_time(w->cm, &r->system, M * K * qe / t, 1), t);
+        const double dgrad = gemm(w, LP_GEMM_DGRAD, M, K, N);
+        addk(bwd, LP_OPC_GEMM, dgrad);
+        ub_push(bwd, UB_BULK, dgrad, coll(w, LP_COLL_ALLGATHER, M * K * qe, w->t, 1), 1);
+        const double wgrad = weight_grad(w, M, N, K, bwd);
+        ub_push(bwd, UB_BULK, wgrad, coll(w, LP_COLL_REDUCESCATTER, M * K * w->e, w->t, 1), 1);
+        return;
+    }
+    const double out = M * N * w->e; /* the reduce-scattered output */
+    if (r->fw.tp_overlap_rs == LP_UB_RS_RING) {
+        /* t GEMM chunks of M/t input rows, each partial output sent to
+         * its rank, then one kernel on the main stream sums the t partial
+         * chunks each rank received (reduce_bf16: read t, write one) */
+        const double g = gemm(w, LP_GEMM_FWD, M / t, N, K);
+        addk(fwd, LP_OPC_GEMM, t * g);
+        ub_push(fwd, UB_RING, g, lp_p2p_time(w->cm, &r->system, out / t, 1), t);
+        add_native(fwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, (t + 1.0) * out / t));
     } else {
-        const double margin = sms > 0 ? sms / (sms - UB_SMS) : 1.0;
-        addk(fwd, LP_OPC_GEMM, margin * chunked(w, LP_GEMM_FWD, UB_SPLITS, M, N, K));
-        addk(bwd, LP_OPC_GEMM, chunked(w, LP_GEMM_DGRAD, w->t, M, K, N));
+        const double g = margin * gemm(w, LP_GEMM_FWD, M / UB_SPLITS, N, K);
+        addk(fwd, LP_OPC_GEMM, UB_SPLITS * g);
+        ub_push(fwd, UB_PIPELINE, g, coll(w, LP_COLL_REDUCESCATTER, out / UB_SPLITS, w->t, 1),
+                UB_SPLITS);
     }
+    const double gd = gemm(w, LP_GEMM_DGRAD, M / t, K, N);
+    addk(bwd, LP_OPC_GEMM, t * gd);
+    ub_push(bwd, UB_RING, gd, lp_p2p_time(w->cm, &r->system, M * N * qe / t, 1), t);
     weight_grad(w, M, N, K, bwd);
-    if (role == TP_ROW) {
-        seg_push(fwd, LP_OPC_COMM, 0.0, false);
-        seg_push(bwd, LP_OPC_COMM, 0.0, false);
-    }
+    seg_push(fwd, LP_OPC_COMM, 0.0, false);
+    seg_push(bwd, LP_OPC_COMM, 0.0, false);
 }
 
 /* Forward GEMM (M x K) x (K x N) and its two backward GEMMs; with LoRA an

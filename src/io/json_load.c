@@ -482,6 +482,11 @@ static int parse_moe_impl(const char *s, int *o)
 {
     return parse_among(s, o, moe_impl_names);
 }
+static const char *const ub_rs_names[] = {"pipeline", "ring_exchange", NULL}; /* enum lp_ub_rs */
+static int parse_ub_rs(const char *s, int *o)
+{
+    return parse_among(s, o, ub_rs_names);
+}
 static const char *const lora_target_names[] = {"all", "moe", NULL}; /* enum lp_lora_targets */
 static int parse_lora_targets(const char *s, int *o)
 {
@@ -1513,6 +1518,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     static const char *const keys[] = {"name",
                                        "dp_overlap",
                                        "tp_overlap",
+                                       "tp_overlap_rs",
                                        "pp_overlap",
                                        "param_gather_overlap",
                                        "fused_kernels",
@@ -1581,6 +1587,10 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     LP_TRY(err, lp_json_enum(c, item, path, "moe_impl", false, parse_moe_impl,
                              NAMES_TAB(xe, moe_impl_names), &x));
     f->moe_impl = (enum lp_moe_impl)x;
+    x = (int)f->tp_overlap_rs;
+    LP_TRY(err, lp_json_enum(c, item, path, "tp_overlap_rs", false, parse_ub_rs,
+                             NAMES_TAB(xe, ub_rs_names), &x));
+    f->tp_overlap_rs = (enum lp_ub_rs)x;
     double mb = f->bucket_bytes / 1e6, ms = f->step_overhead_s * 1e3, us = f->host_op_s * 1e6;
     LP_TRY(err, lp_json_num(c, item, path, "bucket_MB", false, 0, true, &mb));
     LP_TRY(err, lp_json_num(c, item, path, "step_overhead_ms", false, 0, false, &ms));

@@ -153,6 +153,8 @@ case_ scale_up "{ \"model\": \"gpt3-1.3b\", \"system\": {\"name\": \"s\", \"gpu\
   \"training\": {\"global_batch\": 8} }" "'system.scale_up_gpus'" "multiple of gpus_per_node (4)"
 case_ optim_bf16 "{ $good, \"framework\": {\"name\": \"megatron\", \"optim_bf16\": \"bf16\"} }" \
   "'framework.optim_bf16'"
+case_ tp_overlap_rs "{ $good, \"framework\": {\"name\": \"megatron\", \"tp_overlap_rs\": \"ring\"} }" \
+  "'framework.tp_overlap_rs'" "\"ring_exchange\"" '"ring"'
 case_ dispatcher "{ $good, \"framework\": {\"name\": \"megatron\", \"moe_dispatcher\": \"deepep2\"} }" \
   "'framework.moe_dispatcher'" "\"hybridep\""
 case_ graph_scope "{ $good, \"framework\": {\"name\": \"megatron\", \"cuda_graphs\": [\"mlp\"]} }" \

@@ -200,5 +200,64 @@ TEST(optimizer_states_in_bf16)
     ASSERT_NEAR(b.breakdown.optimizer_s / a.breakdown.optimizer_s, 18.0 / 34.0, 1e-3);
 }
 
-TH_MAIN(TH_CASE(head_in_bf16_under_fp8), TH_CASE(fp8_current_scaling_by_hand),
-        TH_CASE(fp8_gradients_follow_grad_fp32), TH_CASE(optimizer_states_in_bf16))
+/* Transformer Engine's userbuffers overlap (tp_overlap), GEMM by GEMM
+ * (sim_workload.c ub_exposed): a TP 8 GELU MLP block in bf16 by hand, with
+ * NVLink slowed 10x so the ring exchanges outrun their GEMM chunks. The old
+ * rule hid both collectives behind the whole block (nothing exposed here);
+ * now, forward: fc1's ring all-gather exposes 7 (p - g) past its chunks,
+ * fc2's pipelined reduce-scatter (4 chunks, the GEMM on 108 - 16 SMs) its
+ * last chunk and any lag; backward: fc2's data-gradient ring, fc1's bulk
+ * all-gather beside its data gradient and bulk reduce-scatter beside its
+ * weight gradient. With "ring_exchange" for the row-parallel forward (the
+ * Megatron-Bridge fp8 recipes) fc2's reduce-scatter is a ring of 8 chunks
+ * plus the kernel that sums the partial results. */
+TEST(tp_overlap_per_gemm_by_hand)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost s;
+    nemo_run(&r, LP_BF16);
+    r.par.tp = 8;
+    r.system.gpu.sms = 108;
+    r.system.intra.bw_Bps /= 10.0;
+    r.fw.tp_overlap = true;
+    shape_cost(&r, &s);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    const struct lp_system *sys = &r.system;
+    const double T = 4096.0, h = 4096.0, ft = 16384.0 / 8.0, e = 2.0, t = 8.0;
+    const double margin = 108.0 / (108.0 - 16.0);
+#define G(l, m, n, k) cm.ops->gemm_s(&cm, l, LP_BF16, m, n, k)
+    const double g1 = G(LP_GEMM_FWD, T / t, ft, h);
+    const double p = lp_p2p_time(&cm, sys, T * h * e / t, 1);
+    const double g2 = margin * G(LP_GEMM_FWD, T / 4.0, h, ft);
+    const double r2 = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 8, 1);
+    ASSERT_TRUE(p > g1 && r2 > 0.0);
+    const struct lp_layer_cost *f = &s.ffn[LP_FFN_DENSE];
+    CLOSE(f->comm_fwd_s, 7.0 * (p - g1) + r2 + 3.0 * fmax(0.0, r2 - g2));
+    const double gd = G(LP_GEMM_DGRAD, T / t, ft, h);
+    const double dg = G(LP_GEMM_DGRAD, T, h, ft), wg = G(LP_GEMM_WGRAD, h, ft, T);
+    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 8, 1);
+    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1);
+    CLOSE(f->comm_bwd_s, 7.0 * fmax(0.0, p - gd) + fmax(0.0, ag - dg) + fmax(0.0, rs - wg));
+    /* the GEMMs: fc1 in 8 chunks, fc2 in 4 on the SMs left */
+    const double fwd_gemm = f->op_fwd[LP_OPC_GEMM];
+    CLOSE(fwd_gemm, 8.0 * g1 + 4.0 * g2);
+    /* ring exchange for fc2's reduce-scatter */
+    const double mem0 = f->op_fwd[LP_OPC_MEM];
+    r.fw.tp_overlap_rs = LP_UB_RS_RING;
+    shape_cost(&r, &s);
+    const double g2r = G(LP_GEMM_FWD, T / t, h, ft);
+    CLOSE(f->comm_fwd_s, 7.0 * (p - g1) + 7.0 * fmax(0.0, p - g2r));
+    CLOSE(f->op_fwd[LP_OPC_GEMM], 8.0 * g1 + 8.0 * g2r);
+    CLOSE(f->op_fwd[LP_OPC_MEM] - mem0, cm.ops->mem_s(&cm, LP_MEM_RESIDUAL, 9.0 * T * h * e / t));
+#undef G
+    /* without TP overlap Megatron's own rule (tp_bwd_exposed) as before:
+     * both collectives exposed forward */
+    r.fw.tp_overlap = false;
+    shape_cost(&r, &s);
+    CLOSE(f->comm_fwd_s, ag + lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1));
+}
+
+TH_MAIN(TH_CASE(head_in_bf16_under_fp8), TH_CASE(tp_overlap_per_gemm_by_hand),
+        TH_CASE(fp8_current_scaling_by_hand), TH_CASE(fp8_gradients_follow_grad_fp32),
+        TH_CASE(optimizer_states_in_bf16))

@@ -65,9 +65,9 @@ void lp_calib_builtin(struct lp_calib *c)
      * Narayanan Tables 1-2 without ZeRO-3 (10), vTrain + GPT-NeoX + the ZeRO-3
      * rows of Narayanan Table 2 (730), MosaicML (38),
      * Xia et al. 2024 (Transformers + PEFT eager PyTorch) */
-    c->host_op_s[LP_FW_MEGATRON] = 27e-6;
+    c->host_op_s[LP_FW_MEGATRON] = 29e-6;
     c->host_op_s[LP_FW_MEGATRON_2021] = 0.0;
-    c->host_op_s[LP_FW_MEGATRON_DEEPSPEED] = 82e-6;
+    c->host_op_s[LP_FW_MEGATRON_DEEPSPEED] = 81e-6;
     c->host_op_s[LP_FW_FSDP] = 100e-6;
     c->host_op_s[LP_FW_HF] = 58e-6;
     /* ddp, fsdp1 and fsdp2 (lp_fw_host_derived) are not fitted: their host

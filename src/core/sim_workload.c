@@ -82,6 +82,11 @@ struct acc {
      * overlapped GEMM (ub_push; what they leave exposed: ub_exposed) */
     struct ub_overlap ub[UB_MAX];
     int nub;
+    /* what those overlapped linears' collectives cost unoverlapped, as the
+     * block's tp_comm(w) charges them: the part of it they replace (a
+     * block whose other linears gather without userbuffers, MLA's down
+     * projections, keeps the rest) */
+    double ub_cover;
     /* collectives the block's own stream waits for before its next kernel
      * (fp8 current scaling's TP amax all-reduce, amax_sync): never hidden
      * behind the block's work, even under TP overlap */
@@ -346,11 +351,12 @@ static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct a
     throttle(w, b, ncoll);
     f->lockstep = w->lockstep;
     if (may_overlap && (f->nub > 0 || b->nub > 0)) {
-        /* the block's linear pair ran its TP collectives in userbuffers
-         * beside its GEMMs: what each GEMM leaves exposed replaces the
-         * tp_comm(w) charged each way */
-        comm_f += ub_exposed(f) - tp_comm(w);
-        comm_b += ub_exposed(b) - tp_comm(w);
+        /* the block's TP linears ran their collectives in userbuffers
+         * beside their GEMMs: what each GEMM leaves exposed replaces the
+         * part of tp_comm(w) those collectives are (ub_cover; all of it
+         * for a column / row-parallel pair) */
+        comm_f += ub_exposed(f) - f->ub_cover;
+        comm_b += ub_exposed(b) - b->ub_cover;
     } else if (may_overlap && b->col_n == 1) {
         /* the block's linear pair charged tp_comm(w) in the backward: what
          * its backward really leaves exposed replaces it */
@@ -618,6 +624,12 @@ static void linear_tp(const struct wl *w, enum tp_linear role, double M, double 
         ub_push(bwd, UB_BULK, dgrad, coll(w, LP_COLL_ALLGATHER, M * K * qe, w->t, 1), 1);
         const double wgrad = weight_grad(w, M, N, K, bwd);
         ub_push(bwd, UB_BULK, wgrad, coll(w, LP_COLL_REDUCESCATTER, M * K * w->e, w->t, 1), 1);
+        /* tp_comm's share for this linear: its input's all-gather forward,
+         * its input gradient's reduce-scatter backward (the saved input's
+         * second all-gather is the one tp_comm does not charge:
+         * tp_bwd_exposed) */
+        fwd->ub_cover += coll(w, LP_COLL_ALLGATHER, M * K * w->e, w->t, 1);
+        bwd->ub_cover += coll(w, LP_COLL_REDUCESCATTER, M * K * w->e, w->t, 1);
         return;
     }
     const double out = M * N * w->e; /* the reduce-scattered output */
@@ -639,6 +651,10 @@ static void linear_tp(const struct wl *w, enum tp_linear role, double M, double 
     addk(bwd, LP_OPC_GEMM, t * gd);
     ub_push(bwd, UB_RING, gd, lp_p2p_time(w->cm, &r->system, M * N * qe / t, 1), t);
     weight_grad(w, M, N, K, bwd);
+    /* tp_comm's share: the output's reduce-scatter forward, the output
+     * gradient's all-gather backward */
+    fwd->ub_cover += coll(w, LP_COLL_REDUCESCATTER, out, w->t, 1);
+    bwd->ub_cover += coll(w, LP_COLL_ALLGATHER, out, w->t, 1);
     seg_push(fwd, LP_OPC_COMM, 0.0, false);
     seg_push(bwd, LP_OPC_COMM, 0.0, false);
 }

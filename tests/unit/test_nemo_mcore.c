@@ -258,6 +258,47 @@ TEST(tp_overlap_per_gemm_by_hand)
     CLOSE(f->comm_fwd_s, ag + lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1));
 }
 
+/* TP overlap replaces only the collectives of the linears that run in
+ * userbuffers: MLA's attention block (Megatron-Core MLASelfAttention) has
+ * one such linear, the row-parallel projection (linear_tp); its down and
+ * up projections are charged as tp_comm(w) charges them without overlap.
+ * So the forward keeps tp_comm's all-gather and adds what the projection's
+ * pipelined reduce-scatter leaves exposed; the backward keeps tp_comm's
+ * reduce-scatter and adds what the projection's data-gradient ring leaves.
+ * (The whole of tp_comm(w) was replaced before: the all-gather was free.) */
+TEST(tp_overlap_mla_keeps_unoverlapped_gather)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost s;
+    nemo_run(&r, LP_BF16);
+    r.model.mla = (struct lp_mla){.q_lora_rank = 512,
+                                  .kv_lora_rank = 512,
+                                  .qk_nope_head_dim = 128,
+                                  .qk_rope_head_dim = 64,
+                                  .v_head_dim = 128};
+    r.system.gpu.sms = 108;
+    r.fw.tp_overlap = true;
+    ASSERT_EQ_INT(lp_sim_validate(&r), LP_REASON_NONE);
+    shape_cost(&r, &s);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    const struct lp_system *sys = &r.system;
+    const double T = 4096.0, h = 4096.0, e = 2.0, t = 2.0, K = 32.0 / 2.0 * 128.0;
+    const double margin = 108.0 / (108.0 - 16.0);
+#define G(l, m, n, k) cm.ops->gemm_s(&cm, l, LP_BF16, m, n, k)
+    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 2, 1);
+    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 2, 1);
+    const double r4 = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 2, 1);
+    const double g4 = margin * G(LP_GEMM_FWD, T / 4.0, h, K);
+    const double p = lp_p2p_time(&cm, sys, T * h * e / t, 1);
+    const double gd = G(LP_GEMM_DGRAD, T / t, K, h);
+#undef G
+    const struct lp_layer_cost *a = &s.mix[LP_MIX_ATTN];
+    ASSERT_TRUE(ag > 0.0);
+    CLOSE(a->comm_fwd_s, ag + r4 + 3.0 * fmax(0.0, r4 - g4));
+    CLOSE(a->comm_bwd_s, rs + (t - 1.0) * fmax(0.0, p - gd));
+}
+
 TH_MAIN(TH_CASE(head_in_bf16_under_fp8), TH_CASE(tp_overlap_per_gemm_by_hand),
-        TH_CASE(fp8_current_scaling_by_hand), TH_CASE(fp8_gradients_follow_grad_fp32),
-        TH_CASE(optimizer_states_in_bf16))
+        TH_CASE(tp_overlap_mla_keeps_unoverlapped_gather), TH_CASE(fp8_current_scaling_by_hand),
+        TH_CASE(fp8_gradients_follow_grad_fp32), TH_CASE(optimizer_states_in_bf16))

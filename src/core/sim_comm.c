@@ -194,9 +194,9 @@ double lp_coll_time_at(const struct lp_cost_model *cm, const struct lp_system *s
     /* every group alike (the usual Megatron layout): no search */
     if (stride >= G ||
         (first == stride && G % stride == 0 && (period % G == 0 || G % period == 0))) {
-        int nodes, k;
-        lp_group_span(G, n, stride, 0, &nodes, &k);
-        return coll_time_placed(cm, sys, op, bytes, n, nodes, k);
+        /* O(1), as lp_group_span(G, n, stride, 0) counts it */
+        const int k = stride >= G ? 1 : (G / stride < n ? G / stride : n);
+        return coll_time_placed(cm, sys, op, bytes, n, (n + k - 1) / k, k);
     }
     /* the layout depends on r0 mod G only: the first ranks' residues over
      * the blocks the job has (all of them where world is unknown, 0) */

@@ -50,6 +50,35 @@ static void shape_cost(const struct lp_run *r, struct lp_shape_cost *sc)
     lp_shape_cost_compute(&cm, r, sc);
 }
 
+/* TP 8 under userbuffers overlap on 108 SMs, NVLink slowed 10x so that
+ * the ring exchanges outrun their GEMM chunks */
+static void ub_run(struct lp_run *r)
+{
+    r->par.tp = 8;
+    r->system.gpu.sms = 108;
+    r->system.intra.bw_Bps /= 10.0;
+    r->fw.tp_overlap = true;
+}
+
+/* By hand, the forward parts of a TP 8 linear pair under ub_run on T = h =
+ * 4096 bf16 tokens: the column-parallel GEMM chunk g1 (N = ncol) beside
+ * the ring's send p, the row-parallel GEMM chunk g2 (K = krow, on the SMs
+ * the reduce-scatter leaves) beside its pipelined reduce-scatter chunk r2 */
+struct ub_fwd {
+    double g1, p, g2, r2;
+};
+static struct ub_fwd ub_fwd_parts(const struct lp_cost_model *cm, const struct lp_system *sys,
+                                  double ncol, double krow)
+{
+    const double T = 4096.0, h = 4096.0, e = 2.0, t = 8.0;
+    const double margin = 108.0 / (108.0 - 16.0);
+    return (struct ub_fwd){
+        .g1 = cm->ops->gemm_s(cm, LP_GEMM_FWD, LP_BF16, T / t, ncol, h),
+        .p = lp_p2p_time(cm, sys, T * h * e / t, 1),
+        .g2 = margin * cm->ops->gemm_s(cm, LP_GEMM_FWD, LP_BF16, T / 4.0, h, krow),
+        .r2 = lp_coll_time(cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 8, 1)};
+}
+
 #define CLOSE(a, b) ASSERT_TRUE(fabs((a) - (b)) <= 1e-12 * fabs(b) + 1e-18)
 
 TEST(head_in_bf16_under_fp8)
@@ -217,21 +246,15 @@ TEST(tp_overlap_per_gemm_by_hand)
     static struct lp_run r;
     static struct lp_shape_cost s;
     nemo_run(&r, LP_BF16);
-    r.par.tp = 8;
-    r.system.gpu.sms = 108;
-    r.system.intra.bw_Bps /= 10.0;
-    r.fw.tp_overlap = true;
+    ub_run(&r);
     shape_cost(&r, &s);
     struct lp_cost_model cm;
     lp_cost_model_roofline(&cm, &r.system.gpu);
     const struct lp_system *sys = &r.system;
     const double T = 4096.0, h = 4096.0, ft = 16384.0 / 8.0, e = 2.0, t = 8.0;
-    const double margin = 108.0 / (108.0 - 16.0);
 #define G(l, m, n, k) cm.ops->gemm_s(&cm, l, LP_BF16, m, n, k)
-    const double g1 = G(LP_GEMM_FWD, T / t, ft, h);
-    const double p = lp_p2p_time(&cm, sys, T * h * e / t, 1);
-    const double g2 = margin * G(LP_GEMM_FWD, T / 4.0, h, ft);
-    const double r2 = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 8, 1);
+    const struct ub_fwd u = ub_fwd_parts(&cm, sys, ft, ft);
+    const double g1 = u.g1, p = u.p, g2 = u.g2, r2 = u.r2;
     ASSERT_TRUE(p > g1 && r2 > 0.0);
     const struct lp_layer_cost *f = &s.ffn[LP_FFN_DENSE];
     CLOSE(f->comm_fwd_s, 7.0 * (p - g1) + r2 + 3.0 * fmax(0.0, r2 - g2));
@@ -312,10 +335,7 @@ TEST(mamba_mixer_tp_overlap_by_hand)
     snprintf(r.model.layer_pattern, sizeof r.model.layer_pattern, "M-");
     r.model.mamba = (struct lp_mamba){
         .version = 2, .d_state = 128, .d_conv = 4, .expand = 2, .head_dim = 64, .n_groups = 8};
-    r.par.tp = 8;
-    r.system.gpu.sms = 108;
-    r.system.intra.bw_Bps /= 10.0;
-    r.fw.tp_overlap = true;
+    ub_run(&r);
     shape_cost(&r, &s);
     struct lp_cost_model cm;
     lp_cost_model_roofline(&cm, &r.system.gpu);
@@ -323,12 +343,9 @@ TEST(mamba_mixer_tp_overlap_by_hand)
     const double T = 4096.0, h = 4096.0, e = 2.0, t = 8.0;
     /* per rank: d_inner 8192 / 8, 128 heads / 8, 8 groups / 8 */
     const double di = 8192.0 / t, nin = 2.0 * di + 2.0 * 1.0 * 128.0 + 128.0 / t;
-    const double margin = 108.0 / (108.0 - 16.0);
 #define G(l, m, n, k) cm.ops->gemm_s(&cm, l, LP_BF16, m, n, k)
-    const double g1 = G(LP_GEMM_FWD, T / t, nin, h);
-    const double p = lp_p2p_time(&cm, sys, T * h * e / t, 1);
-    const double g2 = margin * G(LP_GEMM_FWD, T / 4.0, h, di);
-    const double r2 = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 8, 1);
+    const struct ub_fwd u = ub_fwd_parts(&cm, sys, nin, di);
+    const double g1 = u.g1, p = u.p, g2 = u.g2, r2 = u.r2;
     const struct lp_layer_cost *c = &s.mix[LP_MIX_MAMBA];
     CLOSE(c->comm_fwd_s, 7.0 * fmax(0.0, p - g1) + r2 + 3.0 * fmax(0.0, r2 - g2));
     const double gd = G(LP_GEMM_DGRAD, T / t, di, h);

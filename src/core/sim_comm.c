@@ -4,9 +4,18 @@
  * DP, PP), and node i holds ranks [i*G, (i+1)*G) for G GPUs per node (per
  * scale-up domain: an NVL72 rack's 72 GPUs share one NVLink fabric, so for
  * communication they are one "node" behind its scale-out network). A
- * group of n ranks spaced `stride` apart therefore has
- *     k = clamp(G / stride, 1, n)
- * members per node and spans n / k nodes.
+ * group of n ranks spaced `stride` apart, its first rank r0, holds ranks
+ * r0 + i * stride: the nodes it spans and its members on each follow from
+ * r0 (lp_group_span). Megatron's groups of one kind (parallel_state.py
+ * RankGenerator: tp, cp, dp, pp groups) start at r0 = b * n * stride + q,
+ * q < stride; where stride divides G and n * stride divides G or is a
+ * multiple of it, every group has k = min(G / stride, n) members on each of
+ * its n / k nodes. Otherwise groups differ (stride 6 on 8-GPU nodes: the
+ * pair {0, 6} on one node, {2, 8} on two; dp 3 of tp 2: {0, 2, 4} on one
+ * node, {6, 8, 10} on two, one member on the first): the collectives of
+ * all groups run at once and the step waits for the slowest, so the time
+ * is the slowest group's, each group's node bandwidth set by its fewest
+ * members on a node (one ring per NIC, every ring crossing that node).
  *
  * Time (alpha-beta, nccl-tests conventions): a collective moving `bytes`
  * (the full buffer: the all-reduce buffer, the gathered output, the scattered
@@ -107,14 +116,11 @@ static double coll_rescaled_s(const struct lp_cost_model *cm, const struct lp_sy
     return lp_nccl_rescale_s(cal, op, bytes, t_cal, node_bw, n, nodes, node_bw);
 }
 
-double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
-                    double bytes, int n, int stride)
+/* The collective of a group of n ranks on `nodes` nodes with at least k
+ * members on each */
+static double coll_time_placed(const struct lp_cost_model *cm, const struct lp_system *sys,
+                               enum lp_coll op, double bytes, int n, int nodes, int k)
 {
-    if (n <= 1 || bytes <= 0) return 0.0;
-    int G = lp_system_scale_up(sys);
-    int k = stride >= G ? 1 : G / stride;
-    if (k > n) k = n;
-    int nodes = (n + k - 1) / k;
     double steps_factor = op == LP_COLL_ALLREDUCE ? 2.0 : 1.0;
     double alpha, busbw;
     if (nodes <= 1) {
@@ -150,6 +156,76 @@ double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys,
      * capability (the closed form) needs alpha */
     if (cm->ops->coll_eff_has_latency) alpha = 0.0;
     return alpha + bytes * lp_coll_bus_factor(op, n) / busbw;
+}
+
+void lp_group_span(int G, int n, int stride, int r0, int *nodes, int *k)
+{
+    if (G < 1) G = 1;
+    if (stride < 1) stride = 1;
+    if (stride >= G) { /* every member on its own node */
+        *nodes = n;
+        *k = 1;
+        return;
+    }
+    /* node by node: the members on node j are those i with
+     * j * G <= r0 + i * stride < (j + 1) * G */
+    int cnt = 0, kmin = n, i = 0;
+    while (i < n) {
+        const long long next_node = ((long long)(r0 + (long long)i * stride) / G + 1) * G;
+        long long i_end = (next_node - r0 + stride - 1) / stride; /* first i on the next node */
+        if (i_end > n) i_end = n;
+        const int members = (int)(i_end - i);
+        if (members < kmin) kmin = members;
+        cnt++;
+        i = (int)i_end;
+    }
+    *nodes = cnt;
+    *k = kmin;
+}
+
+double lp_coll_time_at(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
+                       double bytes, int n, int stride, int first, int world)
+{
+    if (n <= 1 || bytes <= 0) return 0.0;
+    const int G = lp_system_scale_up(sys);
+    if (stride < 1) stride = 1;
+    if (first < 1) first = 1;
+    const long long period = (long long)n * stride;
+    /* every group alike (the usual Megatron layout): no search */
+    if (stride >= G ||
+        (first == stride && G % stride == 0 && (period % G == 0 || G % period == 0))) {
+        /* O(1), as lp_group_span(G, n, stride, 0) counts it */
+        const int k = stride >= G ? 1 : (G / stride < n ? G / stride : n);
+        return coll_time_placed(cm, sys, op, bytes, n, (n + k - 1) / k, k);
+    }
+    /* the layout depends on r0 mod G only: the first ranks' residues over
+     * the blocks the job has (all of them where world is unknown, 0) */
+    const long long blocks = world > 0 ? (world + period - 1) / period : G;
+    const int nb = blocks < G ? (int)blocks : G;
+    const int nq = first < G ? first : G;
+    double worst = 0.0;
+    int seen_nodes[8], seen_k[8], nseen = 0;
+    for (int b = 0; b < nb; b++)
+        for (int q = 0; q < nq; q++) {
+            const int r0 = (int)(((long long)b * period + q) % G);
+            int nodes, k, dup = 0;
+            lp_group_span(G, n, stride, r0, &nodes, &k);
+            for (int j = 0; j < nseen; j++)
+                dup |= seen_nodes[j] == nodes && seen_k[j] == k;
+            if (dup) continue;
+            if (nseen < 8) {
+                seen_nodes[nseen] = nodes;
+                seen_k[nseen++] = k;
+            }
+            worst = fmax(worst, coll_time_placed(cm, sys, op, bytes, n, nodes, k));
+        }
+    return worst;
+}
+
+double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
+                    double bytes, int n, int stride)
+{
+    return lp_coll_time_at(cm, sys, op, bytes, n, stride, stride, 0);
 }
 
 double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, double bytes,

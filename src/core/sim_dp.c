@@ -414,8 +414,14 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
      * all-reduced between the first and last stage after the backward */
     if (r->model.tied_embeddings && p->pp > 1) {
         double bytes = lp_sim_vocab_padded(r) * r->model.hidden / p->tp * b.g_comm;
-        int stride = p->tp * p->cp * p->dp * (p->pp - 1);
-        out->emb_sync_s = lp_sim_coll_time(s, &r->system, LP_COLL_ALLREDUCE, bytes, 2, stride);
+        /* Megatron's embedding group: rank q of the first stage with rank q
+         * of the last (parallel_state.py, pipeline ranks[0] and ranks[-1]),
+         * q < tp * cp * dp: with pp 4 of tp * dp 2 on an 8-GPU node the
+         * pairs {0, 6} and {1, 7} share the node */
+        const int per_stage = p->tp * p->cp * p->dp;
+        const int stride = per_stage * (p->pp - 1);
+        out->emb_sync_s = lp_coll_time_at(&s->cm, &r->system, LP_COLL_ALLREDUCE, bytes, 2, stride,
+                                          per_stage, per_stage * p->pp);
     }
     if (p->zero >= 3 && nd > 1) {
         /* ZeRO-3 / FSDP FULL_SHARD: every micro-batch gathers the parameters

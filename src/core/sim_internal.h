@@ -114,9 +114,18 @@ double lp_coll_eff_on(const struct lp_cost_model *cm, const struct lp_system *sy
  * the network bandwidth goes further (sim_comm.c) */
 double lp_coll_tree2_gain(int n);
 /* Collective over a group of `n` ranks spaced `stride` apart in the rank
- * order (Megatron: TP innermost). Returns seconds. */
+ * order (Megatron: TP innermost), one of Megatron's groups of one kind
+ * (first ranks b * n * stride + q, q < stride) in a job of many such
+ * blocks: the slowest group's time (sim_comm.c). Returns seconds. */
 double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
                     double bytes, int n, int stride);
+/* The same for groups whose first ranks are b * n * stride + q, q < first,
+ * in a job of `world` ranks (0: unknown, as many blocks as matter) */
+double lp_coll_time_at(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
+                       double bytes, int n, int stride, int first, int world);
+/* The nodes of G GPUs a group r0 + i * stride (i < n) spans and its fewest
+ * members on one of them */
+void lp_group_span(int G, int n, int stride, int r0, int *nodes, int *k);
 /* Point-to-point between two ranks `stride` apart. */
 double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, double bytes,
                    int stride);

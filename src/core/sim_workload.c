@@ -83,7 +83,7 @@ struct acc {
     struct ub_overlap ub[UB_MAX];
     int nub;
     /* what those overlapped linears' collectives cost unoverlapped, as the
-     * block's tp_comm(w) charges them: the part of it they replace (a
+     * block's tp_comm(w, true) charges them: the part of it they replace (a
      * block whose other linears gather without userbuffers, MLA's down
      * projections, keeps the rest) */
     double ub_cover;
@@ -308,8 +308,9 @@ static void throttle(const struct wl *w, struct acc *a, int ncoll)
 static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct acc *f,
                            struct acc *b, double comm_f, double comm_b, int ncoll,
                            bool may_overlap);
-static double tp_comm(const struct wl *w);
+static double tp_comm(const struct wl *w, bool quant);
 static double tp_bwd_exposed(const struct wl *w, const struct acc *b);
+static double tp_ag_elem(const struct wl *w, bool quant);
 static double ub_exposed(const struct acc *a);
 static double coll(const struct wl *w, enum lp_coll op, double bytes, int n, int stride);
 
@@ -353,14 +354,14 @@ static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct a
     if (may_overlap && (f->nub > 0 || b->nub > 0)) {
         /* the block's TP linears ran their collectives in userbuffers
          * beside their GEMMs: what each GEMM leaves exposed replaces the
-         * part of tp_comm(w) those collectives are (ub_cover; all of it
+         * part of tp_comm(w, true) those collectives are (ub_cover; all of it
          * for a column / row-parallel pair) */
         comm_f += ub_exposed(f) - f->ub_cover;
         comm_b += ub_exposed(b) - b->ub_cover;
     } else if (may_overlap && b->col_n == 1) {
-        /* the block's linear pair charged tp_comm(w) in the backward: what
-         * its backward really leaves exposed replaces it */
-        comm_b += tp_bwd_exposed(w, b) - tp_comm(w);
+        /* the block's linear pair charged tp_comm(w, true) in the backward:
+         * what its backward really leaves exposed replaces it */
+        comm_b += tp_bwd_exposed(w, b) - tp_comm(w, true);
     }
     comm_f += f->sync;
     comm_b += b->sync;
@@ -614,7 +615,7 @@ static void linear_tp(const struct wl *w, enum tp_linear role, double M, double 
      * gives every all-gather buffer (layers_all_gather_overlap) fp8_buf,
      * whatever ub_cfgs say, so a uint8 buffer (UserBufferQuantizationMode
      * FP8); the reduce-scatters stay in bf16 */
-    const double qe = w->q > 0 ? w->q : w->e;
+    const double qe = tp_ag_elem(w, true);
     if (role == TP_COLUMN) {
         const double g = gemm(w, LP_GEMM_FWD, M / t, N, K);
         addk(fwd, LP_OPC_GEMM, t * g);
@@ -624,11 +625,12 @@ static void linear_tp(const struct wl *w, enum tp_linear role, double M, double 
         ub_push(bwd, UB_BULK, dgrad, coll(w, LP_COLL_ALLGATHER, M * K * qe, w->t, 1), 1);
         const double wgrad = weight_grad(w, M, N, K, bwd);
         ub_push(bwd, UB_BULK, wgrad, coll(w, LP_COLL_REDUCESCATTER, M * K * w->e, w->t, 1), 1);
-        /* tp_comm's share for this linear: its input's all-gather forward,
-         * its input gradient's reduce-scatter backward (the saved input's
+        /* tp_comm's share for this linear: its input's all-gather forward
+         * (quantised, tp_ag_elem), its input gradient's reduce-scatter
+         * backward (the saved input's
          * second all-gather is the one tp_comm does not charge:
          * tp_bwd_exposed) */
-        fwd->ub_cover += coll(w, LP_COLL_ALLGATHER, M * K * w->e, w->t, 1);
+        fwd->ub_cover += coll(w, LP_COLL_ALLGATHER, M * K * qe, w->t, 1);
         bwd->ub_cover += coll(w, LP_COLL_REDUCESCATTER, M * K * w->e, w->t, 1);
         return;
     }
@@ -652,9 +654,9 @@ static void linear_tp(const struct wl *w, enum tp_linear role, double M, double 
     ub_push(bwd, UB_RING, gd, lp_p2p_time(w->cm, &r->system, M * N * qe / t, 1), t);
     weight_grad(w, M, N, K, bwd);
     /* tp_comm's share: the output's reduce-scatter forward, the output
-     * gradient's all-gather backward */
+     * gradient's all-gather backward (quantised, as tp_comm charges it) */
     fwd->ub_cover += coll(w, LP_COLL_REDUCESCATTER, out, w->t, 1);
-    bwd->ub_cover += coll(w, LP_COLL_ALLGATHER, out, w->t, 1);
+    bwd->ub_cover += coll(w, LP_COLL_ALLGATHER, M * N * qe, w->t, 1);
     seg_push(fwd, LP_OPC_COMM, 0.0, false);
     seg_push(bwd, LP_OPC_COMM, 0.0, false);
 }
@@ -729,17 +731,36 @@ static double coll(const struct wl *w, enum lp_coll op, double bytes, int n, int
     return lp_coll_time(w->cm, &w->run->system, op, bytes, n, stride);
 }
 
+/* Bytes per element of a TP all-gather under sequence parallelism. A
+ * Transformer Engine linear pair (`quant`: linear_tp, and Megatron's Mamba
+ * mixer's in_proj / out_proj) gathers its quantised input whether or not
+ * userbuffers run it: TransformerEngine d0067d0d pytorch/module/linear.py,
+ * layernorm_linear.py and layernorm_mlp.py pass the input quantizer to
+ * gather_along_first_dim for the column-parallel forward's input and for
+ * the backward's re-gather of the saved input shard, and base.py
+ * grad_output_preprocess passes the grad-output quantizer when it gathers
+ * the row-parallel linear's output gradient; pytorch/distributed.py
+ * gather_along_first_dim then all-gathers the fp8 data (_all_gather_fp8,
+ * delayed and current scaling), MXFP8 (_all_gather_mxfp8) or NVFP4
+ * (_all_gather_nvfp4) quantised. The reduce-scatters (and the all-reduces
+ * without SP) carry the high-precision output: w->e. */
+static double tp_ag_elem(const struct wl *w, bool quant)
+{
+    return quant && w->q > 0 ? w->q : w->e;
+}
+
 /* TP communication of one linear pair (column-parallel in, row-parallel out)
  * in one direction: two all-reduces without SP; with SP an all-gather before
- * and a reduce-scatter after (same volume, Korthikanti et al. 2022 Sec 4.2.2). */
-static double tp_comm(const struct wl *w)
+ * and a reduce-scatter after (same volume, Korthikanti et al. 2022 Sec 4.2.2),
+ * the all-gather quantised for a Transformer Engine pair (tp_ag_elem). */
+static double tp_comm(const struct wl *w, bool quant)
 {
-    double bytes = w->T * w->h * w->e;
+    const double x = w->T * w->h;
     if (w->t <= 1) return 0.0;
     if (w->run->par.sequence_parallel)
-        return coll(w, LP_COLL_ALLGATHER, bytes, w->t, 1) +
-               coll(w, LP_COLL_REDUCESCATTER, bytes, w->t, 1);
-    return coll(w, LP_COLL_ALLREDUCE, bytes, w->t, 1);
+        return coll(w, LP_COLL_ALLGATHER, x * tp_ag_elem(w, quant), w->t, 1) +
+               coll(w, LP_COLL_REDUCESCATTER, x * w->e, w->t, 1);
+    return coll(w, LP_COLL_ALLREDUCE, x * w->e, w->t, 1);
 }
 
 /* The TP collectives a linear pair's backward leaves exposed, `b` holding
@@ -759,10 +780,12 @@ static double tp_comm(const struct wl *w)
  * The GEMMs beside a collective are not slowed (NCCL's SMs: not modelled). */
 static double tp_bwd_exposed(const struct wl *w, const struct acc *b)
 {
-    double bytes = w->T * w->h * w->e;
+    const double x = w->T * w->h, bytes = x * w->e;
     if (w->t <= 1) return 0.0;
     if (w->run->par.sequence_parallel) {
-        const double ag = coll(w, LP_COLL_ALLGATHER, bytes, w->t, 1);
+        /* the output gradient's gather and the saved input's re-gather,
+         * both quantised (tp_ag_elem); the input gradient in bf16 */
+        const double ag = coll(w, LP_COLL_ALLGATHER, x * tp_ag_elem(w, true), w->t, 1);
         const double rs = coll(w, LP_COLL_REDUCESCATTER, bytes, w->t, 1);
         return ag + fmax(0.0, ag - b->col_dgrad) + fmax(0.0, rs - b->col_wgrad);
     }
@@ -1153,7 +1176,7 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
     add_attn(&b, ab, nb);
     linear_tp(w, TP_ROW, T, h, w->at * dv, &f, &b);
 
-    double comm_f = tp_comm(w), comm_b = tp_comm(w);
+    double comm_f = tp_comm(w, true), comm_b = tp_comm(w, true);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     if (r->fw.cuda_graphs & LP_GRAPH_ATTN) { /* the whole block, its collectives too */
         f.graphed = f.n;
@@ -1306,7 +1329,15 @@ static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
         const double nh = lp_arch_mamba_heads(m) / t,
                      G = (m->mamba.n_groups > 0 ? m->mamba.n_groups : 1) / t;
         conv_ch = di + 2.0 * G * N;
-        linear(w, T, 2.0 * di + 2.0 * G * N + nh, h, &f, &b);
+        /* Megatron-Core's mixer builds in_proj and out_proj as Transformer
+         * Engine linears with the fc1 / fc2 userbuffers (Megatron-LM d98e8a6
+         * models/hybrid/hybrid_layer_specs.py: MambaMixerSubmodules(in_proj=
+         * TELayerNormColumnParallelLinear, out_proj=TERowParallelLinear);
+         * ssm/mamba_mixer.py MambaMixer.__init__ tp_comm_buffer_name "fc1",
+         * "fc2"): the TP linear pair of the attention and MLP blocks, its
+         * collectives overlapped per GEMM under tp_overlap, its backward's
+         * async all-gather / reduce-scatter otherwise (linear_tp) */
+        linear_tp(w, TP_COLUMN, T, 2.0 * di + 2.0 * G * N + nh, h, &f, &b);
         ssd_kernels(w, nh, G, &f, &b);
         /* Megatron-Core's RMSNorm over the gated output (mamba_mixer.py:
          * self.norm(y) after the fused path; the gate silu(z) is applied
@@ -1338,8 +1369,14 @@ static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
     addk(&f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * T * conv_ch * w->e));
     if (m->mamba.version == 2) addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * T * conv_ch * w->e));
     addk(&b, LP_OPC_MEM, mem(w, LP_MEM_COPY, 3.0 * T * conv_ch * w->e));
-    linear(w, T, h, di, &f, &b);
-    double comm = tp_comm(w);
+    /* Mamba-1 (x_proj, dt_proj: mamba_ssm's module, not Megatron's mixer)
+     * keeps plain linears */
+    const bool te = m->mamba.version == 2;
+    if (te)
+        linear_tp(w, TP_ROW, T, h, di, &f, &b);
+    else
+        linear(w, T, h, di, &f, &b);
+    double comm = tp_comm(w, te);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     if (r->fw.cuda_graphs & LP_GRAPH_MAMBA) {
         f.graphed = f.n;
@@ -1396,7 +1433,7 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
     const double ft = (double)r->model.ffn_hidden / w->t;
     double act = 0;
     ffn_core(w, w->T, w->h, ft, r->train.lora_targets == LP_LORA_ALL, true, &f, &b, &act);
-    double comm = tp_comm(w);
+    double comm = tp_comm(w, true);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     if (lp_sim_rc_modules(r) & LP_RC_OP) { /* w1 (w3) w2; the activation redone */
         const bool swiglu = r->model.ffn_act == LP_ACT_SWIGLU;
@@ -1451,8 +1488,10 @@ static double dispatch_time(const struct wl *w, double bytes, int stride)
     const bool hybrid = r->fw.dispatcher == LP_DISPATCH_HYBRIDEP;
     const double copies = bytes * (hybrid ? groups_reached(r->model.moe.experts, k, ep) : k);
     const int G = lp_system_scale_up(&r->system);
-    const int per = stride >= G ? 1 : (G / stride < ep ? G / stride : ep);
-    const int nodes = (ep + per - 1) / per;
+    /* the first EP group's layout (sim_comm.c lp_group_span; all groups
+     * alike where stride and ep * stride divide G or are multiples of it) */
+    int nodes, per;
+    lp_group_span(G, ep, stride, 0, &nodes, &per);
     if (!hybrid || nodes <= 1) return coll(w, LP_COLL_ALLTOALL, copies, ep, stride);
     const double N = nodes;
     const double inter = bytes * (N - 1.0) / N * groups_reached(r->model.moe.experts, k, nodes);
@@ -1640,8 +1679,8 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     const double a2a = 2.0 * dispatch_time(w, Tr * load * lw * w->e, (int)etp);
     /* the expert-TP group gathers its tokens and reduce-scatters the
      * result; the shared experts and the rest of the layer use the TP group */
-    double tpc = etp > 1 ? tp_comm(w) : 0.0;
-    if (moe->shared_experts > 0 && etp < w->t) tpc += tp_comm(w);
+    double tpc = etp > 1 ? tp_comm(w, false) : 0.0;
+    if (moe->shared_experts > 0 && etp < w->t) tpc += tp_comm(w, false);
     /* Megatron-Core's combined 1F1B (overlap_moe_expert_parallel_comm)
      * runs one micro-batch's forward beside another's backward, layer by
      * layer (Megatron-LM d98e8a6, models/common/model_chunk_schedule_plan.py
@@ -1786,7 +1825,7 @@ static void moe_block_eager(const struct wl *w, struct lp_layer_cost *c)
     }
     b.wg += e1b.wg + others * erb.wg;
     b.wn += e1b.wn + (int)others * erb.wn;
-    double comm = tp_comm(w);
+    double comm = tp_comm(w, false);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     close_block(w, c, &f, &b, NULL, comm, comm, ncoll, false);
     host_syncs(

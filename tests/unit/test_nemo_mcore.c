@@ -7,6 +7,7 @@
  * apex DistributedFusedAdam may hold the optimizer states in bf16
  * (optim_bf16). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "fixtures.h"
@@ -47,6 +48,35 @@ static void shape_cost(const struct lp_run *r, struct lp_shape_cost *sc)
     struct lp_cost_model cm;
     lp_cost_model_roofline(&cm, &r->system.gpu);
     lp_shape_cost_compute(&cm, r, sc);
+}
+
+/* TP 8 under userbuffers overlap on 108 SMs, NVLink slowed 10x so that
+ * the ring exchanges outrun their GEMM chunks */
+static void ub_run(struct lp_run *r)
+{
+    r->par.tp = 8;
+    r->system.gpu.sms = 108;
+    r->system.intra.bw_Bps /= 10.0;
+    r->fw.tp_overlap = true;
+}
+
+/* By hand, the forward parts of a TP 8 linear pair under ub_run on T = h =
+ * 4096 bf16 tokens: the column-parallel GEMM chunk g1 (N = ncol) beside
+ * the ring's send p, the row-parallel GEMM chunk g2 (K = krow, on the SMs
+ * the reduce-scatter leaves) beside its pipelined reduce-scatter chunk r2 */
+struct ub_fwd {
+    double g1, p, g2, r2;
+};
+static struct ub_fwd ub_fwd_parts(const struct lp_cost_model *cm, const struct lp_system *sys,
+                                  double ncol, double krow)
+{
+    const double T = 4096.0, h = 4096.0, e = 2.0, t = 8.0;
+    const double margin = 108.0 / (108.0 - 16.0);
+    return (struct ub_fwd){
+        .g1 = cm->ops->gemm_s(cm, LP_GEMM_FWD, LP_BF16, T / t, ncol, h),
+        .p = lp_p2p_time(cm, sys, T * h * e / t, 1),
+        .g2 = margin * cm->ops->gemm_s(cm, LP_GEMM_FWD, LP_BF16, T / 4.0, h, krow),
+        .r2 = lp_coll_time(cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 8, 1)};
 }
 
 #define CLOSE(a, b) ASSERT_TRUE(fabs((a) - (b)) <= 1e-12 * fabs(b) + 1e-18)
@@ -216,21 +246,15 @@ TEST(tp_overlap_per_gemm_by_hand)
     static struct lp_run r;
     static struct lp_shape_cost s;
     nemo_run(&r, LP_BF16);
-    r.par.tp = 8;
-    r.system.gpu.sms = 108;
-    r.system.intra.bw_Bps /= 10.0;
-    r.fw.tp_overlap = true;
+    ub_run(&r);
     shape_cost(&r, &s);
     struct lp_cost_model cm;
     lp_cost_model_roofline(&cm, &r.system.gpu);
     const struct lp_system *sys = &r.system;
     const double T = 4096.0, h = 4096.0, ft = 16384.0 / 8.0, e = 2.0, t = 8.0;
-    const double margin = 108.0 / (108.0 - 16.0);
 #define G(l, m, n, k) cm.ops->gemm_s(&cm, l, LP_BF16, m, n, k)
-    const double g1 = G(LP_GEMM_FWD, T / t, ft, h);
-    const double p = lp_p2p_time(&cm, sys, T * h * e / t, 1);
-    const double g2 = margin * G(LP_GEMM_FWD, T / 4.0, h, ft);
-    const double r2 = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 8, 1);
+    const struct ub_fwd u = ub_fwd_parts(&cm, sys, ft, ft);
+    const double g1 = u.g1, p = u.p, g2 = u.g2, r2 = u.r2;
     ASSERT_TRUE(p > g1 && r2 > 0.0);
     const struct lp_layer_cost *f = &s.ffn[LP_FFN_DENSE];
     CLOSE(f->comm_fwd_s, 7.0 * (p - g1) + r2 + 3.0 * fmax(0.0, r2 - g2));
@@ -256,6 +280,42 @@ TEST(tp_overlap_per_gemm_by_hand)
     r.fw.tp_overlap = false;
     shape_cost(&r, &s);
     CLOSE(f->comm_fwd_s, ag + lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1));
+}
+
+/* fp8 TP all-gathers without userbuffers (sim_workload.c tp_ag_elem):
+ * Transformer Engine d0067d0d gathers the column-parallel linear's fp8
+ * input (linear.py / layernorm_mlp.py -> distributed.py
+ * gather_along_first_dim -> _all_gather_fp8), the backward's re-gather of
+ * the saved input and the row-parallel linear's output gradient
+ * (base.py grad_output_preprocess) in fp8; the reduce-scatters carry bf16.
+ * The GELU MLP block of TP 2 under fp8 delayed scaling by hand: forward an
+ * fp8 all-gather and a bf16 reduce-scatter; backward (NVLink fast enough
+ * that fc1's backward GEMMs hide the async re-gather and reduce-scatter)
+ * the synchronous fp8 gather of fc2's output gradient. */
+TEST(fp8_gathers_without_userbuffers)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost s;
+    nemo_run(&r, LP_FP8);
+    r.fw.tp_overlap = false;
+    shape_cost(&r, &s);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    const double T = 4096.0, h = 4096.0;
+    const double ag8 = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, T * h * 1.0, 2, 1);
+    const double ag16 = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, T * h * 2.0, 2, 1);
+    const double rs16 = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, T * h * 2.0, 2, 1);
+    ASSERT_TRUE(ag8 < 0.75 * ag16);
+    const struct lp_layer_cost *f = &s.ffn[LP_FFN_DENSE];
+    CLOSE(f->comm_fwd_s, ag8 + rs16);
+    CLOSE(f->comm_bwd_s, ag8);
+    CLOSE(s.mix[LP_MIX_ATTN].comm_fwd_s, ag8 + rs16);
+    /* bf16: the same block gathers 2 bytes */
+    nemo_run(&r, LP_BF16);
+    r.fw.tp_overlap = false;
+    shape_cost(&r, &s);
+    CLOSE(f->comm_fwd_s, ag16 + rs16);
+    CLOSE(f->comm_bwd_s, ag16);
 }
 
 /* TP overlap replaces only the collectives of the linears that run in
@@ -299,6 +359,53 @@ TEST(tp_overlap_mla_keeps_unoverlapped_gather)
     CLOSE(a->comm_bwd_s, rs + (t - 1.0) * fmax(0.0, p - gd));
 }
 
+/* A Megatron-Core Mamba-2 layer: in_proj and out_proj are Transformer
+ * Engine linears with the fc1 / fc2 userbuffers (Megatron-LM d98e8a6
+ * hybrid_layer_specs.py, mamba_mixer.py), so under tp_overlap each GEMM
+ * hides its own collective as the MLP's do: TP 8 in bf16 with NVLink slowed
+ * 10x, in_proj's ring all-gather (8 chunks) and out_proj's pipelined
+ * reduce-scatter (4 chunks) forward; backward out_proj's data-gradient ring
+ * and in_proj's bulk all-gather / reduce-scatter. Without tp_overlap the
+ * TE column-parallel backward's async re-gather and reduce-scatter
+ * (tp_bwd_exposed) as for the MLP. */
+TEST(mamba_mixer_tp_overlap_by_hand)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost s;
+    nemo_run(&r, LP_BF16);
+    snprintf(r.model.layer_pattern, sizeof r.model.layer_pattern, "M-");
+    r.model.mamba = (struct lp_mamba){
+        .version = 2, .d_state = 128, .d_conv = 4, .expand = 2, .head_dim = 64, .n_groups = 8};
+    ub_run(&r);
+    shape_cost(&r, &s);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    const struct lp_system *sys = &r.system;
+    const double T = 4096.0, h = 4096.0, e = 2.0, t = 8.0;
+    /* per rank: d_inner 8192 / 8, 128 heads / 8, 8 groups / 8 */
+    const double di = 8192.0 / t, nin = 2.0 * di + 2.0 * 1.0 * 128.0 + 128.0 / t;
+#define G(l, m, n, k) cm.ops->gemm_s(&cm, l, LP_BF16, m, n, k)
+    const struct ub_fwd u = ub_fwd_parts(&cm, sys, nin, di);
+    const double g1 = u.g1, p = u.p, g2 = u.g2, r2 = u.r2;
+    const struct lp_layer_cost *c = &s.mix[LP_MIX_MAMBA];
+    CLOSE(c->comm_fwd_s, 7.0 * fmax(0.0, p - g1) + r2 + 3.0 * fmax(0.0, r2 - g2));
+    const double gd = G(LP_GEMM_DGRAD, T / t, di, h);
+    const double dg = G(LP_GEMM_DGRAD, T, h, nin), wg = G(LP_GEMM_WGRAD, h, nin, T);
+    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 8, 1);
+    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1);
+    CLOSE(c->comm_bwd_s, 7.0 * fmax(0.0, p - gd) + fmax(0.0, ag - dg) + fmax(0.0, rs - wg));
+    ASSERT_TRUE(c->comm_fwd_s < ag + rs);
+    /* in_proj in 8 chunks, out_proj in 4 on the SMs the reduce-scatter
+     * leaves: the block's forward GEMMs */
+    CLOSE(c->op_fwd[LP_OPC_GEMM], 8.0 * g1 + 4.0 * g2);
+    r.fw.tp_overlap = false;
+    shape_cost(&r, &s);
+    CLOSE(c->comm_fwd_s, ag + rs);
+    CLOSE(c->comm_bwd_s, ag + fmax(0.0, ag - dg) + fmax(0.0, rs - wg));
+#undef G
+}
+
 TH_MAIN(TH_CASE(head_in_bf16_under_fp8), TH_CASE(tp_overlap_per_gemm_by_hand),
-        TH_CASE(tp_overlap_mla_keeps_unoverlapped_gather), TH_CASE(fp8_current_scaling_by_hand),
+        TH_CASE(tp_overlap_mla_keeps_unoverlapped_gather), TH_CASE(fp8_gathers_without_userbuffers),
+        TH_CASE(mamba_mixer_tp_overlap_by_hand), TH_CASE(fp8_current_scaling_by_hand),
         TH_CASE(fp8_gradients_follow_grad_fp32), TH_CASE(optimizer_states_in_bf16))

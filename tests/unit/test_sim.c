@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "fixtures.h"
+#include "fixtures_dp.h"
 #include "harness.h"
 #include "llmplan/sim.h"
 #include "nccl_model.h"
@@ -242,6 +243,76 @@ TEST(collective_alpha_beta)
     /* all-reduce across nodes: a tree, 2 log2(nodes) network latencies */
     t = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, bytes, 16, 8);
     ASSERT_NEAR(t, 2 * 4 * 5e-6 + bytes * 2 * 15.0 / 16 / (eff * 25e9), 1e-12);
+}
+
+/* Placement of a strided group from Megatron's rank order (sim_comm.c
+ * lp_group_span) on 8-GPU nodes, by hand: the nodes a group r0 + i stride
+ * spans and its fewest members on one. Where the stride does not divide the
+ * node, groups differ and the slowest sets the time; G / stride (rounded
+ * down) took stride 6 as one member per node on two nodes, and dp 3 of
+ * tp 2 as one node of 3. */
+TEST(strided_group_placement)
+{
+    int nodes, k;
+    lp_group_span(8, 2, 6, 0, &nodes, &k); /* {0, 6}: one node */
+    ASSERT_EQ_INT(nodes, 1);
+    ASSERT_EQ_INT(k, 2);
+    lp_group_span(8, 2, 6, 2, &nodes, &k); /* {2, 8}: two */
+    ASSERT_EQ_INT(nodes, 2);
+    ASSERT_EQ_INT(k, 1);
+    lp_group_span(8, 3, 2, 6, &nodes, &k); /* {6 | 8, 10} */
+    ASSERT_EQ_INT(nodes, 2);
+    ASSERT_EQ_INT(k, 1);
+    lp_group_span(8, 4, 3, 0, &nodes, &k); /* {0, 3, 6 | 9} */
+    ASSERT_EQ_INT(nodes, 2);
+    ASSERT_EQ_INT(k, 1);
+    lp_group_span(8, 16, 2, 0, &nodes, &k); /* 4 per node on 4 nodes */
+    ASSERT_EQ_INT(nodes, 4);
+    ASSERT_EQ_INT(k, 4);
+    lp_group_span(8, 3, 12, 5, &nodes, &k); /* stride past a node */
+    ASSERT_EQ_INT(nodes, 3);
+    ASSERT_EQ_INT(k, 1);
+
+    struct lp_run r;
+    gpt3_run(&r);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    const double bytes = 1e9, eff = 0.80; /* roofline busbw fraction */
+    /* dp 3 of tp 2 in a large job: the group {6, 8, 10} spans two nodes
+     * with one NIC on the first; its ring's 2 steps, one across nodes */
+    const double far = 1 * 3e-6 + 1 * 5e-6 + bytes * 2.0 / 3 / (eff * 25e9);
+    ASSERT_NEAR(lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, bytes, 3, 2), far, 1e-12);
+    /* the same on 6 GPUs (one block): {0, 2, 4} and {1, 3, 5} on NVLink */
+    const double near = 2 * 3e-6 + bytes * 2.0 / 3 / (eff * 300e9);
+    ASSERT_NEAR(lp_coll_time_at(&cm, &r.system, LP_COLL_REDUCESCATTER, bytes, 3, 2, 2, 6), near,
+                1e-12);
+
+    /* Megatron's embedding pair with tp 1, dp 2, pp 4 on one 8-GPU node:
+     * {0, 6} and {1, 7}, stride 6, an NVLink all-reduce of 2 (it was
+     * charged across two nodes, one NIC each) */
+    r.par.tp = r.par.cp = 1;
+    r.par.dp = 2;
+    r.par.pp = 4;
+    r.par.vp = 1;
+    r.par.sequence_parallel = false;
+    r.model.layers = 8;
+    r.train.global_batch = 16;
+    r.fw.grad_fp32 = false;
+    ASSERT_TRUE(r.model.tied_embeddings);
+    struct lp_params pr;
+    struct lp_dp_cost dc;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
+    const double emb = lp_sim_vocab_padded(&r) * r.model.hidden * 2.0; /* bf16 gradients */
+    const double nvl = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb, 2, 1);
+    ASSERT_NEAR(dc.emb_sync_s, nvl, 1e-12 * nvl);
+    ASSERT_TRUE(dc.emb_sync_s < 0.5 * lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb, 2, 8));
+    /* dp 4, pp 3 (12 GPUs): stride 8, every pair on two nodes */
+    r.par.dp = 4;
+    r.par.pp = 3;
+    r.model.layers = 6;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
+    const double net = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb, 2, 8);
+    ASSERT_NEAR(dc.emb_sync_s, net, 1e-12 * net);
 }
 
 /* ZeRO-3 per parameter tensor (DeepSpeed 2021) pays a ring latency per
@@ -943,8 +1014,8 @@ TH_MAIN(TH_CASE(zero_bubble), TH_CASE(layer_ops_sum), TH_CASE(memo_keys), TH_CAS
         TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
         TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta),
-        TH_CASE(collective_reference_links), TH_CASE(synth_latency_is_calibration_system),
-        TH_CASE(two_node_allreduce_tree), TH_CASE(nccl_steps_not_scaled),
-        TH_CASE(small_messages_hold_time), TH_CASE(zero3_per_tensor), TH_CASE(cross_entropy_kinds),
-        TH_CASE(train_metrics_cost), TH_CASE(fused_masked_softmax), TH_CASE(sustained_clock),
-        TH_CASE(monotone_sanity))
+        TH_CASE(strided_group_placement), TH_CASE(collective_reference_links),
+        TH_CASE(synth_latency_is_calibration_system), TH_CASE(two_node_allreduce_tree),
+        TH_CASE(nccl_steps_not_scaled), TH_CASE(small_messages_hold_time),
+        TH_CASE(zero3_per_tensor), TH_CASE(cross_entropy_kinds), TH_CASE(train_metrics_cost),
+        TH_CASE(fused_masked_softmax), TH_CASE(sustained_clock), TH_CASE(monotone_sanity))

@@ -6,7 +6,7 @@
  * micro-batches per pipeline) and on 128 GPUs (48 to 1536 micro-batches:
  * long pipelines of micro-batches, where the schedule solve is longest).
  *
- * Reported in one run, each for six schedule solvers on the same list:
+ * Reported in one run, each for seven schedule solvers on the same list:
  * the reference solvers (the clear ones: lp_sched_exact_ref, which the tree
  * before #20 used), the fast ones solving every operation (lp_sched_exact
  * with sched_every_op: #20's first step), the fast ones with stop 28's
@@ -14,8 +14,10 @@
  * with the shortcuts of 1F1B, interleaved, GPipe and zb as stop 29 left them
  * (zb's looking one snapshot back: sched_stop29), the fast ones as stop 30
  * left them (zb's periods of up to ZB_RING pairs, all by the event loop:
- * sched_stop30) and the fast ones as the simulator runs them since stop 31
- * (zb by the worklist where the event loop finds no period), with the
+ * sched_stop30), the fast ones as stop 31 left them (zb's event loop and
+ * ring handing over to the worklist after ZB_QUIET snapshots without a
+ * jump: sched_stop31) and the fast ones as the simulator runs them now
+ * (every untraced zb pipeline by the worklist from the start), with the
  * ratios: sweep order (each configuration once, on a fresh simulator, as a
  * sweep sees them: the memos fill as it goes), warm (the list again and
  * again: memo hits where the direct-mapped memos hold them), cold (both
@@ -24,17 +26,14 @@
  * (checked here too). Rates are per CPU-second; the solvers are measured
  * alternately ROUNDS times and each keeps its best rates, so that load on a
  * shared machine affects them alike. Then one 1F1B, zb, GPipe and interleaved (vp 2) schedule
- * alone, every op against the shortcut (zb also with stop 29's one-snapshot
- * shortcut), for a few pipeline depths and micro-batch counts (the
- * shortcut's asymptotics).
- * Then the search's pruning (issue #20, `llmplan search --prune`): the list
- * once, in its order, on a fresh simulator, each result offered to a top-10
- * by time and by cost and the Pareto front (lp_results_offer), first every
- * configuration simulated, then each bounded first (lp_sim_bound) and
- * simulated only when the bound could still rank (lp_results_wants), each
- * as the trees before stops 27 and 28 of #20 ran it and as it runs now
- * (enum tree); the kept plans compared.
- *   bench_sim [PROFILE.h5] [SECONDS] [ROUNDS]                            */
+ * alone, every op against the shortcut (zb also with stop 30's event loop
+ * and stop 31's handover; zb's every op is now its solver), for a few pipeline depths and
+ * micro-batch counts (the shortcut's asymptotics). Then the search's pruning (issue #20, `llmplan
+ * search --prune`): the list once, in its order, on a fresh simulator, each result offered to a
+ * top-10 by time and by cost and the Pareto front (lp_results_offer), first every configuration
+ * simulated, then each bounded first (lp_sim_bound) and simulated only when the bound could still
+ * rank (lp_results_wants), each as the trees before stops 27 and 28 of #20 ran it and as it runs
+ * now (enum tree); the kept plans compared. bench_sim [PROFILE.h5] [SECONDS] [ROUNDS] */
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -106,7 +105,7 @@ struct rates {
     uint64_t hash;
 };
 
-enum solver { REFERENCE, EVERY_OP, STOP28, STOP29, STOP30, STEADY, SOLVERS };
+enum solver { REFERENCE, EVERY_OP, STOP28, STOP29, STOP30, STOP31, STEADY, SOLVERS };
 
 /* One solver's three rates on the list. */
 static int measure(const struct lp_cost_model *cm, enum solver solver, const struct lp_run *list,
@@ -120,6 +119,7 @@ static int measure(const struct lp_cost_model *cm, enum solver solver, const str
     sim->sched_stop28 = solver == STOP28;
     sim->sched_stop29 = solver == STOP29;
     sim->sched_stop30 = solver == STOP30;
+    sim->sched_stop31 = solver == STOP31;
     struct lp_result res;
     out->feasible = 0;
     out->sum = 0;
@@ -177,7 +177,7 @@ static void best_of(struct rates *best, const struct rates *r)
     best->listed = r->listed;
 }
 
-/* The six solvers on one list: their rates and ratios; 0 if their
+/* The seven solvers on one list: their rates and ratios; 0 if their
  * results are bit-identical. */
 static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base, int gpus,
                       double secs, int rounds, const char *path, double *sink)
@@ -195,13 +195,14 @@ static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base,
             best_of(&best[v], &r);
         }
     const struct rates *ref = &best[REFERENCE], *every = &best[EVERY_OP], *old = &best[STOP28],
-                       *s29 = &best[STOP29], *s30 = &best[STOP30], *st = &best[STEADY];
+                       *s29 = &best[STOP29], *s30 = &best[STOP30], *s31 = &best[STOP31],
+                       *st = &best[STEADY];
     printf("bench_sim: %d GPT-3 175B configurations on %d A100s (%ld feasible), profile %s\n", n,
            gpus, st->feasible, path);
     printf(
         "  configs per CPU-second   reference     every op      stop 28      stop 29      stop 30"
-        "          now   now/every op   now/stop 29   now/stop 30   now/reference   (best of %d "
-        "rounds)\n",
+        "      stop 31          now   now/every op   now/stop 30   now/stop 31   now/reference   "
+        "(best of %d rounds)\n",
         rounds);
     const char *names[] = {"sweep order (once each)", "warm (memos hit)       ",
                            "cold (memos cleared)   "};
@@ -211,20 +212,21 @@ static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base,
         const double o = i == 0 ? old->first : i == 1 ? old->warm : old->cold;
         const double o29 = i == 0 ? s29->first : i == 1 ? s29->warm : s29->cold;
         const double o30 = i == 0 ? s30->first : i == 1 ? s30->warm : s30->cold;
+        const double o31 = i == 0 ? s31->first : i == 1 ? s31->warm : s31->cold;
         const double c = i == 0 ? st->first : i == 1 ? st->warm : st->cold;
-        printf("  %s %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   %12.2f   %11.2f   "
-               "%11.2f   %13.2f\n",
-               names[i], a, b, o, o29, o30, c, c / b, c / o29, c / o30, c / a);
+        printf("  %s %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   %12.2f   "
+               "%11.2f   %11.2f   %13.2f\n",
+               names[i], a, b, o, o29, o30, o31, c, c / b, c / o30, c / o31, c / a);
     }
     bool same = true;
     for (int v = 0; v < SOLVERS; v++)
         same =
             same && best[v].hash && best[v].hash == ref->hash && best[v].feasible == ref->feasible;
     printf("  schedule ops extrapolated by the steady-state shortcuts (sweep order): %.1f%% (stop "
-           "28's: %.1f%%, stop 29's: %.1f%%, stop 30's: %.1f%%); zb ops solved by the worklist "
-           "now: %.1f%%\n",
+           "28's: %.1f%%, stop 29's: %.1f%%, stop 30's: %.1f%%, stop 31's: %.1f%%); zb ops solved "
+           "by the worklist now: %.1f%% (stop 31's: %.1f%%)\n",
            100.0 * st->skipped, 100.0 * old->skipped, 100.0 * s29->skipped, 100.0 * s30->skipped,
-           100.0 * st->listed);
+           100.0 * s31->skipped, 100.0 * st->listed, 100.0 * s31->listed);
     printf("  results bit-identical: %s\n", same ? "yes" : "NO");
     return same ? 0 : 1;
 }
@@ -367,15 +369,16 @@ static int bench_solve(const struct lp_cost_model *cm, enum lp_schedule kind, in
                              .w = w,
                              .p2p_s = 1e-4,
                              .ends_only = true};
-    /* every op (zb: by the worklist since stop 31), stop 29's shortcut (zb:
-     * one snapshot back), stop 30's (zb: the event loop and the ring, no
-     * worklist), the shortcut now */
+    /* every op (zb: by the worklist), stop 30's (zb: the event loop and the
+     * ring, no worklist), stop 31's (zb: the ring, then the worklist after
+     * ZB_QUIET snapshots without a jump), the shortcut now (zb: the worklist
+     * from the start, as every op) */
     struct lp_sched_out o[4];
     double us[4];
     for (int mode = 0; mode < 4; mode++) {
         sim->sched_every_op = mode == 0;
-        sim->sched_stop29 = mode == 1;
-        sim->sched_stop30 = mode == 2;
+        sim->sched_stop30 = mode == 1;
+        sim->sched_stop31 = mode == 2;
         long n = 0;
         const double t0 = now();
         double t;
@@ -396,8 +399,8 @@ static int bench_solve(const struct lp_cost_model *cm, enum lp_schedule kind, in
                        : kind == LP_SCHED_INTERLEAVED ? "int."
                                                       : "1f1b";
     printf(
-        "  %-5s pp %3d, vp %d, %5d micro-batches: %9.1f us every op, %7.1f us stop 29, %7.1f us "
-        "stop 30, %7.1f us now (x%.1f over every op, x%.2f over stop 29, x%.2f over stop 30)%s\n",
+        "  %-5s pp %3d, vp %d, %5d micro-batches: %9.1f us every op, %7.1f us stop 30, %7.1f us "
+        "stop 31, %7.1f us now (x%.1f over every op, x%.2f over stop 30, x%.2f over stop 31)%s\n",
         name, p, v, m, us[0], us[1], us[2], us[3], us[0] / us[3], us[1] / us[3], us[2] / us[3],
         same ? "" : "  RESULTS DIFFER");
     lp_sim_destroy(&sim);

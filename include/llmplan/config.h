@@ -313,6 +313,11 @@ struct lp_system {
     /* GPUs one scale-up fabric joins (the NVLink domain: 72 on GB200 NVL72);
      * groups inside it use `intra`. 0 = gpus_per_node. */
     int scale_up_gpus;
+    /* GPUs of one job placed in each scale-up domain (Slurm topology/block's
+     * --segment x gpus_per_node: NVIDIA's advice for large jobs on NVL72 is
+     * 16 trays, 64 of the 72 GPUs); ranks fill a domain up to it in order.
+     * 0 = scale_up_gpus. */
+    int segment_gpus;
     struct lp_link intra; /* NVLink / NVSwitch / PCIe inside a node */
     struct lp_link inter; /* network across nodes, per GPU */
     double price_per_gpu_hour_usd;
@@ -338,7 +343,10 @@ struct lp_system {
         double mtbf_gpu_hours, checkpoint_s, restart_s;
     } goodput;
 };
-/* The scale-up domain of a system (scale_up_gpus, or the node). */
+/* The GPUs of a job's consecutive ranks that share one scale-up domain:
+ * segment_gpus, else scale_up_gpus, else the node. Every group placement
+ * (TP/CP/EP/DP collectives, pipeline send/recv, tp_node) maps ranks to
+ * domains by it. */
 int lp_system_scale_up(const struct lp_system *s);
 
 struct lp_parallel {

@@ -240,6 +240,7 @@ int lp_dispatcher_parse(const char *s, enum lp_dispatcher *out)
 int lp_system_scale_up(const struct lp_system *s)
 {
     int g = s->scale_up_gpus > 0 ? s->scale_up_gpus : s->gpus_per_node;
+    if (s->segment_gpus > 0 && s->segment_gpus < g) g = s->segment_gpus;
     return g > 0 ? g : 1;
 }
 

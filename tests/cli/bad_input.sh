@@ -151,6 +151,11 @@ case_ scale_up "{ \"model\": \"gpt3-1.3b\", \"system\": {\"name\": \"s\", \"gpu\
   \"gpus_per_node\": 4, \"scale_up_gpus\": 6, \"intra_node\": {\"bw_GBps\": 900, \"latency_us\": 3},
   \"inter_node\": {\"bw_GBps_per_gpu\": 50, \"latency_us\": 5}, \"price_per_gpu_hour_usd\": 1},
   \"training\": {\"global_batch\": 8} }" "'system.scale_up_gpus'" "multiple of gpus_per_node (4)"
+case_ segment "{ \"model\": \"gpt3-1.3b\", \"system\": {\"name\": \"s\", \"gpu\": \"b200\",
+  \"gpus_per_node\": 4, \"scale_up_gpus\": 72, \"segment_gpus\": 76,
+  \"intra_node\": {\"bw_GBps\": 900, \"latency_us\": 3},
+  \"inter_node\": {\"bw_GBps_per_gpu\": 50, \"latency_us\": 5}, \"price_per_gpu_hour_usd\": 1},
+  \"training\": {\"global_batch\": 8} }" "'system.segment_gpus'" "up to scale_up_gpus (72)" "got 76"
 case_ optim_bf16 "{ $good, \"framework\": {\"name\": \"megatron\", \"optim_bf16\": \"bf16\"} }" \
   "'framework.optim_bf16'"
 case_ tp_overlap_rs "{ $good, \"framework\": {\"name\": \"megatron\", \"tp_overlap_rs\": \"ring\"} }" \

@@ -315,6 +315,34 @@ TEST(strided_group_placement)
     ASSERT_NEAR(dc.emb_sync_s, net, 1e-12 * net);
 }
 
+/* A job's ranks fill each NVL72 rack up to segment_gpus (Slurm's --segment,
+ * 64 of 72 on the shipped presets): a 64-GPU EP group of a 512-GPU job then
+ * stays on one rack's NVLink, by the O(1) path; packed 72 to a rack, the
+ * group of ranks 64..127 spans two racks with 8 members on the first, its
+ * network bandwidth 8 NICs, and every step waits for it. */
+TEST(segment_keeps_groups_on_a_rack)
+{
+    struct lp_system s;
+    struct lp_err err;
+    ASSERT_OK(lp_load_system("gb200-nvl72", &s, &err));
+    ASSERT_EQ_INT(s.scale_up_gpus, 72);
+    ASSERT_EQ_INT(s.segment_gpus, 64);
+    ASSERT_EQ_INT(lp_system_scale_up(&s), 64);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &s.gpu);
+    const double bytes = 256e6;
+    const double seg = lp_coll_time_at(&cm, &s, LP_COLL_ALLTOALL, bytes, 64, 1, 1, 512);
+    const double nvl = lp_coll_time_at(&cm, &s, LP_COLL_ALLTOALL, bytes, 64, 1, 1, 64);
+    ASSERT_NEAR(seg, nvl, 1e-12 * nvl); /* every group on NVLink */
+    int nodes, k;
+    lp_group_span(72, 64, 1, 64, &nodes, &k); /* ranks 64..127 packed 72 to a rack */
+    ASSERT_EQ_INT(nodes, 2);
+    ASSERT_EQ_INT(k, 8);
+    s.segment_gpus = 0; /* packed: the slowest group crosses racks */
+    const double packed = lp_coll_time_at(&cm, &s, LP_COLL_ALLTOALL, bytes, 64, 1, 1, 512);
+    ASSERT_TRUE(packed > 1.5 * seg);
+}
+
 /* ZeRO-3 per parameter tensor (DeepSpeed 2021) pays a ring latency per
  * tensor: slower than one collective per layer, and the gap grows with the
  * data-parallel size (the ring's n-1 steps). DeepSpeed's persistence
@@ -1014,7 +1042,7 @@ TH_MAIN(TH_CASE(zero_bubble), TH_CASE(layer_ops_sum), TH_CASE(memo_keys), TH_CAS
         TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
         TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta),
-        TH_CASE(strided_group_placement), TH_CASE(collective_reference_links),
+        TH_CASE(strided_group_placement), TH_CASE(segment_keeps_groups_on_a_rack), TH_CASE(collective_reference_links),
         TH_CASE(synth_latency_is_calibration_system), TH_CASE(two_node_allreduce_tree),
         TH_CASE(nccl_steps_not_scaled), TH_CASE(small_messages_hold_time),
         TH_CASE(zero3_per_tensor), TH_CASE(cross_entropy_kinds), TH_CASE(train_metrics_cost),

@@ -74,9 +74,9 @@ static struct ub_fwd ub_fwd_parts(const struct lp_cost_model *cm, const struct l
     const double margin = 108.0 / (108.0 - 16.0);
     return (struct ub_fwd){
         .g1 = cm->ops->gemm_s(cm, LP_GEMM_FWD, LP_BF16, T / t, ncol, h),
-        .p = lp_p2p_time(cm, sys, T * h * e / t, 1),
+        .p = lp_p2p_time(cm, sys, T * h * e / t, (int)t, 1, 0),
         .g2 = margin * cm->ops->gemm_s(cm, LP_GEMM_FWD, LP_BF16, T / 4.0, h, krow),
-        .r2 = lp_coll_time(cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 8, 1)};
+        .r2 = lp_coll_time(cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 8, 1, 0)};
 }
 
 #define CLOSE(a, b) ASSERT_TRUE(fabs((a) - (b)) <= 1e-12 * fabs(b) + 1e-18)
@@ -126,7 +126,7 @@ TEST(fp8_current_scaling_by_hand)
     struct lp_cost_model cm;
     lp_cost_model_roofline(&cm, &rd.system.gpu);
     const double T = 4096.0, h = 4096.0, ft = 16384.0 / 2.0, e = 2.0;
-    const double ar = lp_coll_time(&cm, &rd.system, LP_COLL_ALLREDUCE, 4.0, 2, 1);
+    const double ar = lp_coll_time(&cm, &rd.system, LP_COLL_ALLREDUCE, 4.0, 2, 1, 0);
     ASSERT_TRUE(ar > 0.0);
     const struct lp_layer_cost *fd = &sd.ffn[LP_FFN_DENSE], *fc = &sc.ffn[LP_FFN_DENSE];
     /* fc1's input (T x h) and fc2's (T x ft): an amax read and a scale each */
@@ -260,8 +260,8 @@ TEST(tp_overlap_per_gemm_by_hand)
     CLOSE(f->comm_fwd_s, 7.0 * (p - g1) + r2 + 3.0 * fmax(0.0, r2 - g2));
     const double gd = G(LP_GEMM_DGRAD, T / t, ft, h);
     const double dg = G(LP_GEMM_DGRAD, T, h, ft), wg = G(LP_GEMM_WGRAD, h, ft, T);
-    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 8, 1);
-    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1);
+    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 8, 1, 0);
+    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1, 0);
     CLOSE(f->comm_bwd_s, 7.0 * fmax(0.0, p - gd) + fmax(0.0, ag - dg) + fmax(0.0, rs - wg));
     /* the GEMMs: fc1 in 8 chunks, fc2 in 4 on the SMs left */
     const double fwd_gemm = f->op_fwd[LP_OPC_GEMM];
@@ -279,7 +279,7 @@ TEST(tp_overlap_per_gemm_by_hand)
      * both collectives exposed forward */
     r.fw.tp_overlap = false;
     shape_cost(&r, &s);
-    CLOSE(f->comm_fwd_s, ag + lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1));
+    CLOSE(f->comm_fwd_s, ag + lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1, 0));
 }
 
 /* fp8 TP all-gathers without userbuffers (sim_workload.c tp_ag_elem):
@@ -302,9 +302,9 @@ TEST(fp8_gathers_without_userbuffers)
     struct lp_cost_model cm;
     lp_cost_model_roofline(&cm, &r.system.gpu);
     const double T = 4096.0, h = 4096.0;
-    const double ag8 = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, T * h * 1.0, 2, 1);
-    const double ag16 = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, T * h * 2.0, 2, 1);
-    const double rs16 = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, T * h * 2.0, 2, 1);
+    const double ag8 = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, T * h * 1.0, 2, 1, 0);
+    const double ag16 = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, T * h * 2.0, 2, 1, 0);
+    const double rs16 = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, T * h * 2.0, 2, 1, 0);
     ASSERT_TRUE(ag8 < 0.75 * ag16);
     const struct lp_layer_cost *f = &s.ffn[LP_FFN_DENSE];
     CLOSE(f->comm_fwd_s, ag8 + rs16);
@@ -346,11 +346,11 @@ TEST(tp_overlap_mla_keeps_unoverlapped_gather)
     const double T = 4096.0, h = 4096.0, e = 2.0, t = 2.0, K = 32.0 / 2.0 * 128.0;
     const double margin = 108.0 / (108.0 - 16.0);
 #define G(l, m, n, k) cm.ops->gemm_s(&cm, l, LP_BF16, m, n, k)
-    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 2, 1);
-    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 2, 1);
-    const double r4 = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 2, 1);
+    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 2, 1, 0);
+    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 2, 1, 0);
+    const double r4 = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 2, 1, 0);
     const double g4 = margin * G(LP_GEMM_FWD, T / 4.0, h, K);
-    const double p = lp_p2p_time(&cm, sys, T * h * e / t, 1);
+    const double p = lp_p2p_time(&cm, sys, T * h * e / t, (int)t, 1, 0);
     const double gd = G(LP_GEMM_DGRAD, T / t, K, h);
 #undef G
     const struct lp_layer_cost *a = &s.mix[LP_MIX_ATTN];
@@ -391,8 +391,8 @@ TEST(mamba_mixer_tp_overlap_by_hand)
     CLOSE(c->comm_fwd_s, 7.0 * fmax(0.0, p - g1) + r2 + 3.0 * fmax(0.0, r2 - g2));
     const double gd = G(LP_GEMM_DGRAD, T / t, di, h);
     const double dg = G(LP_GEMM_DGRAD, T, h, nin), wg = G(LP_GEMM_WGRAD, h, nin, T);
-    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 8, 1);
-    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1);
+    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 8, 1, 0);
+    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1, 0);
     CLOSE(c->comm_bwd_s, 7.0 * fmax(0.0, p - gd) + fmax(0.0, ag - dg) + fmax(0.0, rs - wg));
     ASSERT_TRUE(c->comm_fwd_s < ag + rs);
     /* in_proj in 8 chunks, out_proj in 4 on the SMs the reduce-scatter

@@ -23,6 +23,9 @@ struct lp_layer_cost {
     double op_fwd[LP_OPC_COUNT], op_bwd[LP_OPC_COUNT]; /* by operator class */
     double wgrad_s;            /* the weight-gradient part of bwd_s (a zero-bubble W pass) */
     double op_w[LP_OPC_COUNT]; /* wgrad_s by operator class (a part of op_bwd) */
+    /* userbuffers overlaps a pass had no room for (sim_workload.c UB_MAX):
+     * a defect the tests assert never happens */
+    int ub_dropped;
 };
 
 /* Extra work of the first (embedding) and last (logits + loss) stages, per

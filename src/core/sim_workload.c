@@ -61,7 +61,18 @@ struct ub_overlap {
     double g, c;
     int n;
 };
-#define UB_MAX 4
+/* A pass holds the overlaps of its block's one TP linear pair (linear_tp:
+ * attention's QKV and projection, the Mamba mixer's in and out
+ * projections, the dense MLP's fc1 and fc2; the shared and routed experts
+ * and MLA's projections run without userbuffers): the column-parallel
+ * linear pushes one overlap forward and two backward (dgrad and wgrad
+ * bulk), the row-parallel one one each way. An overlap past the capacity
+ * is counted (lp_layer_cost ub_dropped), never dropped unnoticed:
+ * tests/unit/test_nemo_mcore.c runs every model preset's blocks under TP
+ * overlap and asserts none. */
+#define UB_COL_PUSHES 2 /* the most a column-parallel linear pushes to one pass */
+#define UB_ROW_PUSHES 1
+#define UB_MAX (UB_COL_PUSHES + UB_ROW_PUSHES)
 
 struct acc {
     double s;
@@ -81,7 +92,7 @@ struct acc {
     /* Transformer Engine userbuffers overlaps in this pass, one per
      * overlapped GEMM (ub_push; what they leave exposed: ub_exposed) */
     struct ub_overlap ub[UB_MAX];
-    int nub;
+    int nub, ub_over; /* ub_over: pushes past UB_MAX (a defect) */
     /* what those overlapped linears' collectives cost unoverlapped, as the
      * block's tp_comm(w, true) charges them: the part of it they replace (a
      * block whose other linears gather without userbuffers, MLA's down
@@ -366,6 +377,7 @@ static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct a
     }
     comm_f += f->sync;
     comm_b += b->sync;
+    c->ub_dropped += f->ub_over + b->ub_over;
     f->comm = comm_f;
     b->comm = comm_b;
     const double fwd = with_overhead(w, f, ncoll);
@@ -544,7 +556,10 @@ static void amax_sync(const struct wl *w, enum tp_linear role, struct acc *fwd, 
 
 static void ub_push(struct acc *a, enum ub_kind kind, double g, double c, double n)
 {
-    if (a->nub < UB_MAX) a->ub[a->nub++] = (struct ub_overlap){kind, g, c, (int)n};
+    if (a->nub < UB_MAX)
+        a->ub[a->nub++] = (struct ub_overlap){kind, g, c, (int)n};
+    else
+        a->ub_over++;
 }
 
 /* The time a pass's userbuffers overlaps add to its GEMMs' (GEMM chunk g,

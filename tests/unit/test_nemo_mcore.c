@@ -12,6 +12,7 @@
 
 #include "fixtures.h"
 #include "harness.h"
+#include "llmplan/io.h"
 #include "llmplan/sim.h"
 #include "sim_internal.h"
 
@@ -405,7 +406,48 @@ TEST(mamba_mixer_tp_overlap_by_hand)
 #undef G
 }
 
+/* Every model preset's blocks under userbuffers overlap (TP 2 with SP,
+ * fp8 current scaling, tp_overlap_rs both ways, Megatron): no pass pushes
+ * more overlaps than sim_workload.c's UB_MAX holds (it silently dropped
+ * them past 4). */
+struct ub_ctx {
+    int models, bad;
+    char first[LP_NAME_LEN];
+};
+static int ub_each_model(const char *name, const char *path, void *arg)
+{
+    (void)path;
+    struct ub_ctx *u = arg;
+    static struct lp_run r;
+    static struct lp_shape_cost s;
+    nemo_run(&r, LP_FP8);
+    if (lp_load_model(name, &r.model, NULL) != 0) return 0; /* test_loaders' concern */
+    r.train.fp8_scaling = LP_FP8_CURRENT;
+    r.fw.tp_overlap = true;
+    for (int rs = 0; rs < LP_UB_RS_COUNT; rs++) {
+        r.fw.tp_overlap_rs = (enum lp_ub_rs)rs;
+        shape_cost(&r, &s);
+        int dropped = 0;
+        for (int k = 0; k < LP_MIX_COUNT; k++)
+            dropped += s.mix[k].ub_dropped;
+        for (int k = 0; k < LP_FFN_COUNT; k++)
+            dropped += s.ffn[k].ub_dropped;
+        if (dropped && !u->bad++) snprintf(u->first, sizeof u->first, "%s", name);
+    }
+    u->models++;
+    return 0;
+}
+TEST(userbuffers_capacity_every_preset)
+{
+    struct ub_ctx u = {0};
+    ASSERT_OK(lp_list_presets(LP_PRESET_MODEL, ub_each_model, &u, NULL));
+    ASSERT_TRUE(u.models >= 40);
+    if (u.bad) fprintf(stderr, "  first model with dropped overlaps: %s\n", u.first);
+    ASSERT_EQ_INT(u.bad, 0);
+}
+
 TH_MAIN(TH_CASE(head_in_bf16_under_fp8), TH_CASE(tp_overlap_per_gemm_by_hand),
         TH_CASE(tp_overlap_mla_keeps_unoverlapped_gather), TH_CASE(fp8_gathers_without_userbuffers),
         TH_CASE(mamba_mixer_tp_overlap_by_hand), TH_CASE(fp8_current_scaling_by_hand),
-        TH_CASE(fp8_gradients_follow_grad_fp32), TH_CASE(optimizer_states_in_bf16))
+        TH_CASE(fp8_gradients_follow_grad_fp32), TH_CASE(optimizer_states_in_bf16),
+        TH_CASE(userbuffers_capacity_every_preset))

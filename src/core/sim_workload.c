@@ -942,7 +942,16 @@ static void norm_kernels(const struct wl *w, double width, struct acc *f, struct
 
 /* Multi-head latent attention's projections (DeepSeek-V2 Sec 2.1;
  * Megatron-Core MLASelfAttention): the down projections and their norms are
- * replicated across TP, the up projections column-parallel. */
+ * replicated across TP, the up projections column-parallel. As Transformer
+ * Engine linears they follow amax_sync's rule: the down projections are
+ * TELinear parallel_mode "duplicated" (no TP group: no amax reduction), the
+ * up projections (linear_q_up_proj, or linear_q_proj without a query
+ * latent, and linear_kv_up_proj) TEColumnParallelLinear with the model's
+ * sequence_parallel, each gathering its latent: two forward amax
+ * all-reduces where the dense attention's QKV has one (Megatron-LM d98e8a6
+ * multi_latent_attention.py MLASelfAttention.__init__;
+ * extensions/transformer_engine.py TELinear: te_parallel_mode None when
+ * duplicated). */
 static void mla_projections(const struct wl *w, struct acc *f, struct acc *b, struct acc *rc)
 {
     const struct lp_mla *q = &w->run->model.mla;
@@ -955,14 +964,17 @@ static void mla_projections(const struct wl *w, struct acc *f, struct acc *b, st
         linear(w, T, q->q_lora_rank, h, f, b);
         norm_kernels(w, q->q_lora_rank, f, b);
         up = *f;
+        amax_sync(w, TP_COLUMN, f, b);
         linear(w, T, w->at * dqk, q->q_lora_rank, f, b);
         if (redo) redo_since(rc, f, &up);
     } else {
+        amax_sync(w, TP_COLUMN, f, b);
         linear(w, T, w->at * dqk, h, f, b);
     }
     linear(w, T, q->kv_lora_rank + q->qk_rope_head_dim, h, f, b);
     norm_kernels(w, q->kv_lora_rank, f, b);
     up = *f;
+    amax_sync(w, TP_COLUMN, f, b);
     linear(w, T, w->at * (q->qk_nope_head_dim + q->v_head_dim), q->kv_lora_rank, f, b);
     /* rotary on the query's and the shared key's rope part */
     double x = T * (w->at + 1.0) * q->qk_rope_head_dim;

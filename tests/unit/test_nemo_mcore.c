@@ -169,6 +169,41 @@ TEST(fp8_current_scaling_by_hand)
     CLOSE(sc.ffn[LP_FFN_DENSE].fwd_s, sd.ffn[LP_FFN_DENSE].fwd_s);
 }
 
+/* MLA under fp8 current scaling and SP (sim_workload.c mla_projections):
+ * Transformer Engine reduces the amax of every column-parallel linear's
+ * input over the TP group (linear.py: input_quantizer's group when
+ * sequence_parallel and parallel_mode "column"), so the query and KV up
+ * projections add one all-reduce of 4 bytes each forward; the down
+ * projections are "duplicated" (no group). The backward's is the output
+ * projection's gradient, as for the dense attention. Until stop 32 MLA's
+ * forward had none. */
+TEST(fp8_current_scaling_mla_amax)
+{
+    static struct lp_run rd, rc;
+    static struct lp_shape_cost sd, sc;
+    nemo_run(&rd, LP_FP8);
+    rd.model.mla = (struct lp_mla){.q_lora_rank = 512,
+                                   .kv_lora_rank = 512,
+                                   .qk_nope_head_dim = 128,
+                                   .qk_rope_head_dim = 64,
+                                   .v_head_dim = 128};
+    ASSERT_EQ_INT(lp_sim_validate(&rd), LP_REASON_NONE);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &rd.system.gpu);
+    const double ar = lp_coll_time(&cm, &rd.system, LP_COLL_ALLREDUCE, 4.0, 2, 1, 0);
+    ASSERT_TRUE(ar > 0.0);
+    for (int qlat = 0; qlat < 2; qlat++) {
+        rd.model.mla.q_lora_rank = qlat ? 512 : 0; /* linear_q_up_proj or linear_q_proj */
+        rc = rd;
+        rc.train.fp8_scaling = LP_FP8_CURRENT;
+        shape_cost(&rd, &sd);
+        shape_cost(&rc, &sc);
+        const struct lp_layer_cost *d = &sd.mix[LP_MIX_ATTN], *c = &sc.mix[LP_MIX_ATTN];
+        CLOSE(c->comm_fwd_s - d->comm_fwd_s, 2.0 * ar);
+        CLOSE(c->comm_bwd_s - d->comm_bwd_s, ar);
+    }
+}
+
 /* fp8 training keeps bf16 parameters, so its gradient buffer follows
  * grad_fp32 as bf16's does (Megatron-Core's main_grad in fp32 with
  * grad_reduce_in_fp32; NeMo 24.07's DistributedFusedAdam reduces in its fp32
@@ -450,4 +485,4 @@ TH_MAIN(TH_CASE(head_in_bf16_under_fp8), TH_CASE(tp_overlap_per_gemm_by_hand),
         TH_CASE(tp_overlap_mla_keeps_unoverlapped_gather), TH_CASE(fp8_gathers_without_userbuffers),
         TH_CASE(mamba_mixer_tp_overlap_by_hand), TH_CASE(fp8_current_scaling_by_hand),
         TH_CASE(fp8_gradients_follow_grad_fp32), TH_CASE(optimizer_states_in_bf16),
-        TH_CASE(userbuffers_capacity_every_preset))
+        TH_CASE(userbuffers_capacity_every_preset), TH_CASE(fp8_current_scaling_mla_amax))

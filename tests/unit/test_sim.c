@@ -314,6 +314,31 @@ TEST(strided_group_placement)
     ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
     const double net = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb, 2, 8, 0);
     ASSERT_NEAR(dc.emb_sync_s, net, 1e-12 * net);
+
+    /* the DP gradients' reduce-scatter of dp 3 of tp 2 (ZeRO-1), the job's
+     * size known: 6 GPUs, {0, 2, 4} and {1, 3, 5} on NVLink (it was charged
+     * a large job's {6 | 8, 10}); 12 GPUs (pp 2): the second stage's groups
+     * {6 | 8, 10} and {7 | 9, 11} span two nodes */
+    r.par.tp = 2;
+    r.par.dp = 3;
+    r.par.pp = 1;
+    r.par.zero = 1;
+    r.par.sequence_parallel = false;
+    r.model.layers = 6;
+    r.train.global_batch = 12;
+    r.fw.dp_overlap = r.fw.param_gather_overlap = false;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
+    const double g = r.fw.grad_fp32 ? 4.0 : 2.0, P = pr.train0 * g;
+    ASSERT_NEAR(dc.red_s[0], lp_coll_time_at(&cm, &r.system, LP_COLL_REDUCESCATTER, P, 3, 2, 2, 6),
+                1e-12 * dc.red_s[0]);
+    ASSERT_TRUE(dc.red_s[0] <
+                0.5 * lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, P, 3, 2, 0));
+    r.par.pp = 2;
+    r.train.global_batch = 12;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
+    const double P2 = pr.train0 * g;
+    ASSERT_NEAR(dc.red_s[0], lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, P2, 3, 2, 0),
+                1e-12 * dc.red_s[0]);
 }
 
 /* Pipeline send/recv (sim_comm.c lp_p2p_time): stage i of the pipeline

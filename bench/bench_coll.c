@@ -47,7 +47,7 @@ int main(int argc, char **argv)
     for (int o = 0; o < 3; o++)
         for (int n = 8; n <= 4096; n *= 2)
             for (double b = 1024; b <= 4.0 * 1073741824.0; b *= 16) {
-                const double t = lp_coll_time(&cm, &sys, ops[o], b, n, 1);
+                const double t = lp_coll_time(&cm, &sys, ops[o], b, n, 1, 0);
                 const int nodes = n / G > 1 ? n / G : 1;
                 double tn[2] = {0, 0};
                 char ch[2][16] = {"-", "-"};

@@ -138,34 +138,103 @@ static bool terminated(const char *p, size_t n)
     return memchr(p, '\0', n) != NULL;
 }
 #define EOFF(member) offsetof(struct lp_entry, member)
-#define ESTR(member) terminated(raw + EOFF(member), sizeof(((struct lp_entry *)0)->member))
-static bool entry_valid(const char *raw)
+#define ESIZE(member) sizeof(((struct lp_entry *)0)->member)
+#define EBOOL(member)                                                                              \
+    {                                                                                              \
+        EOFF(member), 0, #member                                                                   \
+    }
+#define EENUM(member, count)                                                                       \
+    {                                                                                              \
+        EOFF(member), count, #member                                                               \
+    }
+#define ESTR(member)                                                                               \
+    {                                                                                              \
+        EOFF(member), -(int)ESIZE(member), #member                                                 \
+    }
+/* every bool, enum and name of struct lp_entry: a bool a byte 0 or 1, an
+ * enum (stored as int) below its count, a name terminated within its
+ * array (count -size) */
+struct entry_field {
+    size_t off;
+    int count; /* 0: bool; > 0: enum values; < 0: -(char array size) */
+    const char *name;
+};
+static const struct entry_field entry_fields[] = {
+    EBOOL(run.model.tied_embeddings),
+    EBOOL(run.model.bias),
+    EBOOL(run.model.dropout),
+    EBOOL(run.model.moe.dropless),
+    EBOOL(run.model.qk_norm),
+    EBOOL(run.system.billing_per_node),
+    EBOOL(run.par.sequence_parallel),
+    EBOOL(run.train.flash_attention),
+    EBOOL(run.fw.dp_overlap),
+    EBOOL(run.fw.tp_overlap),
+    EBOOL(run.fw.tp_async_dgrad),
+    EBOOL(run.fw.pp_overlap),
+    EBOOL(run.fw.param_gather_overlap),
+    EBOOL(run.fw.fused_kernels),
+    EBOOL(run.fw.fused_softmax),
+    EBOOL(run.fw.zero3_per_tensor),
+    EBOOL(run.fw.zero3_rank_copies),
+    EBOOL(run.fw.ep_overlap),
+    EBOOL(run.fw.grad_fp32),
+    EBOOL(run.fw.optim_bf16),
+    EBOOL(run.fw.hybrid_shard),
+    EBOOL(run.fw.train_metrics),
+    EBOOL(run.fw.ckpt_reentrant),
+    EBOOL(res.feasible),
+    EENUM(run.model.ffn_act, LP_ACT_COUNT),
+    EENUM(run.model.norm, LP_NORM_COUNT),
+    EENUM(run.model.pos, LP_POS_COUNT),
+    EENUM(run.par.recompute, LP_RECOMPUTE_COUNT),
+    EENUM(run.par.recompute_method, LP_RC_METHOD_COUNT),
+    EENUM(run.par.schedule, LP_SCHED_COUNT),
+    EENUM(run.train.precision, LP_PREC_COUNT),
+    EENUM(run.train.attention, LP_ATTENTION_COUNT),
+    EENUM(run.train.fp8_scaling, LP_FP8_SCALING_COUNT),
+    EENUM(run.train.lora_targets, LP_LORA_TARGETS_COUNT),
+    EENUM(run.fw.kind, LP_FW_COUNT),
+    EENUM(run.fw.tp_overlap_rs, LP_UB_RS_COUNT),
+    EENUM(run.fw.xent, LP_XENT_COUNT),
+    EENUM(run.fw.dispatcher, LP_DISPATCH_COUNT),
+    EENUM(run.fw.moe_impl, LP_MOE_IMPL_COUNT),
+    EENUM(res.reason, LP_REASON_COUNT),
+    EENUM(run.system.nprices, LP_MAX_PRICES + 1),    /* indexes prices */
+    EENUM(run.system.price_pick, LP_MAX_PRICES + 1), /* 1 + an index of prices */
+    ESTR(run.model.name),
+    ESTR(run.model.source),
+    ESTR(run.model.layer_pattern),
+    ESTR(run.system.name),
+    ESTR(run.system.source),
+    ESTR(run.system.profile),
+    ESTR(run.system.gpu.name),
+    ESTR(run.system.gpu.source)};
+/* NULL where the entry is valid, else the first field that is not */
+static const char *entry_invalid_field(const char *raw)
 {
-    static const size_t bools[] = {
-        EOFF(run.model.tied_embeddings),   EOFF(run.model.bias),
-        EOFF(run.model.dropout),           EOFF(run.par.sequence_parallel),
-        EOFF(run.train.flash_attention),   EOFF(run.fw.dp_overlap),
-        EOFF(run.fw.tp_overlap),           EOFF(run.fw.pp_overlap),
-        EOFF(run.fw.param_gather_overlap), EOFF(run.fw.fused_kernels),
-        EOFF(run.fw.fused_softmax),        EOFF(run.fw.tp_async_dgrad),
-        EOFF(run.fw.zero3_per_tensor),     EOFF(run.fw.train_metrics),
-        EOFF(run.fw.ckpt_reentrant),       EOFF(res.feasible)};
-    for (size_t i = 0; i < sizeof(bools) / sizeof(bools[0]); i++)
-        if (!byte_bool(raw + bools[i])) return false;
-    return int_below(raw + EOFF(run.model.ffn_act), 2) &&
-           int_below(raw + EOFF(run.model.norm), 2) && int_below(raw + EOFF(run.model.pos), 3) &&
-           int_below(raw + EOFF(run.par.recompute), LP_RECOMPUTE_COUNT) &&
-           int_below(raw + EOFF(run.par.recompute_method), LP_RC_METHOD_COUNT) &&
-           int_below(raw + EOFF(run.par.schedule), LP_SCHED_COUNT) &&
-           int_below(raw + EOFF(run.train.precision), LP_PREC_COUNT) &&
-           int_below(raw + EOFF(run.train.attention), LP_ATTENTION_COUNT) &&
-           int_below(raw + EOFF(run.fw.kind), LP_FW_COUNT) &&
-           int_below(raw + EOFF(run.fw.xent), LP_XENT_COUNT) &&
-           int_below(raw + EOFF(res.reason), LP_REASON_COUNT) && ESTR(run.model.name) &&
-           ESTR(run.model.source) && ESTR(run.system.name) && ESTR(run.system.source) &&
-           ESTR(run.system.gpu.name) && ESTR(run.system.gpu.source);
+    for (size_t i = 0; i < sizeof(entry_fields) / sizeof(entry_fields[0]); i++) {
+        const struct entry_field *f = &entry_fields[i];
+        const bool ok = f->count == 0  ? byte_bool(raw + f->off)
+                        : f->count > 0 ? int_below(raw + f->off, f->count)
+                                       : terminated(raw + f->off, (size_t)-f->count);
+        if (!ok) return f->name;
+    }
+    for (int i = 0; i < LP_MAX_PRICES; i++) {
+        const size_t at = EOFF(run.system.prices) + (size_t)i * sizeof(struct lp_price);
+        if (!terminated(raw + at + offsetof(struct lp_price, name),
+                        ESIZE(run.system.prices[0].name)))
+            return "run.system.prices[].name";
+        if (!terminated(raw + at + offsetof(struct lp_price, date),
+                        ESIZE(run.system.prices[0].date)))
+            return "run.system.prices[].date";
+    }
+    return NULL;
 }
 #undef ESTR
+#undef EENUM
+#undef EBOOL
+#undef ESIZE
 #undef EOFF
 
 int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err)
@@ -266,14 +335,16 @@ int lp_checkpoint_read(struct lp_search *s, bool *found, struct lp_err *err)
                            path);
         goto cleanup;
     }
-    for (uint64_t i = 0; i < nent; i++)
-        if (!entry_valid(p + i * sizeof(struct lp_entry))) {
+    for (uint64_t i = 0; i < nent; i++) {
+        const char *bad = entry_invalid_field(p + i * sizeof(struct lp_entry));
+        if (bad) {
             rc = lp_err_set_at(err, LP_EFORMAT, __FILE__, __LINE__,
-                               "%s: result %llu of the checkpoint is not valid; remove the "
-                               "checkpoint to start over",
-                               path, (unsigned long long)i);
+                               "%s: result %llu of the checkpoint is not valid (field %s out of "
+                               "range); remove the checkpoint to start over",
+                               path, (unsigned long long)i, bad);
             goto cleanup;
         }
+    }
     struct lp_entry *ent = malloc((nent ? nent : 1) * sizeof(*ent));
     if (!ent) {
         rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");

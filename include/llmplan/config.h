@@ -35,6 +35,10 @@ enum lp_fp8_scaling {
 enum lp_act { LP_ACT_GELU = 0, LP_ACT_SWIGLU };
 enum lp_norm { LP_NORM_LAYERNORM = 0, LP_NORM_RMSNORM };
 enum lp_pos { LP_POS_LEARNED = 0, LP_POS_ROTARY, LP_POS_ALIBI, LP_POS_NONE };
+/* their value counts (no COUNT enumerator: switches over them stay exhaustive) */
+#define LP_ACT_COUNT (LP_ACT_SWIGLU + 1)
+#define LP_NORM_COUNT (LP_NORM_RMSNORM + 1)
+#define LP_POS_COUNT (LP_POS_NONE + 1)
 enum lp_recompute {
     LP_RECOMPUTE_NONE = 0,
     LP_RECOMPUTE_SELECTIVE,

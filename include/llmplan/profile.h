@@ -183,6 +183,21 @@ int lp_profile_add_prov(struct lp_profile *p, const char *key, const char *value
                         struct lp_err *err);
 const char *lp_profile_get_prov(const struct lp_profile *p, const char *key);
 
+/* The collective reference of a profile: the links and the nodes its
+ * collective fractions were made for (root attributes coll_intra_bw_GBps,
+ * coll_intra_latency_us, coll_inter_bw_GBps, coll_inter_latency_us,
+ * coll_gpus_per_node; synth.c writes them). An absent attribute gives 0:
+ * unknown, the fractions used as they are (docs/profile-format.md). A
+ * present one must be a positive number (coll_gpus_per_node a positive
+ * integer): otherwise LP_EFORMAT with *bad its key (the file's reader
+ * refuses the file with it). */
+struct lp_profile_coll_ref {
+    double intra_bw_Bps, intra_latency_s, inter_bw_Bps, inter_latency_s;
+    int gpus_per_node;
+};
+int lp_profile_coll_ref(const struct lp_profile *p, struct lp_profile_coll_ref *out,
+                        const char **bad);
+
 /* Full validation: every table lp_table_check'd, required tables present
  * (gemm fwd/dgrad/wgrad in bf16, fused+unfused attention fwd/bwd in bf16,
  * every mem kind; collectives optional). Monotonicity of time in size is also

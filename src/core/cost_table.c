@@ -138,25 +138,21 @@ void lp_cost_model_table(struct lp_cost_model *cm, const struct lp_profile *p,
     cm->attn_old_ratio = c.attn_old_ratio;
     /* no profile: the roofline's fractions (tb_coll falls back to them) */
     cm->coll_tree_two_nodes = !p || strcmp(p->source, "measured") != 0;
-    /* synth.c add_provenance writes the reference links as numbers */
-    static const char *const keys[LP_TIER_COUNT][2] = {
-        {"coll_intra_bw_GBps", "coll_intra_latency_us"},
-        {"coll_inter_bw_GBps", "coll_inter_latency_us"}};
-    for (int t = 0; t < LP_TIER_COUNT; t++) {
-        const char *bw = p ? lp_profile_get_prov(p, keys[t][0]) : NULL;
-        const char *lat = p ? lp_profile_get_prov(p, keys[t][1]) : NULL;
-        const double b = bw ? strtod(bw, NULL) * 1e9 : 0.0,
-                     l = lat ? strtod(lat, NULL) * 1e-6 : 0.0;
-        cm->coll_ref[t].bw_Bps = isfinite(b) && b > 0 ? b : 0.0;
-        cm->coll_ref[t].latency_s = isfinite(l) && l > 0 ? l : 0.0;
-    }
+    /* synth.c add_provenance writes the reference links as numbers; the
+     * file's reader refuses a malformed one (lp_profile_coll_ref): only a
+     * profile built in memory with one gets here, taken as unknown */
+    struct lp_profile_coll_ref ref = {0};
+    const char *bad;
+    if (p && lp_profile_coll_ref(p, &ref, &bad) != LP_OK) ref = (struct lp_profile_coll_ref){0};
+    cm->coll_ref[LP_TIER_INTRA] =
+        (struct lp_link){.bw_Bps = ref.intra_bw_Bps, .latency_s = ref.intra_latency_s};
+    cm->coll_ref[LP_TIER_INTER] =
+        (struct lp_link){.bw_Bps = ref.inter_bw_Bps, .latency_s = ref.inter_latency_s};
     /* an analytical profile that records its inter-node reference (synth
      * since stop 30) carried its columns in ranks with NCCL's model from
      * synth's calibration layout: lp_coll_time redoes that step for each
      * group's own layout (cost.h coll_cal) */
     cm->coll_cal = (struct lp_coll_cal){0};
-    const char *g = p ? lp_profile_get_prov(p, "coll_gpus_per_node") : NULL;
-    const long G = g ? strtol(g, NULL, 10) : 0;
-    if (cm->coll_tree_two_nodes && p && cm->coll_ref[LP_TIER_INTER].latency_s > 0 && G > 0)
-        lp_synth_coll_cal((int)G, &cm->coll_cal);
+    if (cm->coll_tree_two_nodes && p && ref.inter_latency_s > 0 && ref.gpus_per_node > 0)
+        lp_synth_coll_cal(ref.gpus_per_node, &cm->coll_cal);
 }

@@ -266,7 +266,7 @@ struct lp_sim_mid {
 struct lp_coll_key {
     double bytes;
     uint64_t gen;
-    int op, n, stride, used;
+    int op, n, stride, world, used;
 };
 struct lp_sim_hoist {
     struct lp_coll_key ckey[LP_COLL_MEMO];
@@ -280,16 +280,17 @@ struct lp_sim_hoist {
     struct lp_mem_stages ms;
 };
 
-/* lp_coll_time (op < LP_COLL_COUNT) or lp_p2p_time (op LP_COLL_COUNT, n 2)
+/* lp_coll_time (op < LP_COLL_COUNT) or lp_p2p_time (op LP_COLL_COUNT)
  * on the system of the run simulate_head is at, from a direct-mapped memo
  * keyed on the arguments and that run's ctx_gen (the system's bytes) */
 static double comm_time(struct lp_sim *s, const struct lp_system *sys, int op, double bytes, int n,
-                        int stride)
+                        int stride, int world)
 {
     const struct lp_cost_model *cm = &s->cm;
     if (!s->hoist_now)
-        return op == LP_COLL_COUNT ? lp_p2p_time(cm, sys, bytes, stride)
-                                   : lp_coll_time(cm, sys, (enum lp_coll)op, bytes, n, stride);
+        return op == LP_COLL_COUNT
+                   ? lp_p2p_time(cm, sys, bytes, n, stride, world)
+                   : lp_coll_time(cm, sys, (enum lp_coll)op, bytes, n, stride, world);
     struct lp_coll_key k;
     memset(&k, 0, sizeof(k));
     k.bytes = bytes;
@@ -297,20 +298,21 @@ static double comm_time(struct lp_sim *s, const struct lp_system *sys, int op, d
     k.op = op;
     k.n = n;
     k.stride = stride;
+    k.world = world;
     k.used = 1;
     const size_t slot = (size_t)(lp_hash_words(&k, sizeof(k), FNV_OFFSET) % LP_COLL_MEMO);
     struct lp_sim_hoist *h = s->hoist;
     if (memcmp(&h->ckey[slot], &k, sizeof(k)) == 0) return h->cval[slot];
     h->ckey[slot] = k;
     return h->cval[slot] = op == LP_COLL_COUNT
-                               ? lp_p2p_time(cm, sys, bytes, stride)
-                               : lp_coll_time(cm, sys, (enum lp_coll)op, bytes, n, stride);
+                               ? lp_p2p_time(cm, sys, bytes, n, stride, world)
+                               : lp_coll_time(cm, sys, (enum lp_coll)op, bytes, n, stride, world);
 }
 
 double lp_sim_coll_time(struct lp_sim *s, const struct lp_system *sys, enum lp_coll op,
-                        double bytes, int n, int stride)
+                        double bytes, int n, int stride, int world)
 {
-    return comm_time(s, sys, (int)op, bytes, n, stride);
+    return comm_time(s, sys, (int)op, bytes, n, stride, world);
 }
 
 /* The par fields lp_sim_count_params reads (sim_memory.c: tp, pp, vp, ep,
@@ -425,6 +427,9 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.grad_accum = lp_sim_grad_accum_share(r);
     k.padded = lp_sim_batch_padded(r);
     k.tied_one_stage = r->model.tied_embeddings && r->par.pp == 1;
+    /* the job's size places the TP, CP and EP groups (sim_comm.c
+     * lp_groups_slowest: a small job has fewer of them) */
+    k.world = lp_sim_world(&r->par);
     uint64_t h = key_hash(s, &k, sizeof(k), FNV_OFFSET);
     size_t slot = (size_t)(h % LP_SIM_MEMO);
     if (s->used[slot] && memcmp(&s->key[slot], &k, sizeof(k)) == 0) {
@@ -958,8 +963,10 @@ static bool simulate_head(struct lp_sim *s, const struct lp_run *r, const struct
         .b_first_extra = sc->edge.emb_bwd_s,
         .f_last_extra = sc->edge.head_fwd_s,
         .b_last_extra = sc->edge.head_bwd_s,
-        .p2p_s = p->pp > 1 ? comm_time(s, &r->system, LP_COLL_COUNT, sc->p2p_bytes, 2,
-                                       p->tp * p->cp * p->dp)
+        /* every stage's send at once, the slowest pair (sim_comm.c
+         * lp_p2p_time): the pipeline group's pp ranks tp * cp * dp apart */
+        .p2p_s = p->pp > 1 ? comm_time(s, &r->system, LP_COLL_COUNT, sc->p2p_bytes, p->pp,
+                                       p->tp * p->cp * p->dp, lp_sim_world(p))
                            : 0.0,
         .p2p_blocking = !r->fw.pp_overlap,
         .ends_only = true, /* simulate_tail: a trace wants every op */

@@ -116,10 +116,8 @@ static double coll_rescaled_s(const struct lp_cost_model *cm, const struct lp_sy
     return lp_nccl_rescale_s(cal, op, bytes, t_cal, node_bw, n, nodes, node_bw);
 }
 
-/* The collective of a group of n ranks on `nodes` nodes with at least k
- * members on each */
-static double coll_time_placed(const struct lp_cost_model *cm, const struct lp_system *sys,
-                               enum lp_coll op, double bytes, int n, int nodes, int k)
+double lp_coll_time_placed(const struct lp_cost_model *cm, const struct lp_system *sys,
+                           enum lp_coll op, double bytes, int n, int nodes, int k)
 {
     double steps_factor = op == LP_COLL_ALLREDUCE ? 2.0 : 1.0;
     double alpha, busbw;
@@ -183,11 +181,10 @@ void lp_group_span(int G, int n, int stride, int r0, int *nodes, int *k)
     *k = kmin;
 }
 
-double lp_coll_time_at(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
-                       double bytes, int n, int stride, int first, int world)
+double lp_groups_slowest(int G, int n, int stride, int first, int world, lp_layout_cost cost,
+                         const void *ctx)
 {
-    if (n <= 1 || bytes <= 0) return 0.0;
-    const int G = lp_system_scale_up(sys);
+    if (G < 1) G = 1;
     if (stride < 1) stride = 1;
     if (first < 1) first = 1;
     const long long period = (long long)n * stride;
@@ -196,7 +193,7 @@ double lp_coll_time_at(const struct lp_cost_model *cm, const struct lp_system *s
         (first == stride && G % stride == 0 && (period % G == 0 || G % period == 0))) {
         /* O(1), as lp_group_span(G, n, stride, 0) counts it */
         const int k = stride >= G ? 1 : (G / stride < n ? G / stride : n);
-        return coll_time_placed(cm, sys, op, bytes, n, (n + k - 1) / k, k);
+        return cost(ctx, (n + k - 1) / k, k);
     }
     /* the layout depends on r0 mod G only: the first ranks' residues over
      * the blocks the job has (all of them where world is unknown, 0) */
@@ -217,29 +214,74 @@ double lp_coll_time_at(const struct lp_cost_model *cm, const struct lp_system *s
                 seen_nodes[nseen] = nodes;
                 seen_k[nseen++] = k;
             }
-            worst = fmax(worst, coll_time_placed(cm, sys, op, bytes, n, nodes, k));
+            worst = fmax(worst, cost(ctx, nodes, k));
         }
     return worst;
 }
 
-double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
-                    double bytes, int n, int stride)
+struct coll_ctx {
+    const struct lp_cost_model *cm;
+    const struct lp_system *sys;
+    enum lp_coll op;
+    double bytes;
+    int n;
+};
+
+static double coll_layout_s(const void *ctx, int nodes, int k)
 {
-    return lp_coll_time_at(cm, sys, op, bytes, n, stride, stride, 0);
+    const struct coll_ctx *c = ctx;
+    return lp_coll_time_placed(c->cm, c->sys, c->op, c->bytes, c->n, nodes, k);
 }
 
-double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, double bytes,
-                   int stride)
+double lp_coll_time_at(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
+                       double bytes, int n, int stride, int first, int world)
 {
-    if (bytes <= 0) return 0.0;
-    int G = lp_system_scale_up(sys);
-    bool inter = stride >= G;
+    if (n <= 1 || bytes <= 0) return 0.0;
+    const struct coll_ctx c = {cm, sys, op, bytes, n};
+    return lp_groups_slowest(lp_system_scale_up(sys), n, stride, first, world, coll_layout_s, &c);
+}
+
+double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
+                    double bytes, int n, int stride, int world)
+{
+    return lp_coll_time_at(cm, sys, op, bytes, n, stride, stride, world);
+}
+
+struct p2p_ctx {
+    const struct lp_cost_model *cm;
+    const struct lp_system *sys;
+    double bytes;
+};
+
+/* One send/recv between two ranks, over the network where their group
+ * spans more than one scale-up domain (some neighbours then sit on either
+ * side of a boundary), else over NVLink */
+static double p2p_layout_s(const void *ctx, int nodes, int k)
+{
+    (void)k;
+    const struct p2p_ctx *c = ctx;
+    const bool inter = nodes > 1;
+    const struct lp_system *sys = c->sys;
     enum lp_tier tier = inter ? LP_TIER_INTER : LP_TIER_INTRA;
     const struct lp_link *l = inter ? &sys->inter : &sys->intra;
-    double eff = lp_coll_eff_on(cm, sys, LP_COLL_SENDRECV, tier, bytes, 2);
+    double eff = lp_coll_eff_on(c->cm, sys, LP_COLL_SENDRECV, tier, c->bytes, 2);
     /* as for collectives: a profile's send/recv fractions hold the latency
      * (until stop 30 it was added again: one more link latency per
      * message, 15 us over EFA) */
-    const double alpha = cm->ops->coll_eff_has_latency ? 0.0 : l->latency_s;
-    return alpha + bytes / (eff * l->bw_Bps);
+    const double alpha = c->cm->ops->coll_eff_has_latency ? 0.0 : l->latency_s;
+    return alpha + c->bytes / (eff * l->bw_Bps);
+}
+
+/* Neighbours of a group (a pipeline's stages, a CP or userbuffers ring)
+ * exchange at once, every group's pairs together: the step waits for the
+ * slowest pair, one across a domain boundary wherever a group spans two
+ * domains. A pipeline of tp * cp * dp = 4 ranks a stage and pp 4 on 8-GPU
+ * nodes ({q, q+4 | q+8, q+12}) sends stage 1's activations over the
+ * network although 4 < 8, which `stride >= G` took for NVLink. */
+double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, double bytes, int n,
+                   int stride, int world)
+{
+    if (bytes <= 0 || n <= 1) return 0.0;
+    const struct p2p_ctx c = {cm, sys, bytes};
+    return lp_groups_slowest(lp_system_scale_up(sys), n, stride, stride, world, p2p_layout_s, &c);
 }

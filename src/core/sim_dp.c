@@ -180,8 +180,9 @@ static double dp_coll(struct lp_sim *s, const struct lp_run *r, enum lp_coll op,
     Pe = lp_sim_expert_group(r, Pe, &ne, &se);
     const int nd = r->par.dp * r->par.cp;
     double t = 0;
-    if (nd > 1) t += lp_sim_coll_time(s, &r->system, op, (P - Pe) * bytes, nd, r->par.tp);
-    if (Pe > 0 && ne > 1) t += lp_sim_coll_time(s, &r->system, op, Pe * bytes, ne, se);
+    const int world = lp_sim_world(&r->par);
+    if (nd > 1) t += lp_sim_coll_time(s, &r->system, op, (P - Pe) * bytes, nd, r->par.tp, world);
+    if (Pe > 0 && ne > 1) t += lp_sim_coll_time(s, &r->system, op, Pe * bytes, ne, se, world);
     return t;
 }
 
@@ -424,6 +425,7 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
                                           per_stage, per_stage * p->pp);
     }
     if (p->zero >= 3 && nd > 1) {
+        const int world = lp_sim_world(p);
         /* ZeRO-3 / FSDP FULL_SHARD: every micro-batch gathers the parameters
          * for forward and again for backward, and reduce-scatters their
          * gradients. One collective per layer (an FSDP unit per block), or
@@ -451,9 +453,10 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
             for (int i = 0; i < nt; i++) {
                 const double szi = lt_at(ltp, i);
                 after -= szi;
-                double g = lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, szi * b.w, nd, p->tp);
-                double x =
-                    lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, szi * b.g_comm, nd, p->tp);
+                double g =
+                    lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, szi * b.w, nd, p->tp, world);
+                double x = lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, szi * b.g_comm, nd,
+                                        p->tp, world);
                 double nf = nl, nb = nl;
                 if (r->fw.zero3_per_tensor)
                     zero3_gathers(r, szi, after, nl_all, per_layer, fmax(ends, 0.0), &nf, &nb);
@@ -476,9 +479,9 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
         }
         if (ends > 0) {
             out->z3_ends_ag_s =
-                lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, ends * b.w, nd, p->tp);
-            out->z3_ends_rs_s =
-                lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, ends * b.g_comm, nd, p->tp);
+                lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, ends * b.w, nd, p->tp, world);
+            out->z3_ends_rs_s = lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, ends * b.g_comm,
+                                             nd, p->tp, world);
             if (r->fw.zero3_rank_copies) { /* the ends as one tensor each way */
                 double vg, vx;
                 out->z3_ends_ag_s += z3_rank_copies(cm, ends * b.w, nd, out->z3_ends_ag_s, true) +
@@ -674,6 +677,7 @@ struct torch_coll {
     int rep_n, rep_stride; /* HYBRID_SHARD: the replica group across nodes */
     bool fsdp2;            /* fully_shard's collectives (below) */
     bool fp16;             /* the gradients reduced in fp16 (overflow risk) */
+    int world;             /* the job's ranks (lp_coll_time) */
 };
 
 /* gather one unit of P parameters (the cast of the shard, then the
@@ -690,7 +694,8 @@ static double unit_gather_s(const struct torch_coll *c, double P, double w_bytes
     const double S = P / c->n;
     double cast = c->cm->ops->mem_s(c->cm, LP_MEM_COPY, S * (4.0 + w_bytes));
     if (c->fsdp2) cast += c->cm->ops->mem_s(c->cm, LP_MEM_COPY, S * 2.0 * w_bytes);
-    return cast + lp_coll_time(c->cm, c->sys, LP_COLL_ALLGATHER, P * w_bytes, c->n, c->stride);
+    return cast +
+           lp_coll_time(c->cm, c->sys, LP_COLL_ALLGATHER, P * w_bytes, c->n, c->stride, c->world);
 }
 
 /* FSDP2's kernels on the compute stream, per unit: after each all-gather
@@ -754,15 +759,16 @@ static double unit_reduce_s(const struct torch_coll *c, double P, double w_bytes
         t += cm->ops->mem_s(cm, LP_MEM_COPY, P * (w_bytes + g_bytes));
     if (pre > 1) t += cm->ops->mem_s(cm, LP_MEM_COPY, P * 2.0 * g_bytes);
     if (!shard) {
-        t += lp_coll_time(cm, c->sys, LP_COLL_ALLREDUCE, P * g_bytes, c->n, c->stride);
+        t += lp_coll_time(cm, c->sys, LP_COLL_ALLREDUCE, P * g_bytes, c->n, c->stride, c->world);
         if (post > 1) t += cm->ops->mem_s(cm, LP_MEM_COPY, P * 2.0 * g_bytes);
         return t;
     }
     double S = P / c->n;
-    t += lp_coll_time(cm, c->sys, LP_COLL_REDUCESCATTER, P * g_bytes, c->n, c->stride);
+    t += lp_coll_time(cm, c->sys, LP_COLL_REDUCESCATTER, P * g_bytes, c->n, c->stride, c->world);
     const double rs = t; /* the reduce-scatter stream's part */
     if (c->rep_n > 1)    /* the rest in the all-reduce stream */
-        t = lp_coll_time(cm, c->sys, LP_COLL_ALLREDUCE, S * g_bytes, c->rep_n, c->rep_stride);
+        t = lp_coll_time(cm, c->sys, LP_COLL_ALLREDUCE, S * g_bytes, c->rep_n, c->rep_stride,
+                         c->world);
     if (post > 1) t += cm->ops->mem_s(cm, LP_MEM_COPY, S * 2.0 * g_bytes);
     /* to the fp32 shard (FSDP2: _to_dtype_if_needed, a no-op for an fp32
      * reduce dtype) */
@@ -799,9 +805,15 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
     const bool fsdp = lp_fw_is_fsdp(r->fw.kind), fsdp2 = r->fw.kind == LP_FW_FSDP2;
     const bool shard = fsdp && p->zero >= 2, full = fsdp && p->zero == 3;
     const int nd = p->dp * p->cp, G = r->system.gpus_per_node > 0 ? r->system.gpus_per_node : 1;
-    struct torch_coll c = {
-        cm, &r->system, nd,    p->tp,
-        1,  p->tp,      fsdp2, r->train.precision == LP_FP16 && !r->fw.grad_fp32};
+    struct torch_coll c = {cm,
+                           &r->system,
+                           nd,
+                           p->tp,
+                           1,
+                           p->tp,
+                           fsdp2,
+                           r->train.precision == LP_FP16 && !r->fw.grad_fp32,
+                           lp_sim_world(p)};
     if (fsdp && shard && r->fw.hybrid_shard) {
         int per_node = G / p->tp > 1 ? G / p->tp : 1;
         if (per_node < nd && nd % per_node == 0) {
@@ -984,7 +996,8 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
                     filled += bytes;
                     if (filled >= limit) {
                         coll(rec, &net_free, t,
-                             lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, filled, nd, p->tp),
+                             lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, filled, nd, p->tp,
+                                          lp_sim_world(p)),
                              &busy, LP_DPC_ALLREDUCE, nbk++, 0, k);
                         filled = 0;
                         limit = r->fw.bucket_bytes;
@@ -995,8 +1008,9 @@ int lp_torch_dp(const struct lp_cost_model *cm, const struct lp_run *r, const st
             if (sync) {
                 if (filled > 0)
                     coll(rec, &net_free, t,
-                         lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, filled, nd, p->tp), &busy,
-                         LP_DPC_ALLREDUCE, nbk++, 0, k);
+                         lp_coll_time(cm, &r->system, LP_COLL_ALLREDUCE, filled, nd, p->tp,
+                                      lp_sim_world(p)),
+                         &busy, LP_DPC_ALLREDUCE, nbk++, 0, k);
                 double back = cm->ops->mem_s(cm, LP_MEM_COPY, pr->stage_max * b.g_comm * 2.0);
                 double end = fmax(t, net_free) + back;
                 /* on the compute stream, after the last bucket */

@@ -23,6 +23,9 @@ struct lp_layer_cost {
     double op_fwd[LP_OPC_COUNT], op_bwd[LP_OPC_COUNT]; /* by operator class */
     double wgrad_s;            /* the weight-gradient part of bwd_s (a zero-bubble W pass) */
     double op_w[LP_OPC_COUNT]; /* wgrad_s by operator class (a part of op_bwd) */
+    /* userbuffers overlaps a pass had no room for (sim_workload.c UB_MAX):
+     * a defect the tests assert never happens */
+    int ub_dropped;
 };
 
 /* Extra work of the first (embedding) and last (logits + loss) stages, per
@@ -71,6 +74,7 @@ struct lp_shape_key {
     /* the embedding's own accumulation (sim_workload.c edges): none when it
      * is tied to the head on a single stage */
     int tied_one_stage;
+    int world; /* lp_sim_world */
 };
 
 #define LP_SIM_MEMO 512
@@ -113,22 +117,46 @@ double lp_coll_eff_on(const struct lp_cost_model *cm, const struct lp_system *sy
 /* NCCL's all-reduce tree on two nodes over its ring: the factor by which
  * the network bandwidth goes further (sim_comm.c) */
 double lp_coll_tree2_gain(int n);
-/* Collective over a group of `n` ranks spaced `stride` apart in the rank
- * order (Megatron: TP innermost), one of Megatron's groups of one kind
- * (first ranks b * n * stride + q, q < stride) in a job of many such
- * blocks: the slowest group's time (sim_comm.c). Returns seconds. */
+/* Megatron's groups of one kind: n ranks spaced `stride` apart in the rank
+ * order (TP innermost, then CP, DP, PP), first ranks b * n * stride + q,
+ * q < first, in a job of `world` ranks (0: unknown, as many blocks as
+ * matter), on scale-up domains of G GPUs. Their layouts (the domains a
+ * group spans, its fewest members on one: lp_group_span) depend on the
+ * first rank mod G only; every group's step runs at once, so the step
+ * takes the slowest: the largest cost(ctx, nodes, k) over the distinct
+ * layouts (sim_comm.c). The one residue walk every placement shares. */
+typedef double (*lp_layout_cost)(const void *ctx, int nodes, int k);
+double lp_groups_slowest(int G, int n, int stride, int first, int world, lp_layout_cost cost,
+                         const void *ctx);
+/* The collective of a group of n ranks on `nodes` domains with at least k
+ * members on each (sim_comm.c). Returns seconds. */
+double lp_coll_time_placed(const struct lp_cost_model *cm, const struct lp_system *sys,
+                           enum lp_coll op, double bytes, int n, int nodes, int k);
+/* Collective over a group of `n` ranks spaced `stride` apart, one of
+ * Megatron's groups of one kind (first ranks b * n * stride + q,
+ * q < stride) in a job of `world` ranks (0: unknown, a large job: every
+ * residue): the slowest group's time. Returns seconds. */
 double lp_coll_time(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
-                    double bytes, int n, int stride);
-/* The same for groups whose first ranks are b * n * stride + q, q < first,
- * in a job of `world` ranks (0: unknown, as many blocks as matter) */
+                    double bytes, int n, int stride, int world);
+/* The same for groups whose first ranks are b * n * stride + q, q < first */
 double lp_coll_time_at(const struct lp_cost_model *cm, const struct lp_system *sys, enum lp_coll op,
                        double bytes, int n, int stride, int first, int world);
 /* The nodes of G GPUs a group r0 + i * stride (i < n) spans and its fewest
  * members on one of them */
 void lp_group_span(int G, int n, int stride, int r0, int *nodes, int *k);
-/* Point-to-point between two ranks `stride` apart. */
-double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, double bytes,
-                   int stride);
+/* One send/recv step between neighbours of Megatron's groups of n ranks
+ * spaced `stride` apart (a pipeline: n = pp, stride tp * cp * dp; a CP
+ * ring: n = cp, stride tp) in a job of `world` ranks: the slowest pair's
+ * time, across domains where a group spans more than one. */
+double lp_p2p_time(const struct lp_cost_model *cm, const struct lp_system *sys, double bytes, int n,
+                   int stride, int world);
+/* The ranks of run r's job (tp * cp * dp * pp), 0 where that overflows an
+ * int (a run the rules refuse) */
+static inline int lp_sim_world(const struct lp_parallel *p)
+{
+    const double g = (double)p->tp * p->cp * p->dp * p->pp;
+    return g >= 1 && g <= 2147483647.0 ? (int)g : 0;
+}
 
 void lp_shape_cost_compute(const struct lp_cost_model *cm, const struct lp_run *run,
                            struct lp_shape_cost *out);
@@ -279,7 +307,7 @@ struct lp_sim {
  * while that run's ctx_gen lasts (sim.c, issue #20: the DP collectives of a
  * sweep's micro-batch, SP and recomputation choices are the same ones) */
 double lp_sim_coll_time(struct lp_sim *s, const struct lp_system *sys, enum lp_coll op,
-                        double bytes, int n, int stride);
+                        double bytes, int n, int stride, int world);
 
 uint64_t lp_hash_bytes(const void *p, size_t n, uint64_t h);
 /* the memos' slot hash: words at a time, not FNV-1a; never in an output */

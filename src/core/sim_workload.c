@@ -61,7 +61,18 @@ struct ub_overlap {
     double g, c;
     int n;
 };
-#define UB_MAX 4
+/* A pass holds the overlaps of its block's one TP linear pair (linear_tp:
+ * attention's QKV and projection, the Mamba mixer's in and out
+ * projections, the dense MLP's fc1 and fc2; the shared and routed experts
+ * and MLA's projections run without userbuffers): the column-parallel
+ * linear pushes one overlap forward and two backward (dgrad and wgrad
+ * bulk), the row-parallel one one each way. An overlap past the capacity
+ * is counted (lp_layer_cost ub_dropped), never dropped unnoticed:
+ * tests/unit/test_nemo_mcore.c runs every model preset's blocks under TP
+ * overlap and asserts none. */
+#define UB_COL_PUSHES 2 /* the most a column-parallel linear pushes to one pass */
+#define UB_ROW_PUSHES 1
+#define UB_MAX (UB_COL_PUSHES + UB_ROW_PUSHES)
 
 struct acc {
     double s;
@@ -81,7 +92,7 @@ struct acc {
     /* Transformer Engine userbuffers overlaps in this pass, one per
      * overlapped GEMM (ub_push; what they leave exposed: ub_exposed) */
     struct ub_overlap ub[UB_MAX];
-    int nub;
+    int nub, ub_over; /* ub_over: pushes past UB_MAX (a defect) */
     /* what those overlapped linears' collectives cost unoverlapped, as the
      * block's tp_comm(w, true) charges them: the part of it they replace (a
      * block whose other linears gather without userbuffers, MLA's down
@@ -313,6 +324,7 @@ static double tp_bwd_exposed(const struct wl *w, const struct acc *b);
 static double tp_ag_elem(const struct wl *w, bool quant);
 static double ub_exposed(const struct acc *a);
 static double coll(const struct wl *w, enum lp_coll op, double bytes, int n, int stride);
+static double p2p(const struct wl *w, double bytes, int n, int stride);
 
 /* Close a block as finish_block does, with `rc` the forward kernels its
  * selective recomputation redoes (each launched again, throttled like the
@@ -365,6 +377,7 @@ static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct a
     }
     comm_f += f->sync;
     comm_b += b->sync;
+    c->ub_dropped += f->ub_over + b->ub_over;
     f->comm = comm_f;
     b->comm = comm_b;
     const double fwd = with_overhead(w, f, ncoll);
@@ -507,7 +520,7 @@ static void amax_sync(const struct wl *w, enum tp_linear role, struct acc *fwd, 
 {
     if (!fp8_current(w) || w->t <= 1 || !w->run->par.sequence_parallel) return;
     struct acc *a = role == TP_COLUMN ? fwd : bwd;
-    a->sync += lp_coll_time(w->cm, &w->run->system, LP_COLL_ALLREDUCE, 4.0, w->t, 1);
+    a->sync += coll(w, LP_COLL_ALLREDUCE, 4.0, w->t, 1);
 }
 
 /* Transformer Engine's userbuffers overlap of the TP linears (Megatron
@@ -543,7 +556,10 @@ static void amax_sync(const struct wl *w, enum tp_linear role, struct acc *fwd, 
 
 static void ub_push(struct acc *a, enum ub_kind kind, double g, double c, double n)
 {
-    if (a->nub < UB_MAX) a->ub[a->nub++] = (struct ub_overlap){kind, g, c, (int)n};
+    if (a->nub < UB_MAX)
+        a->ub[a->nub++] = (struct ub_overlap){kind, g, c, (int)n};
+    else
+        a->ub_over++;
 }
 
 /* The time a pass's userbuffers overlaps add to its GEMMs' (GEMM chunk g,
@@ -619,7 +635,7 @@ static void linear_tp(const struct wl *w, enum tp_linear role, double M, double 
     if (role == TP_COLUMN) {
         const double g = gemm(w, LP_GEMM_FWD, M / t, N, K);
         addk(fwd, LP_OPC_GEMM, t * g);
-        ub_push(fwd, UB_RING, g, lp_p2p_time(w->cm, &r->system, M * K * qe / t, 1), t);
+        ub_push(fwd, UB_RING, g, p2p(w, M * K * qe / t, w->t, 1), t);
         const double dgrad = gemm(w, LP_GEMM_DGRAD, M, K, N);
         addk(bwd, LP_OPC_GEMM, dgrad);
         ub_push(bwd, UB_BULK, dgrad, coll(w, LP_COLL_ALLGATHER, M * K * qe, w->t, 1), 1);
@@ -641,7 +657,7 @@ static void linear_tp(const struct wl *w, enum tp_linear role, double M, double 
          * chunks each rank received (reduce_bf16: read t, write one) */
         const double g = gemm(w, LP_GEMM_FWD, M / t, N, K);
         addk(fwd, LP_OPC_GEMM, t * g);
-        ub_push(fwd, UB_RING, g, lp_p2p_time(w->cm, &r->system, out / t, 1), t);
+        ub_push(fwd, UB_RING, g, p2p(w, out / t, w->t, 1), t);
         add_native(fwd, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, (t + 1.0) * out / t));
     } else {
         const double g = margin * gemm(w, LP_GEMM_FWD, M / UB_SPLITS, N, K);
@@ -651,7 +667,7 @@ static void linear_tp(const struct wl *w, enum tp_linear role, double M, double 
     }
     const double gd = gemm(w, LP_GEMM_DGRAD, M / t, K, N);
     addk(bwd, LP_OPC_GEMM, t * gd);
-    ub_push(bwd, UB_RING, gd, lp_p2p_time(w->cm, &r->system, M * N * qe / t, 1), t);
+    ub_push(bwd, UB_RING, gd, p2p(w, M * N * qe / t, w->t, 1), t);
     weight_grad(w, M, N, K, bwd);
     /* tp_comm's share: the output's reduce-scatter forward, the output
      * gradient's all-gather backward (quantised, as tp_comm charges it) */
@@ -726,9 +742,18 @@ static int ds_grad_accum(const struct wl *w, double n, double t[2], bool *eager)
     return 1;
 }
 
+/* A collective of Megatron's groups of one kind (TP, CP, EP) in this run's
+ * job: its size places them (sim_comm.c lp_groups_slowest) */
 static double coll(const struct wl *w, enum lp_coll op, double bytes, int n, int stride)
 {
-    return lp_coll_time(w->cm, &w->run->system, op, bytes, n, stride);
+    return lp_coll_time(w->cm, &w->run->system, op, bytes, n, stride, lp_sim_world(&w->run->par));
+}
+
+/* One send/recv step between neighbours of those groups (a userbuffers or
+ * CP ring) */
+static double p2p(const struct wl *w, double bytes, int n, int stride)
+{
+    return lp_p2p_time(w->cm, &w->run->system, bytes, n, stride, lp_sim_world(&w->run->par));
 }
 
 /* Bytes per element of a TP all-gather under sequence parallelism. A
@@ -917,7 +942,16 @@ static void norm_kernels(const struct wl *w, double width, struct acc *f, struct
 
 /* Multi-head latent attention's projections (DeepSeek-V2 Sec 2.1;
  * Megatron-Core MLASelfAttention): the down projections and their norms are
- * replicated across TP, the up projections column-parallel. */
+ * replicated across TP, the up projections column-parallel. As Transformer
+ * Engine linears they follow amax_sync's rule: the down projections are
+ * TELinear parallel_mode "duplicated" (no TP group: no amax reduction), the
+ * up projections (linear_q_up_proj, or linear_q_proj without a query
+ * latent, and linear_kv_up_proj) TEColumnParallelLinear with the model's
+ * sequence_parallel, each gathering its latent: two forward amax
+ * all-reduces where the dense attention's QKV has one (Megatron-LM d98e8a6
+ * multi_latent_attention.py MLASelfAttention.__init__;
+ * extensions/transformer_engine.py TELinear: te_parallel_mode None when
+ * duplicated). */
 static void mla_projections(const struct wl *w, struct acc *f, struct acc *b, struct acc *rc)
 {
     const struct lp_mla *q = &w->run->model.mla;
@@ -930,14 +964,17 @@ static void mla_projections(const struct wl *w, struct acc *f, struct acc *b, st
         linear(w, T, q->q_lora_rank, h, f, b);
         norm_kernels(w, q->q_lora_rank, f, b);
         up = *f;
+        amax_sync(w, TP_COLUMN, f, b);
         linear(w, T, w->at * dqk, q->q_lora_rank, f, b);
         if (redo) redo_since(rc, f, &up);
     } else {
+        amax_sync(w, TP_COLUMN, f, b);
         linear(w, T, w->at * dqk, h, f, b);
     }
     linear(w, T, q->kv_lora_rank + q->qk_rope_head_dim, h, f, b);
     norm_kernels(w, q->kv_lora_rank, f, b);
     up = *f;
+    amax_sync(w, TP_COLUMN, f, b);
     linear(w, T, w->at * (q->qk_nope_head_dim + q->v_head_dim), q->kv_lora_rank, f, b);
     /* rotary on the query's and the shared key's rope part */
     double x = T * (w->at + 1.0) * q->qk_rope_head_dim;
@@ -1187,7 +1224,7 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
         /* ring exchange of K and V: cp-1 steps of the local K,V block,
          * overlapped with the attention of the previous block */
         double kv = mla ? T * w->at * (dk + dv) * w->e : 2.0 * T * w->gt * d * w->e;
-        double ring = (r->par.cp - 1) * lp_p2p_time(w->cm, &r->system, kv, r->par.tp);
+        double ring = (r->par.cp - 1) * p2p(w, kv, r->par.cp, r->par.tp);
         comm_f += fmax(0.0, ring - af);
         comm_b += fmax(0.0, 2.0 * ring - ab);
     }
@@ -1480,29 +1517,49 @@ static double groups_reached(double E, int k, int groups)
  * it to its local experts (Megatron-Core dispatch_with_permute): the
  * groups_reached ranks, not top_k copies; the combine returns one partial
  * sum per rank the same way. */
+struct dispatch_ctx {
+    const struct wl *w;
+    double bytes, copies;
+    bool hybrid;
+};
+
+/* one EP group's dispatch where it spans `nodes` domains with at least
+ * `per` members on each */
+static double dispatch_layout_s(const void *ctx, int nodes, int per)
+{
+    const struct dispatch_ctx *d = ctx;
+    const struct lp_run *r = d->w->run;
+    const int ep = r->par.ep, k = r->model.moe.top_k;
+    if (!d->hybrid || nodes <= 1)
+        return lp_coll_time_placed(d->w->cm, &r->system, LP_COLL_ALLTOALL, d->copies, ep, nodes,
+                                   per);
+    const double N = nodes;
+    const double inter = d->bytes * (N - 1.0) / N * groups_reached(r->model.moe.experts, k, nodes);
+    /* the network part runs at a point-to-point transfer's efficiency
+     * through this GPU's NIC (the send/recv table's nominal is one link) */
+    const double eff_x =
+        lp_coll_eff_on(d->w->cm, &r->system, LP_COLL_SENDRECV, LP_TIER_INTER, inter, 2);
+    const double eff_i =
+        lp_coll_eff_on(d->w->cm, &r->system, LP_COLL_ALLTOALL, LP_TIER_INTRA, d->copies, per);
+    return fmax(inter / (eff_x * r->system.inter.bw_Bps),
+                d->copies * (per - 1.0) / per / (eff_i * r->system.intra.bw_Bps));
+}
+
 static double dispatch_time(const struct wl *w, double bytes, int stride)
 {
     const struct lp_run *r = w->run;
     const int ep = r->par.ep, k = r->model.moe.top_k;
-    if (ep <= 1) return 0.0;
+    if (ep <= 1 || bytes <= 0) return 0.0;
     const bool hybrid = r->fw.dispatcher == LP_DISPATCH_HYBRIDEP;
-    const double copies = bytes * (hybrid ? groups_reached(r->model.moe.experts, k, ep) : k);
-    const int G = lp_system_scale_up(&r->system);
-    /* the first EP group's layout (sim_comm.c lp_group_span; all groups
-     * alike where stride and ep * stride divide G or are multiples of it) */
-    int nodes, per;
-    lp_group_span(G, ep, stride, 0, &nodes, &per);
-    if (!hybrid || nodes <= 1) return coll(w, LP_COLL_ALLTOALL, copies, ep, stride);
-    const double N = nodes;
-    const double inter = bytes * (N - 1.0) / N * groups_reached(r->model.moe.experts, k, nodes);
-    /* the network part runs at a point-to-point transfer's efficiency
-     * through this GPU's NIC (the send/recv table's nominal is one link) */
-    const double eff_x =
-        lp_coll_eff_on(w->cm, &r->system, LP_COLL_SENDRECV, LP_TIER_INTER, inter, 2);
-    const double eff_i =
-        lp_coll_eff_on(w->cm, &r->system, LP_COLL_ALLTOALL, LP_TIER_INTRA, copies, per);
-    return fmax(inter / (eff_x * r->system.inter.bw_Bps),
-                copies * (per - 1.0) / per / (eff_i * r->system.intra.bw_Bps));
+    const struct dispatch_ctx d = {
+        w, bytes, bytes * (hybrid ? groups_reached(r->model.moe.experts, k, ep) : k), hybrid};
+    /* every EP group dispatches at once: the slowest group's layout
+     * (sim_comm.c lp_groups_slowest; Megatron's expert groups, ep ranks
+     * etp apart, first ranks b * ep * etp + q, q < etp). The first group's
+     * alone missed those that straddle a domain: ep 64 of a job packed 72
+     * to a rack puts ranks 64..127 on two racks. */
+    return lp_groups_slowest(lp_system_scale_up(&r->system), ep, stride, stride,
+                             lp_sim_world(&r->par), dispatch_layout_s, &d);
 }
 
 /* Kernels of the grouped experts beyond their GEMMs and the fused

@@ -14,7 +14,9 @@
  * of axes and values cached) it costs one branch-free binary search and one
  * log per off-grid coordinate, the weights of the non-zero corners and one
  * exp; bench/bench_lookup.c measures it. */
+#include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -560,6 +562,53 @@ const char *lp_profile_get_prov(const struct lp_profile *p, const char *key)
     for (int i = 0; i < p->nprov; i++)
         if (strcmp(p->prov[i].key, key) == 0) return p->prov[i].value;
     return NULL;
+}
+
+/* a provenance value that is a whole positive number (strtod / strtol
+ * reading all of it) times `unit`; absent: 0 */
+static bool prov_positive(const struct lp_profile *p, const char *key, double unit, bool integer,
+                          double *out)
+{
+    const char *v = lp_profile_get_prov(p, key);
+    *out = 0.0;
+    if (!v) return true;
+    char *end;
+    errno = 0;
+    const double x = integer ? (double)strtol(v, &end, 10) : strtod(v, &end);
+    if (end == v || *end || errno || !isfinite(x) || !(x > 0) || (integer && x > 1e6)) return false;
+    *out = x * unit;
+    return true;
+}
+
+int lp_profile_coll_ref(const struct lp_profile *p, struct lp_profile_coll_ref *out,
+                        const char **bad)
+{
+    static const struct {
+        const char *key;
+        double unit;
+        size_t off;
+    } num[] = {
+        {"coll_intra_bw_GBps", 1e9, offsetof(struct lp_profile_coll_ref, intra_bw_Bps)},
+        {"coll_intra_latency_us", 1e-6, offsetof(struct lp_profile_coll_ref, intra_latency_s)},
+        {"coll_inter_bw_GBps", 1e9, offsetof(struct lp_profile_coll_ref, inter_bw_Bps)},
+        {"coll_inter_latency_us", 1e-6, offsetof(struct lp_profile_coll_ref, inter_latency_s)}};
+    memset(out, 0, sizeof(*out));
+    *bad = NULL;
+    for (size_t i = 0; i < sizeof(num) / sizeof(num[0]); i++) {
+        double x;
+        if (!prov_positive(p, num[i].key, num[i].unit, false, &x)) {
+            *bad = num[i].key;
+            return LP_EFORMAT;
+        }
+        memcpy((char *)out + num[i].off, &x, sizeof(x));
+    }
+    double g;
+    if (!prov_positive(p, "coll_gpus_per_node", 1.0, true, &g)) {
+        *bad = "coll_gpus_per_node";
+        return LP_EFORMAT;
+    }
+    out->gpus_per_node = (int)g;
+    return LP_OK;
 }
 
 /* FNV-1a 64 (Fowler/Noll/Vo; offset basis and prime from the reference). */

@@ -326,7 +326,19 @@ NAME_VIEW(rc_method_n, lp_rc_method_name, enum lp_rc_method, LP_RC_METHOD_COUNT)
 NAME_VIEW(fp8_scaling_n, lp_fp8_scaling_name, enum lp_fp8_scaling, LP_FP8_SCALING_COUNT)
 NAME_VIEW(dispatcher_n, lp_dispatcher_name, enum lp_dispatcher, LP_DISPATCH_COUNT)
 NAME_VIEW(xent_n, lp_xent_name, enum lp_xent, LP_XENT_COUNT)
+NAME_VIEW(moe_impl_n, lp_moe_impl_name, enum lp_moe_impl, LP_MOE_IMPL_COUNT)
+NAME_VIEW(ub_rs_n, lp_ub_rs_name, enum lp_ub_rs, LP_UB_RS_COUNT)
 #undef NAME_VIEW
+/* a name of one of those views: its index */
+static int parse_view(const char *s, int *o, const char *(*names)(int))
+{
+    for (int i = 0; names(i); i++)
+        if (strcmp(s, names(i)) == 0) {
+            *o = i;
+            return LP_OK;
+        }
+    return LP_EINVAL;
+}
 /* the order of enum lp_attention, then "unfused" (LP_ATTENTION_COUNT) */
 static const char *attention_n(int i)
 {
@@ -462,12 +474,7 @@ static int parse_attention(const char *s, int *o)
 }
 static int parse_xent(const char *s, int *o)
 {
-    for (int i = 0; xent_n(i); i++) /* the one name table: config.c */
-        if (strcmp(s, xent_n(i)) == 0) {
-            *o = i;
-            return LP_OK;
-        }
-    return LP_EINVAL;
+    return parse_view(s, o, xent_n); /* the one name table: config.c */
 }
 static int parse_framework(const char *s, int *o)
 {
@@ -476,16 +483,13 @@ static int parse_framework(const char *s, int *o)
     *o = (int)f;
     return LP_OK;
 }
-static const char *const moe_impl_names[] = {"grouped", "eager", "switch",
-                                             NULL}; /* enum lp_moe_impl */
 static int parse_moe_impl(const char *s, int *o)
 {
-    return parse_among(s, o, moe_impl_names);
+    return parse_view(s, o, moe_impl_n); /* the one name table: config.c */
 }
-static const char *const ub_rs_names[] = {"pipeline", "ring_exchange", NULL}; /* enum lp_ub_rs */
 static int parse_ub_rs(const char *s, int *o)
 {
-    return parse_among(s, o, ub_rs_names);
+    return parse_view(s, o, ub_rs_n); /* the one name table: config.c */
 }
 static const char *const lora_target_names[] = {"all", "moe", NULL}; /* enum lp_lora_targets */
 static int parse_lora_targets(const char *s, int *o)
@@ -1585,11 +1589,11 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     f->xent = (enum lp_xent)x;
     x = (int)f->moe_impl;
     LP_TRY(err, lp_json_enum(c, item, path, "moe_impl", false, parse_moe_impl,
-                             NAMES_TAB(xe, moe_impl_names), &x));
+                             NAMES_FN(xe, moe_impl_n), &x));
     f->moe_impl = (enum lp_moe_impl)x;
     x = (int)f->tp_overlap_rs;
     LP_TRY(err, lp_json_enum(c, item, path, "tp_overlap_rs", false, parse_ub_rs,
-                             NAMES_TAB(xe, ub_rs_names), &x));
+                             NAMES_FN(xe, ub_rs_n), &x));
     f->tp_overlap_rs = (enum lp_ub_rs)x;
     double mb = f->bucket_bytes / 1e6, ms = f->step_overhead_s * 1e3, us = f->host_op_s * 1e6;
     LP_TRY(err, lp_json_num(c, item, path, "bucket_MB", false, 0, true, &mb));

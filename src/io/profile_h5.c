@@ -609,6 +609,16 @@ static int read_root(hid_t file, struct lp_profile *p, uint64_t *sum_file, const
         if (it.rc < 0) return it.rc;
         return H5FAIL("H5Aiterate2", "the root group");
     }
+    /* the collective reference the table backend reads (absent: unknown,
+     * the fractions used as they are; malformed: refused, not ignored) */
+    struct lp_profile_coll_ref ref;
+    const char *bad;
+    if (lp_profile_coll_ref(p, &ref, &bad) != LP_OK)
+        LP_FAIL(err, LP_EFORMAT,
+                "%s: root attribute %s is \"%s\" (expected a positive %s; "
+                "docs/profile-format.md)",
+                path, bad, lp_profile_get_prov(p, bad),
+                strcmp(bad, "coll_gpus_per_node") == 0 ? "integer" : "number");
     return LP_OK;
 }
 

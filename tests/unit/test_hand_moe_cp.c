@@ -135,6 +135,46 @@ TEST(ep_all_to_all_across_nodes)
     CLOSE(sc.ffn[LP_FFN_MOE].comm_fwd_s, 2 * one);
 }
 
+/* Every EP group dispatches at once and the step waits for the slowest
+ * (sim_workload.c dispatch_time over sim_comm.c lp_groups_slowest), in the
+ * job's own groups (its size known). On 6-GPU nodes, EP 4, TP 1:
+ *  - 4 GPUs (dp 4): the one group {0..3} on one node, the all-to-all on
+ *    NVLink as ep_all_to_all_inside_a_node (a large job's residues put
+ *    {4, 5 | 6, 7} across two nodes: 3 x 5 us / 2 + 3/4 bytes / 0.8 x
+ *    2 x 25 GB/s, 0.73 ms, was charged);
+ *  - 12 GPUs, HybridEP: {0..3} on one node, {4, 5 | 6, 7} on two with 2
+ *    members each. The second: a token goes once to the other node when
+ *    it holds one of the token's 2 experts: node's 4 of 8 experts miss
+ *    both with 4/8 x 3/7 = 3/14, so 2 x 11/14 = 11/7 nodes reached, (N -
+ *    1) / N = 1/2 of them remote: bytes / 2 x 11/7 through one NIC at
+ *    0.8 x 25 GB/s (0.82 ms), beside NVLink's 13/7 copies x 1/2 at 0.8 x
+ *    300 GB/s. The first group's layout alone (one node) took the
+ *    all-to-all's slowest instead. */
+TEST(ep_dispatch_slowest_group_of_the_job)
+{
+    static struct lp_run r;
+    moe_run(&r);
+    r.system.gpus_per_node = 6;
+    r.system.scale_up_gpus = 0;
+    r.system.segment_gpus = 0;
+    ASSERT_EQ_INT(lp_sim_validate(&r), LP_REASON_NONE);
+    static struct lp_shape_cost sc;
+    shape_cost(&r, &sc);
+    const double bytes = 8192.0 * 2 * 1.25 * 1024 * 2; /* top_k copies */
+    const double nvl = 3 * 3e-6 + bytes * 3.0 / 4.0 / (RL_COLL * 300e9);
+    CLOSE(sc.ffn[LP_FFN_MOE].comm_fwd_s, 2 * nvl);
+    r.par.dp = 12;
+    r.train.global_batch = 96;
+    r.fw.dispatcher = LP_DISPATCH_HYBRIDEP;
+    ASSERT_EQ_INT(lp_sim_validate(&r), LP_REASON_NONE);
+    shape_cost(&r, &sc);
+    const double once = bytes / 2; /* one copy per token */
+    const double net = once / 2 * 11.0 / 7.0 / (RL_COLL * 25e9);
+    const double nvl2 = once * 13.0 / 7.0 / 2 / (RL_COLL * 300e9);
+    ASSERT_TRUE(net > nvl2);
+    CLOSE(sc.ffn[LP_FFN_MOE].comm_fwd_s, 2 * net);
+}
+
 TEST(expert_gemms)
 {
     static struct lp_run r;
@@ -297,8 +337,8 @@ TEST(expert_data_parallel_group)
     const double Pd = pr.train0 - Pe;
     struct lp_cost_model cm;
     lp_cost_model_roofline(&cm, &r.system.gpu);
-    const double rs = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, Pd * 2, 4, 1);
-    const double ag = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, Pd * 2, 4, 1);
+    const double rs = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, Pd * 2, 4, 1, 0);
+    const double ag = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, Pd * 2, 4, 1, 0);
     CLOSE(dc.red_s[0], rs);
     CLOSE(dc.gather_s[0], ag);
     /* EP 2: each expert on 2 ranks, 2 apart; twice the local experts */
@@ -306,12 +346,13 @@ TEST(expert_data_parallel_group)
     ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
     CLOSE(pr.expert0, 2 * Pe);
     const double Pd2 = pr.train0 - 2 * Pe;
-    CLOSE(dc.red_s[0], lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, Pd2 * 2, 4, 1) +
-                           lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, 2 * Pe * 2, 2, 2));
+    CLOSE(dc.red_s[0],
+          lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, Pd2 * 2, 4, 1, 0) +
+              lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, 2 * Pe * 2, 2, 2, 0));
     /* EP 1 (expert TP = TP): one group, one reduction of everything */
     r.par.ep = 1;
     ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
-    CLOSE(dc.red_s[0], lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, pr.train0 * 2, 4, 1));
+    CLOSE(dc.red_s[0], lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, pr.train0 * 2, 4, 1, 0));
 }
 
 /* ZeRO-1 (Megatron's distributed optimizer) shards a routed expert's
@@ -637,7 +678,8 @@ TEST(ep_overlap_combined_1f1b)
 }
 
 TH_MAIN(TH_CASE(ep_all_to_all_inside_a_node), TH_CASE(ep_all_to_all_across_nodes),
-        TH_CASE(expert_gemms), TH_CASE(expert_activation_clamp), TH_CASE(expert_bias_per_expert),
+        TH_CASE(ep_dispatch_slowest_group_of_the_job), TH_CASE(expert_gemms),
+        TH_CASE(expert_activation_clamp), TH_CASE(expert_bias_per_expert),
         TH_CASE(alltoall_sort_by_local_expert), TH_CASE(expert_data_parallel_group),
         TH_CASE(expert_optimizer_over_expert_dp), TH_CASE(moe_recompute_whole_and_act),
         TH_CASE(moe_block_graphed), TH_CASE(cp_ring_exchange), TH_CASE(tp_backward_overlap),

@@ -91,7 +91,7 @@ TEST(deepspeed_zero3_persistence_and_reuse)
     struct lp_cost_model cm;
     lp_cost_model_roofline(&cm, &r.system.gpu);
     const double h = 12288, n = 1536;
-#define AG(p) lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, (p)*2.0, (int)n, 1)
+#define AG(p) lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, (p)*2.0, (int)n, 1, 0)
     const double qkv = AG(3 * h * h), proj = AG(h * h), fc1 = AG(4 * h * h), fc2 = AG(4 * h * h);
     /* forward: the four matrices only (norms and biases persist) */
     CLOSE_REL(dc.z3_ag_s[0], qkv + proj + fc1 + fc2);
@@ -134,7 +134,7 @@ TEST(deepspeed_zero3_rank_copies_by_hand)
      * queue binds, n copies of 1/n of the tensor (read + write, fp16) after
      * each gather */
 #define COPIES(p) (n * cm.ops->mem_s(&cm, LP_MEM_COPY, 2.0 * (p)*2.0 / n))
-#define AG(p) lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, (p)*2.0, (int)n, 1)
+#define AG(p) lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, (p)*2.0, (int)n, 1, 0)
     const double mats[4] = {3 * h * h, h * h, 4 * h * h, 4 * h * h};
 #define FILL(p) cm.ops->mem_s(&cm, LP_MEM_COPY, (p)*2.0)
     double fwd = 0;

@@ -12,6 +12,7 @@
 
 #include "fixtures.h"
 #include "harness.h"
+#include "llmplan/io.h"
 #include "llmplan/sim.h"
 #include "sim_internal.h"
 
@@ -74,9 +75,9 @@ static struct ub_fwd ub_fwd_parts(const struct lp_cost_model *cm, const struct l
     const double margin = 108.0 / (108.0 - 16.0);
     return (struct ub_fwd){
         .g1 = cm->ops->gemm_s(cm, LP_GEMM_FWD, LP_BF16, T / t, ncol, h),
-        .p = lp_p2p_time(cm, sys, T * h * e / t, 1),
+        .p = lp_p2p_time(cm, sys, T * h * e / t, (int)t, 1, 0),
         .g2 = margin * cm->ops->gemm_s(cm, LP_GEMM_FWD, LP_BF16, T / 4.0, h, krow),
-        .r2 = lp_coll_time(cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 8, 1)};
+        .r2 = lp_coll_time(cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 8, 1, 0)};
 }
 
 #define CLOSE(a, b) ASSERT_TRUE(fabs((a) - (b)) <= 1e-12 * fabs(b) + 1e-18)
@@ -126,7 +127,7 @@ TEST(fp8_current_scaling_by_hand)
     struct lp_cost_model cm;
     lp_cost_model_roofline(&cm, &rd.system.gpu);
     const double T = 4096.0, h = 4096.0, ft = 16384.0 / 2.0, e = 2.0;
-    const double ar = lp_coll_time(&cm, &rd.system, LP_COLL_ALLREDUCE, 4.0, 2, 1);
+    const double ar = lp_coll_time(&cm, &rd.system, LP_COLL_ALLREDUCE, 4.0, 2, 1, 0);
     ASSERT_TRUE(ar > 0.0);
     const struct lp_layer_cost *fd = &sd.ffn[LP_FFN_DENSE], *fc = &sc.ffn[LP_FFN_DENSE];
     /* fc1's input (T x h) and fc2's (T x ft): an amax read and a scale each */
@@ -166,6 +167,41 @@ TEST(fp8_current_scaling_by_hand)
     shape_cost(&rc, &sc);
     CLOSE(sc.ffn[LP_FFN_DENSE].comm_fwd_s, sd.ffn[LP_FFN_DENSE].comm_fwd_s);
     CLOSE(sc.ffn[LP_FFN_DENSE].fwd_s, sd.ffn[LP_FFN_DENSE].fwd_s);
+}
+
+/* MLA under fp8 current scaling and SP (sim_workload.c mla_projections):
+ * Transformer Engine reduces the amax of every column-parallel linear's
+ * input over the TP group (linear.py: input_quantizer's group when
+ * sequence_parallel and parallel_mode "column"), so the query and KV up
+ * projections add one all-reduce of 4 bytes each forward; the down
+ * projections are "duplicated" (no group). The backward's is the output
+ * projection's gradient, as for the dense attention. Until stop 32 MLA's
+ * forward had none. */
+TEST(fp8_current_scaling_mla_amax)
+{
+    static struct lp_run rd, rc;
+    static struct lp_shape_cost sd, sc;
+    nemo_run(&rd, LP_FP8);
+    rd.model.mla = (struct lp_mla){.q_lora_rank = 512,
+                                   .kv_lora_rank = 512,
+                                   .qk_nope_head_dim = 128,
+                                   .qk_rope_head_dim = 64,
+                                   .v_head_dim = 128};
+    ASSERT_EQ_INT(lp_sim_validate(&rd), LP_REASON_NONE);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &rd.system.gpu);
+    const double ar = lp_coll_time(&cm, &rd.system, LP_COLL_ALLREDUCE, 4.0, 2, 1, 0);
+    ASSERT_TRUE(ar > 0.0);
+    for (int qlat = 0; qlat < 2; qlat++) {
+        rd.model.mla.q_lora_rank = qlat ? 512 : 0; /* linear_q_up_proj or linear_q_proj */
+        rc = rd;
+        rc.train.fp8_scaling = LP_FP8_CURRENT;
+        shape_cost(&rd, &sd);
+        shape_cost(&rc, &sc);
+        const struct lp_layer_cost *d = &sd.mix[LP_MIX_ATTN], *c = &sc.mix[LP_MIX_ATTN];
+        CLOSE(c->comm_fwd_s - d->comm_fwd_s, 2.0 * ar);
+        CLOSE(c->comm_bwd_s - d->comm_bwd_s, ar);
+    }
 }
 
 /* fp8 training keeps bf16 parameters, so its gradient buffer follows
@@ -260,8 +296,8 @@ TEST(tp_overlap_per_gemm_by_hand)
     CLOSE(f->comm_fwd_s, 7.0 * (p - g1) + r2 + 3.0 * fmax(0.0, r2 - g2));
     const double gd = G(LP_GEMM_DGRAD, T / t, ft, h);
     const double dg = G(LP_GEMM_DGRAD, T, h, ft), wg = G(LP_GEMM_WGRAD, h, ft, T);
-    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 8, 1);
-    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1);
+    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 8, 1, 0);
+    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1, 0);
     CLOSE(f->comm_bwd_s, 7.0 * fmax(0.0, p - gd) + fmax(0.0, ag - dg) + fmax(0.0, rs - wg));
     /* the GEMMs: fc1 in 8 chunks, fc2 in 4 on the SMs left */
     const double fwd_gemm = f->op_fwd[LP_OPC_GEMM];
@@ -279,7 +315,7 @@ TEST(tp_overlap_per_gemm_by_hand)
      * both collectives exposed forward */
     r.fw.tp_overlap = false;
     shape_cost(&r, &s);
-    CLOSE(f->comm_fwd_s, ag + lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1));
+    CLOSE(f->comm_fwd_s, ag + lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1, 0));
 }
 
 /* fp8 TP all-gathers without userbuffers (sim_workload.c tp_ag_elem):
@@ -302,9 +338,9 @@ TEST(fp8_gathers_without_userbuffers)
     struct lp_cost_model cm;
     lp_cost_model_roofline(&cm, &r.system.gpu);
     const double T = 4096.0, h = 4096.0;
-    const double ag8 = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, T * h * 1.0, 2, 1);
-    const double ag16 = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, T * h * 2.0, 2, 1);
-    const double rs16 = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, T * h * 2.0, 2, 1);
+    const double ag8 = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, T * h * 1.0, 2, 1, 0);
+    const double ag16 = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, T * h * 2.0, 2, 1, 0);
+    const double rs16 = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, T * h * 2.0, 2, 1, 0);
     ASSERT_TRUE(ag8 < 0.75 * ag16);
     const struct lp_layer_cost *f = &s.ffn[LP_FFN_DENSE];
     CLOSE(f->comm_fwd_s, ag8 + rs16);
@@ -346,11 +382,11 @@ TEST(tp_overlap_mla_keeps_unoverlapped_gather)
     const double T = 4096.0, h = 4096.0, e = 2.0, t = 2.0, K = 32.0 / 2.0 * 128.0;
     const double margin = 108.0 / (108.0 - 16.0);
 #define G(l, m, n, k) cm.ops->gemm_s(&cm, l, LP_BF16, m, n, k)
-    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 2, 1);
-    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 2, 1);
-    const double r4 = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 2, 1);
+    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 2, 1, 0);
+    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 2, 1, 0);
+    const double r4 = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 2, 1, 0);
     const double g4 = margin * G(LP_GEMM_FWD, T / 4.0, h, K);
-    const double p = lp_p2p_time(&cm, sys, T * h * e / t, 1);
+    const double p = lp_p2p_time(&cm, sys, T * h * e / t, (int)t, 1, 0);
     const double gd = G(LP_GEMM_DGRAD, T / t, K, h);
 #undef G
     const struct lp_layer_cost *a = &s.mix[LP_MIX_ATTN];
@@ -391,8 +427,8 @@ TEST(mamba_mixer_tp_overlap_by_hand)
     CLOSE(c->comm_fwd_s, 7.0 * fmax(0.0, p - g1) + r2 + 3.0 * fmax(0.0, r2 - g2));
     const double gd = G(LP_GEMM_DGRAD, T / t, di, h);
     const double dg = G(LP_GEMM_DGRAD, T, h, nin), wg = G(LP_GEMM_WGRAD, h, nin, T);
-    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 8, 1);
-    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1);
+    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 8, 1, 0);
+    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 8, 1, 0);
     CLOSE(c->comm_bwd_s, 7.0 * fmax(0.0, p - gd) + fmax(0.0, ag - dg) + fmax(0.0, rs - wg));
     ASSERT_TRUE(c->comm_fwd_s < ag + rs);
     /* in_proj in 8 chunks, out_proj in 4 on the SMs the reduce-scatter
@@ -405,7 +441,48 @@ TEST(mamba_mixer_tp_overlap_by_hand)
 #undef G
 }
 
+/* Every model preset's blocks under userbuffers overlap (TP 2 with SP,
+ * fp8 current scaling, tp_overlap_rs both ways, Megatron): no pass pushes
+ * more overlaps than sim_workload.c's UB_MAX holds (it silently dropped
+ * them past 4). */
+struct ub_ctx {
+    int models, bad;
+    char first[LP_NAME_LEN];
+};
+static int ub_each_model(const char *name, const char *path, void *arg)
+{
+    (void)path;
+    struct ub_ctx *u = arg;
+    static struct lp_run r;
+    static struct lp_shape_cost s;
+    nemo_run(&r, LP_FP8);
+    if (lp_load_model(name, &r.model, NULL) != 0) return 0; /* test_loaders' concern */
+    r.train.fp8_scaling = LP_FP8_CURRENT;
+    r.fw.tp_overlap = true;
+    for (int rs = 0; rs < LP_UB_RS_COUNT; rs++) {
+        r.fw.tp_overlap_rs = (enum lp_ub_rs)rs;
+        shape_cost(&r, &s);
+        int dropped = 0;
+        for (int k = 0; k < LP_MIX_COUNT; k++)
+            dropped += s.mix[k].ub_dropped;
+        for (int k = 0; k < LP_FFN_COUNT; k++)
+            dropped += s.ffn[k].ub_dropped;
+        if (dropped && !u->bad++) snprintf(u->first, sizeof u->first, "%s", name);
+    }
+    u->models++;
+    return 0;
+}
+TEST(userbuffers_capacity_every_preset)
+{
+    struct ub_ctx u = {0};
+    ASSERT_OK(lp_list_presets(LP_PRESET_MODEL, ub_each_model, &u, NULL));
+    ASSERT_TRUE(u.models >= 40);
+    if (u.bad) fprintf(stderr, "  first model with dropped overlaps: %s\n", u.first);
+    ASSERT_EQ_INT(u.bad, 0);
+}
+
 TH_MAIN(TH_CASE(head_in_bf16_under_fp8), TH_CASE(tp_overlap_per_gemm_by_hand),
         TH_CASE(tp_overlap_mla_keeps_unoverlapped_gather), TH_CASE(fp8_gathers_without_userbuffers),
         TH_CASE(mamba_mixer_tp_overlap_by_hand), TH_CASE(fp8_current_scaling_by_hand),
-        TH_CASE(fp8_gradients_follow_grad_fp32), TH_CASE(optimizer_states_in_bf16))
+        TH_CASE(fp8_gradients_follow_grad_fp32), TH_CASE(optimizer_states_in_bf16),
+        TH_CASE(userbuffers_capacity_every_preset), TH_CASE(fp8_current_scaling_mla_amax))

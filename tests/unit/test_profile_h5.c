@@ -492,8 +492,59 @@ TEST(refuses_huge_declared_dataset)
     ASSERT_CONTAINS(err.msg, "declares 262144 values but none was written");
 }
 
+/* The collective reference attributes (coll_gpus_per_node and the links,
+ * cost_table.c): absent, the profile reads (unknown reference); a valid
+ * one reads back as its number; a malformed one is refused naming the file
+ * and the key (it was read as 0 by strtol / strtod and ignored). */
+static int read_with_attr(const char *key, const char *value, char *msg, size_t msg_len,
+                          struct lp_profile_coll_ref *ref)
+{
+    struct scratch s;
+    if (scratch_open(&s, "c.h5") != 0) return -100;
+    struct lp_profile *p = small_profile(), *q = NULL;
+    if (!p) return -101;
+    struct lp_err err;
+    lp_err_clear(&err);
+    const struct lp_kv attrs[] = {{key, value}};
+    int rc = lp_profile_write_h5(s.path, p, attrs, key ? 1 : 0, &err);
+    if (rc == LP_OK) rc = lp_profile_read_h5(s.path, &q, &err);
+    const char *bad;
+    if (rc == LP_OK && lp_profile_coll_ref(q, ref, &bad) != LP_OK) rc = -102;
+    snprintf(msg, msg_len, "%s", err.msg);
+    if (rc != LP_OK && !strstr(msg, s.path)) rc = -103; /* the file not named */
+    lp_profile_destroy(&p);
+    lp_profile_destroy(&q);
+    scratch_close(&s);
+    return rc;
+}
+
+TEST(collective_reference_attributes)
+{
+    char msg[LP_ERR_MSG];
+    struct lp_profile_coll_ref ref;
+    ASSERT_OK(read_with_attr(NULL, NULL, msg, sizeof(msg), &ref));
+    ASSERT_EQ_INT(ref.gpus_per_node, 0);
+    ASSERT_NEAR(ref.inter_bw_Bps, 0.0, 0);
+    ASSERT_OK(read_with_attr("coll_gpus_per_node", "8", msg, sizeof(msg), &ref));
+    ASSERT_EQ_INT(ref.gpus_per_node, 8);
+    ASSERT_OK(read_with_attr("coll_inter_latency_us", "5", msg, sizeof(msg), &ref));
+    ASSERT_NEAR(ref.inter_latency_s, 5e-6, 1e-15);
+    static const char *const bad[][2] = {
+        {"coll_gpus_per_node", "eight"}, {"coll_gpus_per_node", "8 GPUs"},
+        {"coll_gpus_per_node", "0"},     {"coll_gpus_per_node", "2.5"},
+        {"coll_inter_bw_GBps", "fast"},  {"coll_intra_latency_us", "-3"},
+        {"coll_inter_latency_us", "nan"}};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        const int rc = read_with_attr(bad[i][0], bad[i][1], msg, sizeof(msg), &ref);
+        if (rc != LP_EFORMAT) fprintf(stderr, "  %s = %s: %d %s\n", bad[i][0], bad[i][1], rc, msg);
+        ASSERT_EQ_INT(rc, LP_EFORMAT);
+        ASSERT_CONTAINS(msg, bad[i][0]);
+    }
+}
+
 TH_MAIN(TH_CASE(refuses_huge_declared_dataset), TH_CASE(round_trip),
-        TH_CASE(synth_round_trip_and_size), TH_CASE(refuses_missing_and_non_hdf5_files),
-        TH_CASE(refuses_truncated_file), TH_CASE(refuses_flipped_value),
-        TH_CASE(refuses_wrong_schema_version), TH_CASE(refuses_nan_value),
-        TH_CASE(refuses_bad_tables), TH_CASE(writer_errors), TH_CASE(default_path))
+        TH_CASE(collective_reference_attributes), TH_CASE(synth_round_trip_and_size),
+        TH_CASE(refuses_missing_and_non_hdf5_files), TH_CASE(refuses_truncated_file),
+        TH_CASE(refuses_flipped_value), TH_CASE(refuses_wrong_schema_version),
+        TH_CASE(refuses_nan_value), TH_CASE(refuses_bad_tables), TH_CASE(writer_errors),
+        TH_CASE(default_path))

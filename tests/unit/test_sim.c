@@ -230,18 +230,18 @@ TEST(collective_alpha_beta)
     struct lp_cost_model cm;
     lp_cost_model_roofline(&cm, &r.system.gpu);
     double bytes = 1e9, eff = 0.80; /* roofline busbw fraction */
-    double t = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, bytes, 8, 1);
+    double t = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, bytes, 8, 1, 0);
     ASSERT_NEAR(t, 14 * 3e-6 + bytes * 2 * 7 / 8 / (eff * 300e9), 1e-12);
     /* 16 ranks spaced 8 apart: one per node, one NIC each; a ring of 15
      * network-bound steps (NCCL has no tree for reduce-scatter) */
-    t = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, bytes, 16, 8);
+    t = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, bytes, 16, 8, 0);
     ASSERT_NEAR(t, 15 * 5e-6 + bytes * 15.0 / 16 / (eff * 25e9), 1e-12);
     /* 16 ranks spaced 2 apart: 4 per node share 4 NICs; of the ring's 15
      * steps 3 cross nodes, 12 stay on NVLink (NCCL's ring latency) */
-    t = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, bytes, 16, 2);
+    t = lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, bytes, 16, 2, 0);
     ASSERT_NEAR(t, 12 * 3e-6 + 3 * 5e-6 + bytes * 15.0 / 16 / (eff * 100e9), 1e-12);
     /* all-reduce across nodes: a tree, 2 log2(nodes) network latencies */
-    t = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, bytes, 16, 8);
+    t = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, bytes, 16, 8, 0);
     ASSERT_NEAR(t, 2 * 4 * 5e-6 + bytes * 2 * 15.0 / 16 / (eff * 25e9), 1e-12);
 }
 
@@ -281,7 +281,7 @@ TEST(strided_group_placement)
     /* dp 3 of tp 2 in a large job: the group {6, 8, 10} spans two nodes
      * with one NIC on the first; its ring's 2 steps, one across nodes */
     const double far = 1 * 3e-6 + 1 * 5e-6 + bytes * 2.0 / 3 / (eff * 25e9);
-    ASSERT_NEAR(lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, bytes, 3, 2), far, 1e-12);
+    ASSERT_NEAR(lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, bytes, 3, 2, 0), far, 1e-12);
     /* the same on 6 GPUs (one block): {0, 2, 4} and {1, 3, 5} on NVLink */
     const double near = 2 * 3e-6 + bytes * 2.0 / 3 / (eff * 300e9);
     ASSERT_NEAR(lp_coll_time_at(&cm, &r.system, LP_COLL_REDUCESCATTER, bytes, 3, 2, 2, 6), near,
@@ -303,16 +303,91 @@ TEST(strided_group_placement)
     struct lp_dp_cost dc;
     ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
     const double emb = lp_sim_vocab_padded(&r) * r.model.hidden * 2.0; /* bf16 gradients */
-    const double nvl = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb, 2, 1);
+    const double nvl = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb, 2, 1, 0);
     ASSERT_NEAR(dc.emb_sync_s, nvl, 1e-12 * nvl);
-    ASSERT_TRUE(dc.emb_sync_s < 0.5 * lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb, 2, 8));
+    ASSERT_TRUE(dc.emb_sync_s <
+                0.5 * lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb, 2, 8, 0));
     /* dp 4, pp 3 (12 GPUs): stride 8, every pair on two nodes */
     r.par.dp = 4;
     r.par.pp = 3;
     r.model.layers = 6;
     ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
-    const double net = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb, 2, 8);
+    const double net = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb, 2, 8, 0);
     ASSERT_NEAR(dc.emb_sync_s, net, 1e-12 * net);
+
+    /* the DP gradients' reduce-scatter of dp 3 of tp 2 (ZeRO-1), the job's
+     * size known: 6 GPUs, {0, 2, 4} and {1, 3, 5} on NVLink (it was charged
+     * a large job's {6 | 8, 10}); 12 GPUs (pp 2): the second stage's groups
+     * {6 | 8, 10} and {7 | 9, 11} span two nodes */
+    r.par.tp = 2;
+    r.par.dp = 3;
+    r.par.pp = 1;
+    r.par.zero = 1;
+    r.par.sequence_parallel = false;
+    r.model.layers = 6;
+    r.train.global_batch = 12;
+    r.fw.dp_overlap = r.fw.param_gather_overlap = false;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
+    const double g = r.fw.grad_fp32 ? 4.0 : 2.0, P = pr.train0 * g;
+    ASSERT_NEAR(dc.red_s[0], lp_coll_time_at(&cm, &r.system, LP_COLL_REDUCESCATTER, P, 3, 2, 2, 6),
+                1e-12 * dc.red_s[0]);
+    ASSERT_TRUE(dc.red_s[0] <
+                0.5 * lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, P, 3, 2, 0));
+    r.par.pp = 2;
+    r.train.global_batch = 12;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
+    const double P2 = pr.train0 * g;
+    ASSERT_NEAR(dc.red_s[0], lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, P2, 3, 2, 0),
+                1e-12 * dc.red_s[0]);
+}
+
+/* Pipeline send/recv (sim_comm.c lp_p2p_time): stage i of the pipeline
+ * group {q, q + S, q + 2 S, ...} (S = tp cp dp ranks a stage) sends to stage
+ * i + 1, every stage at once, so the step takes the slowest pair; on 8-GPU
+ * nodes (dgx-a100: NVLink 300 GB/s, 3 us; a 25 GB/s NIC, 5 us) on the
+ * roofline backend (0.8 of a link, the link latency added), by hand:
+ *  - S 4, pp 2 (8 GPUs): every pair on one node, NVLink;
+ *  - S 4, pp 4 (16 GPUs): {q, q+4 | q+8, q+12}: stage 1 sends to stage 2
+ *    across nodes although 4 < 8 (what `stride >= G` took for NVLink);
+ *  - S 3, pp 2 (6 GPUs): {0,3}, {1,4}, {2,5} on one node;
+ *  - S 6, pp 2 (12 GPUs): {2, 8} ... {5, 11} cross, {0, 6} does not: the
+ *    step waits for the network. */
+TEST(pipeline_p2p_slowest_pair)
+{
+    struct lp_run r;
+    gpt3_run(&r);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    const struct lp_system *s = &r.system;
+    ASSERT_EQ_INT(lp_system_scale_up(s), 8);
+    const double bytes = 1e8;
+    const double nvl = 3e-6 + bytes / (0.8 * 300e9), net = 5e-6 + bytes / (0.8 * 25e9);
+    ASSERT_NEAR(lp_p2p_time(&cm, s, bytes, 2, 4, 8), nvl, 1e-12);
+    ASSERT_NEAR(lp_p2p_time(&cm, s, bytes, 4, 4, 16), net, 1e-12);
+    ASSERT_NEAR(lp_p2p_time(&cm, s, bytes, 2, 3, 6), nvl, 1e-12);
+    ASSERT_NEAR(lp_p2p_time(&cm, s, bytes, 2, 6, 12), net, 1e-12);
+    ASSERT_NEAR(lp_p2p_time(&cm, s, bytes, 2, 8, 16), net, 1e-12);
+
+    /* the simulator's pipeline step: tp 4, pp 4 on 8-GPU nodes charges
+     * the network; the same on one 16-GPU NVLink domain does not */
+    r.par.tp = 4;
+    r.par.cp = r.par.dp = 1;
+    r.par.pp = 4;
+    r.par.vp = 1;
+    r.model.layers = 8;
+    r.train.global_batch = 16;
+    r.fw.pp_overlap = false;
+    ASSERT_EQ_INT(lp_sim_validate(&r), LP_REASON_NONE);
+    struct lp_sim *sim = roofline_sim(&r);
+    ASSERT_TRUE(sim != NULL);
+    struct lp_result a, b;
+    lp_sim_run(sim, &r, &a);
+    r.system.scale_up_gpus = 16;
+    lp_sim_run(sim, &r, &b);
+    lp_sim_destroy(&sim);
+    ASSERT_TRUE(a.feasible && b.feasible);
+    ASSERT_TRUE(b.breakdown.pp_comm_s > 0);
+    ASSERT_TRUE(a.breakdown.pp_comm_s > 5 * b.breakdown.pp_comm_s);
 }
 
 /* A job's ranks fill each NVL72 rack up to segment_gpus (Slurm's --segment,
@@ -818,11 +893,11 @@ TEST(collective_reference_links)
     slow.inter.bw_Bps /= 6.0;
     far.inter.latency_s *= 3.0;
     const double small = 65536.0, big = 4294967296.0;
-    const double t0 = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, small, 32, 1);
-    ASSERT_NEAR(lp_coll_time(&cm, &slow, LP_COLL_REDUCESCATTER, small, 32, 1) / t0, 1.0, 0.05);
-    ASSERT_NEAR(lp_coll_time(&cm, &far, LP_COLL_REDUCESCATTER, small, 32, 1) / t0, 3.0, 0.05);
-    const double t1 = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, big, 32, 1);
-    ASSERT_NEAR(lp_coll_time(&cm, &slow, LP_COLL_REDUCESCATTER, big, 32, 1) / t1, 6.0, 0.05);
+    const double t0 = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, small, 32, 1, 0);
+    ASSERT_NEAR(lp_coll_time(&cm, &slow, LP_COLL_REDUCESCATTER, small, 32, 1, 0) / t0, 1.0, 0.05);
+    ASSERT_NEAR(lp_coll_time(&cm, &far, LP_COLL_REDUCESCATTER, small, 32, 1, 0) / t0, 3.0, 0.05);
+    const double t1 = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, big, 32, 1, 0);
+    ASSERT_NEAR(lp_coll_time(&cm, &slow, LP_COLL_REDUCESCATTER, big, 32, 1, 0) / t1, 6.0, 0.05);
     /* a system with the reference bandwidth and the calibration latency:
      * the table as it is */
     struct lp_system same = r.system;
@@ -877,7 +952,7 @@ TEST(synth_latency_is_calibration_system)
      * (two_node_allreduce_tree) */
     const double g = lp_coll_tree2_gain(16), wide = 8.0 * p4d.inter.bw_Bps * g;
     const double e32 = lp_coll_eff_on(&cm, &p4d, LP_COLL_ALLREDUCE, LP_TIER_INTER, mib / g, 32);
-    const double t = lp_coll_time(&cm, &p4d, LP_COLL_ALLREDUCE, mib, 16, 1);
+    const double t = lp_coll_time(&cm, &p4d, LP_COLL_ALLREDUCE, mib, 16, 1, 0);
     ASSERT_NEAR(t,
                 mib * 2.0 * 31.0 / 32.0 / (e32 * wide) +
                     lp_nccl_time_s(LP_NCCL_2_29, LP_COLL_ALLREDUCE, mib, 16, 2, wide, false, NULL) -
@@ -887,10 +962,10 @@ TEST(synth_latency_is_calibration_system)
      * closed form adds the link's */
     const double er2 = cm.ops->coll_eff(&cm, LP_COLL_SENDRECV, LP_TIER_INTER,
                                         mib * (ref.inter.bw_Bps / p4d.inter.bw_Bps), 2);
-    ASSERT_NEAR(lp_p2p_time(&cm, &p4d, mib, 8), mib / (er2 * p4d.inter.bw_Bps), 1e-12);
+    ASSERT_NEAR(lp_p2p_time(&cm, &p4d, mib, 2, 8, 0), mib / (er2 * p4d.inter.bw_Bps), 1e-12);
     struct lp_cost_model rl;
     lp_cost_model_roofline(&rl, &p4d.gpu);
-    ASSERT_NEAR(lp_p2p_time(&rl, &p4d, mib, 8),
+    ASSERT_NEAR(lp_p2p_time(&rl, &p4d, mib, 2, 8, 0),
                 p4d.inter.latency_s +
                     mib / (rl.ops->coll_eff(&rl, LP_COLL_SENDRECV, LP_TIER_INTER, mib, 2) *
                            p4d.inter.bw_Bps),
@@ -930,7 +1005,7 @@ TEST(two_node_allreduce_tree)
                  nccl_ar =
                      lp_nccl_time_s(LP_NCCL_2_29, LP_COLL_ALLREDUCE, gib, 32, 4, link, false, NULL);
     /* two nodes: the curve and NCCL's model on the tree's g-wider network */
-    const double t2 = lp_coll_time(&cm, &p4d, LP_COLL_ALLREDUCE, gib, 16, 1);
+    const double t2 = lp_coll_time(&cm, &p4d, LP_COLL_ALLREDUCE, gib, 16, 1, 0);
     ASSERT_NEAR(
         t2,
         gib * 2.0 * 31.0 / 32.0 /
@@ -940,7 +1015,7 @@ TEST(two_node_allreduce_tree)
             lp_nccl_time_s(LP_NCCL_2_29, LP_COLL_ALLREDUCE, gib, 32, 4, link * g, false, NULL),
         1e-12);
     /* three nodes: the ring */
-    ASSERT_NEAR(lp_coll_time(&cm, &p4d, LP_COLL_ALLREDUCE, gib, 24, 1),
+    ASSERT_NEAR(lp_coll_time(&cm, &p4d, LP_COLL_ALLREDUCE, gib, 24, 1, 0),
                 cal_ar +
                     lp_nccl_time_s(LP_NCCL_2_29, LP_COLL_ALLREDUCE, gib, 24, 3, link, false, NULL) -
                     nccl_ar,
@@ -948,7 +1023,7 @@ TEST(two_node_allreduce_tree)
     /* reduce-scatter has no tree */
     const double er = cm.ops->coll_eff(&cm, LP_COLL_REDUCESCATTER, LP_TIER_INTER, gib * scale, 32);
     ASSERT_NEAR(
-        lp_coll_time(&cm, &p4d, LP_COLL_REDUCESCATTER, gib, 16, 1),
+        lp_coll_time(&cm, &p4d, LP_COLL_REDUCESCATTER, gib, 16, 1, 0),
         gib * 31.0 / 32.0 / (er * link) +
             lp_nccl_time_s(LP_NCCL_2_29, LP_COLL_REDUCESCATTER, gib, 16, 2, link, false, NULL) -
             lp_nccl_time_s(LP_NCCL_2_29, LP_COLL_REDUCESCATTER, gib, 32, 4, link, false, NULL),
@@ -958,8 +1033,8 @@ TEST(two_node_allreduce_tree)
     cm.coll_tree_two_nodes = false;
     cm.coll_cal.ranks = 0;
     const double e16 = cm.ops->coll_eff(&cm, LP_COLL_ALLREDUCE, LP_TIER_INTER, gib * scale, 16);
-    ASSERT_NEAR(lp_coll_time(&cm, &p4d, LP_COLL_ALLREDUCE, gib, 16, 1), gib * bf16 / (e16 * link),
-                1e-12);
+    ASSERT_NEAR(lp_coll_time(&cm, &p4d, LP_COLL_ALLREDUCE, gib, 16, 1, 0),
+                gib * bf16 / (e16 * link), 1e-12);
     lp_profile_destroy(&p);
 }
 
@@ -1000,12 +1075,12 @@ TEST(nccl_steps_not_scaled)
     efa.inter.latency_s = 15e-6;
     const struct lp_system *sys[2] = {&ib, &efa};
     for (int i = 0; i < 2; i++) {
-        const double d = lp_coll_time(&cm, sys[i], LP_COLL_ALLGATHER, 1024.0, 2048, 1) -
-                         lp_coll_time(&cm, sys[i], LP_COLL_ALLGATHER, 1024.0, 32, 1);
+        const double d = lp_coll_time(&cm, sys[i], LP_COLL_ALLGATHER, 1024.0, 2048, 1, 0) -
+                         lp_coll_time(&cm, sys[i], LP_COLL_ALLGATHER, 1024.0, 32, 1, 0);
         ASSERT_NEAR(d, want, 1e-9);
     }
     /* at the curve's own layout: the table's fraction (lp_coll_eff_on) */
-    ASSERT_NEAR(lp_coll_time(&cm, &ib, LP_COLL_ALLGATHER, 1024.0, 32, 1),
+    ASSERT_NEAR(lp_coll_time(&cm, &ib, LP_COLL_ALLGATHER, 1024.0, 32, 1, 0),
                 1024.0 * 31.0 / 32.0 /
                     (lp_coll_eff_on(&cm, &ib, LP_COLL_ALLGATHER, LP_TIER_INTER, 1024.0, 32) * 8.0 *
                      ib.inter.bw_Bps),
@@ -1027,10 +1102,10 @@ TEST(small_messages_hold_time)
     struct lp_cost_model cm;
     struct lp_profile *p = dgx_a100_table(&s, &cm);
     ASSERT_TRUE(p != NULL);
-    ASSERT_NEAR(lp_coll_time(&cm, &s, LP_COLL_ALLREDUCE, 8.0, 8, 1),
-                lp_coll_time(&cm, &s, LP_COLL_ALLREDUCE, 1024.0, 8, 1), 1e-12);
-    const double t8 = lp_coll_time(&cm, &s, LP_COLL_ALLREDUCE, 8.0, 2, 8);
-    ASSERT_TRUE(fabs(t8 - lp_coll_time(&cm, &s, LP_COLL_ALLREDUCE, 32.0, 2, 8)) < 1e-7);
+    ASSERT_NEAR(lp_coll_time(&cm, &s, LP_COLL_ALLREDUCE, 8.0, 8, 1, 0),
+                lp_coll_time(&cm, &s, LP_COLL_ALLREDUCE, 1024.0, 8, 1, 0), 1e-12);
+    const double t8 = lp_coll_time(&cm, &s, LP_COLL_ALLREDUCE, 8.0, 2, 8, 0);
+    ASSERT_TRUE(fabs(t8 - lp_coll_time(&cm, &s, LP_COLL_ALLREDUCE, 32.0, 2, 8, 0)) < 1e-7);
     ASSERT_TRUE(t8 >= lp_nccl_time_s(LP_NCCL_2_29, LP_COLL_ALLREDUCE, 8.0, 2, 2, s.inter.bw_Bps,
                                      false, NULL));
     lp_profile_destroy(&p);
@@ -1042,7 +1117,8 @@ TH_MAIN(TH_CASE(zero_bubble), TH_CASE(layer_ops_sum), TH_CASE(memo_keys), TH_CAS
         TH_CASE(korthikanti_activations), TH_CASE(bubble_fraction_1f1b),
         TH_CASE(exact_equals_closed_form), TH_CASE(exact_p2p_1f1b), TH_CASE(zero_memory_ratios),
         TH_CASE(infeasible_reasons), TH_CASE(collective_alpha_beta),
-        TH_CASE(strided_group_placement), TH_CASE(segment_keeps_groups_on_a_rack), TH_CASE(collective_reference_links),
+        TH_CASE(strided_group_placement), TH_CASE(pipeline_p2p_slowest_pair),
+        TH_CASE(segment_keeps_groups_on_a_rack), TH_CASE(collective_reference_links),
         TH_CASE(synth_latency_is_calibration_system), TH_CASE(two_node_allreduce_tree),
         TH_CASE(nccl_steps_not_scaled), TH_CASE(small_messages_hold_time),
         TH_CASE(zero3_per_tensor), TH_CASE(cross_entropy_kinds), TH_CASE(train_metrics_cost),

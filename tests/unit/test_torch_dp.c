@@ -81,7 +81,7 @@ static void fixture(struct lp_run *r, enum lp_framework fw, int zero, struct lp_
 static double ag_s(const struct lp_cost_model *cm, const struct lp_run *r, double P, int n)
 {
     return cm->ops->mem_s(cm, LP_MEM_COPY, P / n * 6.0) +
-           lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, P * 2.0, n, 1);
+           lp_coll_time(cm, &r->system, LP_COLL_ALLGATHER, P * 2.0, n, 1, 0);
 }
 
 /* FSDP FULL_SHARD reduce of P parameters on n = 16 GPUs: predivide 4,
@@ -94,7 +94,7 @@ static double rs_g(const struct lp_cost_model *cm, const struct lp_run *r, doubl
     double S = P / n;
     double cast = g != 2.0 ? cm->ops->mem_s(cm, LP_MEM_COPY, P * (2.0 + g)) : 0.0;
     return cast + cm->ops->mem_s(cm, LP_MEM_COPY, P * 2.0 * g) +
-           lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, P * g, n, 1) +
+           lp_coll_time(cm, &r->system, LP_COLL_REDUCESCATTER, P * g, n, 1, 0) +
            cm->ops->mem_s(cm, LP_MEM_COPY, S * 2.0 * g) +
            cm->ops->mem_s(cm, LP_MEM_COPY, S * (g + 4.0));
 }
@@ -216,9 +216,9 @@ TEST(ddp_buckets)
     const double bytes = pr.stage_max * G; /* fp32 gradients under autocast */
     /* every byte is all-reduced once; every bucket but the last holds at
      * least a bucket's worth (the first 1 MiB), and no tensor is split */
-    double a1 = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, 1.0, 16, 1);
+    double a1 = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, 1.0, 16, 1, 0);
     double per_byte =
-        (lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, 1e9 + 1.0, 16, 1) - a1) / 1e9;
+        (lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, 1e9 + 1.0, 16, 1, 0) - a1) / 1e9;
     double nb = (o.comm_s - bytes * per_byte) / (a1 - per_byte);
     ASSERT_NEAR(nb, round(nb), 1e-6);
     ASSERT_TRUE(nb >= 2 && nb <= 2 + floor(bytes / cap) && nb <= 3 + 6 * r.model.layers);
@@ -226,9 +226,9 @@ TEST(ddp_buckets)
      * less than one bucket more, then the copy back */
     double back = cm.ops->mem_s(&cm, LP_MEM_COPY, bytes * 2.0);
     double emb = pr.emb * G;
-    ASSERT_TRUE(o.tail_s >= back + lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb, 16, 1));
+    ASSERT_TRUE(o.tail_s >= back + lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb, 16, 1, 0));
     ASSERT_TRUE(o.tail_s <=
-                back + lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb + cap, 16, 1));
+                back + lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, emb + cap, 16, 1, 0));
     /* autocast's casts: every micro-batch; one bucket copy per gradient
      * tensor (head, final norm, 6 per block: 2 norms, QKV, out, gate+up,
      * down; embedding), the last micro-batch only */
@@ -332,8 +332,8 @@ TEST(hsdp_all_reduce_on_its_own_stream)
     for (int i = 0; i < 2; i++) {
         const double S = P[i] / 8;
         rs[i] = cm.ops->mem_s(&cm, LP_MEM_COPY, P[i] * 4.0) +
-                lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, P[i] * 2.0, 8, 1);
-        ar[i] = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, S * 2.0, 2, 8) +
+                lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, P[i] * 2.0, 8, 1, 0);
+        ar[i] = lp_coll_time(&cm, &r.system, LP_COLL_ALLREDUCE, S * 2.0, 2, 8, 0) +
                 cm.ops->mem_s(&cm, LP_MEM_COPY, S * 4.0) + cm.ops->mem_s(&cm, LP_MEM_COPY, S * 6.0);
     }
     const double cr = cat_s(&cm, 130e6);
@@ -369,10 +369,10 @@ TEST(fsdp2_copies_by_hand)
         const double S = P[i] / 16;
         ag[i] = cm.ops->mem_s(&cm, LP_MEM_COPY, S * 6.0) +
                 cm.ops->mem_s(&cm, LP_MEM_COPY, S * 4.0) +
-                lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, P[i] * 2.0, 16, 1);
+                lp_coll_time(&cm, &r.system, LP_COLL_ALLGATHER, P[i] * 2.0, 16, 1, 0);
         out[i] = cm.ops->mem_s(&cm, LP_MEM_COPY, P[i] * 4.0);
         cat[i] = cm.ops->mem_s(&cm, LP_MEM_COPY, P[i] * 6.0);
-        rs[i] = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, P[i] * 4.0, 16, 1);
+        rs[i] = lp_coll_time(&cm, &r.system, LP_COLL_REDUCESCATTER, P[i] * 4.0, 16, 1, 0);
     }
     ASSERT_NEAR(o.comm_s, ag[1] + 2 * L * ag[0] + L * rs[0] + rs[1], 1e-9);
     ASSERT_NEAR(o.host_s, 0.0, 1e-15);

@@ -427,6 +427,9 @@ struct lp_framework_opts {
     bool ep_overlap;             /* EP all-to-alls hidden behind another micro-batch's compute
                                     (Megatron-Core overlap_moe_expert_parallel_comm, combined 1F1B) */
     enum lp_dispatcher dispatcher; /* how MoE tokens travel between EP ranks */
+    int dispatcher_sms;            /* SMs the dispatch and combine kernels hold while they run
+                                      (Megatron-Core moe_deepep_num_sms / moe_hybridep_num_sms);
+                                      0: the dispatcher's default (sim_workload.c dispatch_sms) */
     unsigned cuda_graphs;          /* LP_GRAPH_* scopes captured in CUDA graphs */
     bool grad_fp32;                /* bf16/fp8 gradients accumulated and reduced in fp32 (Megatron's
                                       main_grad with grad_reduce_in_fp32) rather than in bf16 */

@@ -20,11 +20,6 @@
 #include "sim_internal.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
-/* Overlapped communication is not free: NCCL runs one CTA per channel on its
- * own SM, so while a collective overlaps compute the kernels have that many
- * fewer SMs. 16 channels is NCCL's usual ring/tree channel count on NVSwitch
- * nodes (stated, not fitted); the compute slowdown is hidden time x 16/SMs. */
-#define NCCL_CHANNEL_SMS 16.0
 /* Virtual stages (pp * vp) the simulator handles. */
 #define MAX_VSTAGES LP_SCHED_MAX_VSTAGES
 
@@ -421,6 +416,7 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.host_op_s = r->fw.host_op_s;
     k.host_overlap = r->fw.host_overlap;
     k.moe_impl = (int)r->fw.moe_impl;
+    k.dispatcher_sms = r->fw.dispatcher_sms;
     k.lora_targets = (int)r->train.lora_targets;
     k.lora_dropout = r->train.lora_dropout;
     k.imbalance = r->model.moe.imbalance;
@@ -904,7 +900,7 @@ static bool simulate_head(struct lp_sim *s, const struct lp_run *r, const struct
     }
 
     const double contention = md->contention =
-        r->system.gpu.sms > 0 ? NCCL_CHANNEL_SMS / r->system.gpu.sms : 0.0;
+        r->system.gpu.sms > 0 ? LP_NCCL_CHANNEL_SMS / r->system.gpu.sms : 0.0;
     struct lp_dp_cost *const dpc = &md->dpc;
     double zero3 = 0;
     /* PyTorch DDP / FSDP: played out per wrapped unit (sim_dp.c) */

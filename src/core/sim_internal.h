@@ -67,7 +67,7 @@ struct lp_shape_key {
     int etp, fp8_scaling;
     double host_op_s, host_overlap;
     double peak; /* the precision's peak (block-scaled GEMMs scale by it) */
-    int moe_impl, lora_targets;
+    int moe_impl, lora_targets, dispatcher_sms;
     double lora_dropout, imbalance;
     double grad_accum; /* lp_sim_grad_accum_share */
     int padded;        /* lp_sim_batch_padded */
@@ -77,6 +77,13 @@ struct lp_shape_key {
     int world; /* lp_sim_world */
 };
 
+/* Overlapped communication is not free: NCCL runs one CTA per channel on its
+ * own SM, so while a collective overlaps compute the kernels have that many
+ * fewer SMs. 16 channels is NCCL's usual ring/tree channel count on NVSwitch
+ * nodes (stated, not fitted); the compute slowdown is hidden time x 16/SMs
+ * (sim.c: the DP and ZeRO-3 collectives; sim_workload.c dispatch_sms: the
+ * all-to-all dispatcher's overlapped all-to-alls). */
+#define LP_NCCL_CHANNEL_SMS 16.0
 #define LP_SIM_MEMO 512
 #define LP_SCHED_MEMO 1024
 

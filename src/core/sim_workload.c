@@ -1562,6 +1562,22 @@ static double dispatch_time(const struct wl *w, double bytes, int stride)
                              lp_sim_world(&r->par), dispatch_layout_s, &d);
 }
 
+/* SMs the EP dispatch and combine kernels hold while they run. Megatron-Core's
+ * flex dispatcher gives DeepEP moe_deepep_num_sms (default 20) and HybridEP
+ * moe_hybridep_num_sms (default 16; num_sms_dispatch_api and
+ * num_sms_combine_api alike) SMs for its dispatch and combine kernels
+ * (Megatron-LM ebfa138, transformer/transformer_config.py;
+ * moe/token_dispatcher.py _HybridEPManager, moe/fused_a2a.py
+ * set_deepep_num_sms -> Buffer.set_num_sms); fw.dispatcher_sms names the
+ * recipe's where it is not HybridEP's 16. The all-to-all dispatcher's NCCL
+ * all-to-all holds one SM per channel, as every overlapped NCCL collective
+ * here (LP_NCCL_CHANNEL_SMS). */
+static double dispatch_sms(const struct lp_run *r)
+{
+    if (r->fw.dispatcher_sms > 0) return r->fw.dispatcher_sms;
+    return r->fw.dispatcher == LP_DISPATCH_HYBRIDEP ? 16.0 : LP_NCCL_CHANNEL_SMS;
+}
+
 /* Kernels of the grouped experts beyond their GEMMs and the fused
  * activation, on te rows per expert, `local` experts of width lw and ffn
  * columns ft:
@@ -1746,12 +1762,19 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
      *   comp: pre_dispatch_fwd  | mlp_bwd -> mlp_fwd           | pre_dispatch_bwd
      * so each pass's dispatch hides behind the other pass's experts (this
      * block) and its combine behind the other pass's pre-dispatch work (the
-     * layer's mixer, w->pre_f / pre_b): four overlaps of one all-to-all each */
+     * layer's mixer, w->pre_f / pre_b): four overlaps of one all-to-all each.
+     * While a hidden all-to-all runs, its kernels hold dispatch_sms of the
+     * GPU's SMs and the compute beside it runs on the rest: the compute
+     * loses hidden x sms / SMs, as the DP collectives' contention (sim.c) */
     double comm_f = tpc + a2a, comm_b = tpc + a2a;
     if (r->fw.ep_overlap) {
         const double one = 0.5 * a2a; /* a dispatch or a combine */
-        comm_f = tpc + fmax(0.0, one - b.s) + fmax(0.0, one - w->pre_b);
-        comm_b = tpc + fmax(0.0, one - f.s) + fmax(0.0, one - w->pre_f);
+        const double sms = r->system.gpu.sms;
+        const double share = sms > 0 ? fmin(1.0, dispatch_sms(r) / sms) : 0.0;
+        const double hid_f = fmin(one, b.s) + fmin(one, w->pre_b);
+        const double hid_b = fmin(one, f.s) + fmin(one, w->pre_f);
+        comm_f = tpc + (2.0 * one - hid_f) + hid_f * share;
+        comm_b = tpc + (2.0 * one - hid_b) + hid_b * share;
     }
     int ncoll = (tpc > 0 ? (r->par.sequence_parallel ? 2 : 1) : 0) + (r->par.ep > 1 ? 2 : 0);
     /* cuda_graphs "moe": the whole block, its all-to-alls and every

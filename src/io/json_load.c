@@ -1536,6 +1536,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
                                        "optim_bf16",
                                        "ep_overlap",
                                        "moe_dispatcher",
+                                       "moe_dispatcher_sms",
                                        "cuda_graphs",
                                        "moe_impl",
                                        "hybrid_shard",
@@ -1578,6 +1579,8 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     LP_TRY(err, lp_json_enum(c, item, path, "moe_dispatcher", false, parse_dispatcher,
                              NAMES_FN(dx, dispatcher_n), &dsp));
     f->dispatcher = (enum lp_dispatcher)dsp;
+    LP_TRY(err,
+           lp_json_int32(c, item, path, "moe_dispatcher_sms", false, 0, 1024, &f->dispatcher_sms));
     LP_TRY(err, parse_graph_scopes(c, item, path, &f->cuda_graphs));
     LP_TRY(err, lp_json_bool(c, item, path, "hybrid_shard", false, &f->hybrid_shard));
     LP_TRY(err, lp_json_bool(c, item, path, "train_metrics", false, &f->train_metrics));

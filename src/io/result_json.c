@@ -32,9 +32,9 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
                       f->zero3_per_tensor == d.zero3_per_tensor && f->xent == d.xent &&
                       f->grad_fp32 == d.grad_fp32 && f->optim_bf16 == d.optim_bf16 &&
                       f->ep_overlap == d.ep_overlap && f->dispatcher == d.dispatcher &&
-                      f->cuda_graphs == d.cuda_graphs && f->moe_impl == d.moe_impl &&
-                      f->hybrid_shard == d.hybrid_shard && f->train_metrics == d.train_metrics &&
-                      f->ckpt_reentrant == d.ckpt_reentrant;
+                      f->dispatcher_sms == d.dispatcher_sms && f->cuda_graphs == d.cuda_graphs &&
+                      f->moe_impl == d.moe_impl && f->hybrid_shard == d.hybrid_shard &&
+                      f->train_metrics == d.train_metrics && f->ckpt_reentrant == d.ckpt_reentrant;
     if (same) return !cJSON_AddStringToObject(c, "framework", lp_framework_name(f->kind));
     cJSON *o = cJSON_AddObjectToObject(c, "framework");
     if (!o) return 1;
@@ -69,6 +69,8 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
      * later: the object stays as it was for every run that keeps it) */
     if (f->ckpt_reentrant != d.ckpt_reentrant)
         bad |= !cJSON_AddBoolToObject(o, "ckpt_reentrant", f->ckpt_reentrant);
+    if (f->dispatcher_sms != d.dispatcher_sms)
+        bad |= !cJSON_AddNumberToObject(o, "moe_dispatcher_sms", f->dispatcher_sms);
     return bad;
 }
 

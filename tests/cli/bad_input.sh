@@ -162,6 +162,8 @@ case_ tp_overlap_rs "{ $good, \"framework\": {\"name\": \"megatron\", \"tp_overl
   "'framework.tp_overlap_rs'" "\"ring_exchange\"" '"ring"'
 case_ dispatcher "{ $good, \"framework\": {\"name\": \"megatron\", \"moe_dispatcher\": \"deepep2\"} }" \
   "'framework.moe_dispatcher'" "\"hybridep\""
+case_ dispatcher_sms "{ $good, \"framework\": {\"name\": \"megatron\", \"moe_dispatcher_sms\": -4} }" \
+  "'framework.moe_dispatcher_sms'" "non-negative integer"
 case_ graph_scope "{ $good, \"framework\": {\"name\": \"megatron\", \"cuda_graphs\": [\"mlp\"]} }" \
   "'framework.cuda_graphs'" "\"moe_router\"" "mlp"
 case_ graph_scope_dropless "{ \"model\": \"qwen3-30b-a3b\", \"system\": \"dgx-h100\",

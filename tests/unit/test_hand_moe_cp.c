@@ -650,7 +650,10 @@ TEST(attention_qk_norm)
  * other pass's experts (the MoE block's kernels), its combine behind the
  * other pass's attention block (the pre-dispatch computation). On a slow
  * link every all-to-all outlasts what hides it: the exposed forward is
- * (a2a/2 - moe_bwd) + (a2a/2 - attn_bwd), not a2a - moe_bwd. */
+ * (a2a/2 - moe_bwd) + (a2a/2 - attn_bwd), not a2a - moe_bwd. While an
+ * all-to-all hides, its kernels hold some of the SMs (NCCL's 16 channels,
+ * HybridEP's 16, DeepEP's 20 as the run names them) and the compute beside it
+ * loses that share: hidden x sms / SMs more. */
 static double kernels(const double *op)
 {
     return op[LP_OPC_GEMM] + op[LP_OPC_ATTN] + op[LP_OPC_MEM];
@@ -668,10 +671,41 @@ TEST(ep_overlap_combined_1f1b)
     const struct lp_layer_cost *m = &s1.ffn[LP_FFN_MOE], *a = &s1.mix[LP_MIX_ATTN];
     const double one = 0.5 * s0.ffn[LP_FFN_MOE].comm_fwd_s; /* TP 1: all of it a2a */
     ASSERT_TRUE(one > kernels(m->op_bwd) && one > kernels(a->op_bwd));
+    /* without an SM count nothing is charged for the SMs */
+    ASSERT_TRUE(r.system.gpu.sms == 0);
     CLOSE(m->comm_fwd_s, (one - kernels(m->op_bwd)) + (one - kernels(a->op_bwd)));
     CLOSE(m->comm_bwd_s, (one - kernels(m->op_fwd)) + (one - kernels(a->op_fwd)));
+    /* 108 SMs, NCCL's all-to-all on 16 of them: the hidden parts (the
+     * blocks' kernels) cost 16/108 of themselves */
+    r.system.gpu.sms = 108;
+    shape_cost(&r, &s1);
+    const double hf = kernels(m->op_bwd) + kernels(a->op_bwd);
+    const double hb = kernels(m->op_fwd) + kernels(a->op_fwd);
+    CLOSE(m->comm_fwd_s, 2 * one - hf + hf * 16.0 / 108.0);
+    CLOSE(m->comm_bwd_s, 2 * one - hb + hb * 16.0 / 108.0);
+    /* a fast link: every all-to-all hides whole; DeepEP's 20 SMs charge
+     * 20/108 of the all-to-alls, the whole of the exposed time */
+    r.system.intra.bw_Bps = 300e9;
+    r.fw.ep_overlap = false;
+    r.fw.dispatcher = LP_DISPATCH_HYBRIDEP;
+    shape_cost(&r, &s0);
+    r.fw.ep_overlap = true;
+    r.fw.dispatcher_sms = 20;
+    shape_cost(&r, &s1);
+    const double hyb = 0.5 * s0.ffn[LP_FFN_MOE].comm_fwd_s;
+    ASSERT_TRUE(hyb < kernels(m->op_bwd) && hyb < kernels(a->op_bwd));
+    ASSERT_TRUE(hyb < kernels(m->op_fwd) && hyb < kernels(a->op_fwd));
+    CLOSE(m->comm_fwd_s, 2 * hyb * 20.0 / 108.0);
+    CLOSE(m->comm_bwd_s, 2 * hyb * 20.0 / 108.0);
+    /* HybridEP's own default, 16 */
+    r.fw.dispatcher_sms = 0;
+    shape_cost(&r, &s1);
+    CLOSE(m->comm_fwd_s, 2 * hyb * 16.0 / 108.0);
     /* a MoE layer without a mixer (hybrid 'E'): its combines hide behind
      * nothing */
+    r.system.gpu.sms = 0;
+    r.system.intra.bw_Bps = 5e9;
+    r.fw.dispatcher = LP_DISPATCH_ALLTOALL;
     strcpy(r.model.layer_pattern, "*E*E");
     shape_cost(&r, &s1);
     CLOSE(m->comm_fwd_s, (one - kernels(m->op_bwd)) + one);

@@ -196,7 +196,7 @@ TEST(framework_round_trip)
     snprintf(text, sizeof(text),
              "%s{\"name\": \"fsdp\", \"cross_entropy\": \"fused\", "
              "\"host_overlap\": 2, \"host_op_us\": 30, \"hybrid_shard\": true, "
-             "\"train_metrics\": true}}",
+             "\"train_metrics\": true, \"moe_dispatcher_sms\": 20}}",
              base);
     ASSERT_OK(lp_parse_run(text, "b.json", &r, &err));
     ASSERT_OK(lp_result_to_json_line(&r, &res, true, &out, &err));
@@ -212,6 +212,7 @@ TEST(framework_round_trip)
     ASSERT_NEAR(back.fw.host_op_s, 30e-6, 1e-15);
     ASSERT_TRUE(back.fw.dp_overlap == r.fw.dp_overlap && back.fw.kind == LP_FW_FSDP);
     ASSERT_TRUE(back.fw.hybrid_shard && back.fw.train_metrics);
+    ASSERT_EQ_INT(back.fw.dispatcher_sms, 20);
 }
 
 /* An option or layout the framework does not run as modelled is refused,

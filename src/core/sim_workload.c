@@ -1809,12 +1809,31 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
     }
 }
 
+/* The backward of an advanced indexing of a (T, width) tensor in an eager
+ * loop, beyond the index_put of the gathered rows: autograd's IndexBackward0
+ * scatters into a zeroed tensor of the whole indexed shape (torch 2.1
+ * tools/autograd/derivatives.yaml, index.Tensor: index_backward(grad.
+ * new_zeros(self.sizes()), indices, grad), then _index_put_impl_ with
+ * accumulate), and the engine adds that whole-size gradient into the ones
+ * the indexed tensor already received (torch/csrc/autograd/input_buffer.cpp,
+ * accumulate: old_var.add_(var) or old_var + var; both read two and write
+ * one). So each expert of the loop costs the backward a memset and an add
+ * over all T tokens, whichever tokens it routed. Kernels of the backward
+ * node and of the engine, no Python op of their own (add_native). */
+static void index_grads_full(const struct wl *w, double width, struct acc *b)
+{
+    const double x = w->T * width * w->e;
+    add_native(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, x));           /* new_zeros */
+    add_native(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x)); /* input buffer add */
+}
+
 /* One expert of the eager loop on n tokens (Transformers
  * modeling_mixtral.py, MixtralSparseMoeBlock.forward and
  * MixtralBlockSparseTop2MLP): gather the expert's tokens, w1 and w3 with
  * SiLU(w1 x) * w3 x, w2, scale by the routing weight, index_add_ into the
  * output; backward the reverse (index_add_'s gradient is an index_select,
- * the gather's an index_put into zeros). */
+ * each gather's an index_put into zeros of the whole input, added to its
+ * gradient: index_grads_full). */
 static void expert_eager(const struct wl *w, double n, double ft, struct acc *f, struct acc *b)
 {
     const double h = w->h, e = w->e;
@@ -1835,6 +1854,8 @@ static void expert_eager(const struct wl *w, double n, double ft, struct acc *f,
     addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * n * h * e)); /* mul backward: grad x w */
     addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 2.0 * n * h * e)); /* and the weight's grad */
     addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * n * h * e)); /* gather backward */
+    index_grads_full(w, h, b);                                     /* hidden_states[None, top_x] */
+    index_grads_full(w, (double)w->run->model.moe.top_k, b);       /* routing_weights[top_x, idx] */
 }
 
 /* Host synchronisations per expert of the eager loop (Transformers

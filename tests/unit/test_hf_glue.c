@@ -169,6 +169,48 @@ TEST(hf_moe_eager_syncs)
     CLOSE(sw.ffn[LP_FFN_MOE].op_fwd[LP_OPC_MEM], sc.ffn[LP_FFN_MOE].op_fwd[LP_OPC_MEM]);
 }
 
+/* The backward of the eager loop's two list indexings per expert
+ * (hidden_states[None, top_x_list], routing_weights[top_x_list, idx_list]):
+ * autograd's IndexBackward0 zero-fills the whole indexed tensor before its
+ * index_put, and the engine adds that whole-size gradient to the indexed
+ * tensor's (torch 2.1 derivatives.yaml index.Tensor; input_buffer.cpp
+ * accumulate). By hand, 2 experts of top-2 (dense) against 1 of top-1 on
+ * the same T tokens: every expert routes all T tokens, so the difference is
+ * one expert on T tokens (its seven backward kernels and its adapters' three
+ * scaling gradients) and the router's kernels over twice the experts, plus
+ * the whole-tensor terms: a zero-fill (T h 2) and an add (3 T h 2) of the
+ * hidden states per expert, and of the (T, k) routing weights 2 experts x
+ * (T 2 2, 3 T 2 2) against 1 x (T 2, 3 T 2). LoRA rank 16 on a 16-bit base
+ * (no dequantisation, no weight gradient of the base). */
+TEST(hf_moe_eager_index_backward)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost one, two;
+    hf_run(&r);
+    r.train.lora_rank = 16;
+    r.train.lora_base_bits = 16;
+    r.model.moe.experts = 1;
+    r.model.moe.top_k = 1;
+    r.model.moe.ffn_hidden = 2048;
+    r.model.moe.layer_freq = 1;
+    costs(&r, &one);
+    r.model.moe.experts = 2;
+    r.model.moe.top_k = 2;
+    costs(&r, &two);
+    const double T = 1024, h = 1024, f = 2048, e = 2;
+    const double expert = 2 * mem(&r, 4 * T * f * e) + mem(&r, 3 * T * f * e) +
+                          mem(&r, 2 * T * h * e) + mem(&r, 3 * T * h * e) + mem(&r, 2 * T * h * e) +
+                          mem(&r, 3 * T * h * e) + 2 * mem(&r, 2 * T * f * e) +
+                          mem(&r, 2 * T * h * e);
+    const double router = mem(&r, 2 * T * 2 * e) - mem(&r, 2 * T * 1 * e) + mem(&r, 4 * T * 2) -
+                          mem(&r, 4 * T) + 2 * (mem(&r, 12 * T * 2) - mem(&r, 12 * T));
+    const double whole = mem(&r, T * h * e) + mem(&r, 3 * T * h * e) +
+                         2 * (mem(&r, T * 2 * e) + mem(&r, 3 * T * 2 * e)) -
+                         (mem(&r, T * e) + mem(&r, 3 * T * e));
+    CLOSE(two.ffn[LP_FFN_MOE].op_bwd[LP_OPC_MEM] - one.ffn[LP_FFN_MOE].op_bwd[LP_OPC_MEM],
+          expert + router + whole);
+}
+
 /* torchtitan's eager model under fsdp2 (fused_kernels false by default;
  * torchtitan_attention_glue, model.py @9dec370): per rotary tensor of x
  * elements .float() (2 + 4 bytes), the complex multiply (8) and .type_as
@@ -202,4 +244,5 @@ TEST(torchtitan_eager_glue)
 }
 
 TH_MAIN(TH_CASE(dataset_padding), TH_CASE(hf_attention_varlen), TH_CASE(hf_rotary_eager),
-        TH_CASE(hf_moe_eager_syncs), TH_CASE(torchtitan_eager_glue))
+        TH_CASE(hf_moe_eager_syncs), TH_CASE(hf_moe_eager_index_backward),
+        TH_CASE(torchtitan_eager_glue))

@@ -67,9 +67,9 @@ void lp_calib_builtin(struct lp_calib *c)
      * Xia et al. 2024 (Transformers + PEFT eager PyTorch) */
     c->host_op_s[LP_FW_MEGATRON] = 29e-6;
     c->host_op_s[LP_FW_MEGATRON_2021] = 0.0;
-    c->host_op_s[LP_FW_MEGATRON_DEEPSPEED] = 81e-6;
+    c->host_op_s[LP_FW_MEGATRON_DEEPSPEED] = 82e-6;
     c->host_op_s[LP_FW_FSDP] = 100e-6;
-    c->host_op_s[LP_FW_HF] = 58e-6;
+    c->host_op_s[LP_FW_HF] = 57e-6;
     /* ddp, fsdp1 and fsdp2 (lp_fw_host_derived) are not fitted: their host
      * time is lp_eager_host_op_s, whatever cal holds (0 here) */
     c->attn_old_ratio = 0.52;

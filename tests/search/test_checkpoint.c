@@ -2,7 +2,7 @@
  * checkpoint written by lp_checkpoint_write: read back as written, and
  * refused with a message naming the file and the field when one of the
  * stored results' enums or bools is out of range (a damaged file whose
- * checksum was made to match). Until stop 32 the reader checked a few enums
+ * checksum was made to match). Until stop 31 the reader checked a few enums
  * only (dispatcher, moe_impl, tp_overlap_rs, fp8_scaling, lora_targets and
  * several bools not at all), named no field, and refused position "none"
  * (a bound of 3 for 4 values): no sweep of a Mamba hybrid could resume. */

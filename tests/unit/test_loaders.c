@@ -296,7 +296,7 @@ TEST(framework_defaults)
     lp_framework_defaults(LP_FW_MEGATRON_DEEPSPEED, &o);
     ASSERT_TRUE(!o.dp_overlap && !o.pp_overlap);
     ASSERT_TRUE(o.zero3_per_tensor);        /* DeepSpeed 2021 partition_parameters.py */
-    ASSERT_NEAR(o.host_op_s, 81e-6, 1e-12); /* docs/calibration.md */
+    ASSERT_NEAR(o.host_op_s, 82e-6, 1e-12); /* docs/calibration.md */
     ASSERT_NEAR(o.bucket_bytes, 5e8, 1e-12);
     lp_framework_defaults(LP_FW_FSDP, &o);
     ASSERT_TRUE(o.dp_overlap && o.param_gather_overlap && !o.pp_overlap);

@@ -175,7 +175,7 @@ TEST(fp8_current_scaling_by_hand)
  * sequence_parallel and parallel_mode "column"), so the query and KV up
  * projections add one all-reduce of 4 bytes each forward; the down
  * projections are "duplicated" (no group). The backward's is the output
- * projection's gradient, as for the dense attention. Until stop 32 MLA's
+ * projection's gradient, as for the dense attention. Until stop 31 MLA's
  * forward had none. */
 TEST(fp8_current_scaling_mla_amax)
 {

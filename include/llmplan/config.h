@@ -510,6 +510,17 @@ struct lp_run {
  * the GPU preset's sustained_frac, else the calibration's (fw.cal), else the
  * built-in one (a run not made by lp_framework_defaults*). */
 double lp_run_sustained(const struct lp_run *r);
+/* Where lp_run_sustained's value comes from. A fraction not the GPU's own
+ * was fitted on other GPUs' rows (issue #16: such a constant must not apply
+ * to a GPU silently): `llmplan simulate` names the source. */
+enum lp_sustained_src {
+    LP_SUSTAINED_GPU = 0, /* the GPU preset's sustained_frac (or --sustained-frac) */
+    LP_SUSTAINED_CALIB,   /* the run's calibration (data/calibration.json) */
+    LP_SUSTAINED_BUILTIN, /* the built-in calibration (lp_calib_builtin) */
+    LP_SUSTAINED_SRC_COUNT
+};
+enum lp_sustained_src lp_run_sustained_src(const struct lp_run *r);
+const char *lp_sustained_src_name(enum lp_sustained_src s);
 
 /* Name tables (stable spellings used by JSON, HDF5 and CLI). */
 const char *lp_prec_name(enum lp_prec p);

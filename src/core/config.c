@@ -75,13 +75,32 @@ void lp_calib_builtin(struct lp_calib *c)
     c->attn_old_ratio = 0.52;
 }
 
+enum lp_sustained_src lp_run_sustained_src(const struct lp_run *r)
+{
+    if (r->system.gpu.sustained_frac > 0) return LP_SUSTAINED_GPU;
+    if (r->fw.cal.sustained_frac > 0) return LP_SUSTAINED_CALIB;
+    return LP_SUSTAINED_BUILTIN;
+}
+
+const char *lp_sustained_src_name(enum lp_sustained_src s)
+{
+    static const char *const names[LP_SUSTAINED_SRC_COUNT] = {"gpu", "calibration", "builtin"};
+    return (unsigned)s < LP_SUSTAINED_SRC_COUNT ? names[s] : "?";
+}
+
 double lp_run_sustained(const struct lp_run *r)
 {
-    if (r->system.gpu.sustained_frac > 0) return r->system.gpu.sustained_frac;
-    if (r->fw.cal.sustained_frac > 0) return r->fw.cal.sustained_frac;
-    struct lp_calib c;
-    lp_calib_builtin(&c);
-    return c.sustained_frac;
+    switch (lp_run_sustained_src(r)) {
+    case LP_SUSTAINED_GPU:
+        return r->system.gpu.sustained_frac;
+    case LP_SUSTAINED_CALIB:
+        return r->fw.cal.sustained_frac;
+    default: {
+        struct lp_calib c;
+        lp_calib_builtin(&c);
+        return c.sustained_frac;
+    }
+    }
 }
 
 const char *lp_xent_name(enum lp_xent x)

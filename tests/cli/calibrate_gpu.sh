@@ -43,3 +43,35 @@ if err=$(python3 "$src/scripts/calibrate" --build "$build" --gpu l40s --sustaine
 fi
 echo "$err" | grep -q "l40s" || fail "error does not name the GPU: $err"
 echo "ok   --gpu l40s refused: $err"
+
+# a GPU without its own fraction runs at the calibration's, fitted on other
+# GPUs' rows: `llmplan simulate` says so (JSON sustained_frac_source and the
+# summary's "sustained" line) instead of applying it silently; the H100 SXM's
+# own and a --sustained-frac override are named as such
+export LLMPLAN_DATA=${LLMPLAN_DATA:-$src/data}
+for case in "dgx-b200|calibration|" "dgx-h100|gpu|" "dgx-b200|override|--sustained-frac 0.8"; do
+    IFS='|' read -r sys want opt <<<"$case"
+    cat >"$dir/$sys.json" <<JSON
+{"model": "llama3-8b", "system": "$sys", "gpus": 8,
+ "parallel": {"tp": 1, "pp": 1, "micro_batch": 1}, "training": {"global_batch": 64}}
+JSON
+    # shellcheck disable=SC2086
+    "$bin" simulate "$dir/$sys.json" --json $opt >"$dir/$sys.out" || fail "simulate $sys $opt"
+    python3 - "$dir/$sys.out" "$want" "$src/data" "$sys" <<'PY' || exit 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+want, data, system = sys.argv[2], sys.argv[3], sys.argv[4]
+assert d["sustained_frac_source"] == want, f"FAIL: {system}: source {d['sustained_frac_source']!r}, want {want!r}"
+gpu = json.load(open(f"{data}/systems/{system}.json"))["gpu"]
+own = json.load(open(f"{data}/gpus/{gpu}.json")).get("sustained_frac")
+cal = json.load(open(f"{data}/calibration.json"))["sustained_frac"]
+exp = {"gpu": own, "calibration": cal, "override": 0.8}[want]
+assert exp is not None and abs(d["sustained_frac"] - exp) < 1e-12, \
+    f"FAIL: {system}: sustained_frac {d['sustained_frac']}, want {exp}"
+print(f"ok   {system} ({gpu}): sustained_frac {d['sustained_frac']} from {want}")
+PY
+done
+out=$("$bin" simulate "$dir/dgx-b200.json") || fail "simulate dgx-b200 (text)"
+echo "$out" | grep -q "^sustained  0\.[0-9]* of the profile's GEMM/attention rate (the calibration's, fitted on other GPUs' rows" ||
+    fail "the summary does not name the calibration's fraction: $out"
+echo "ok   the summary names the calibration's fraction"

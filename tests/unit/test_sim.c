@@ -610,10 +610,16 @@ TEST(sustained_clock)
         (burst.mix[LP_MIX_ATTN].op_fwd[LP_OPC_GEMM] + burst.ffn[LP_FFN_DENSE].op_fwd[LP_OPC_GEMM]);
     ASSERT_TRUE(g > 1.0 && g < 1.05);
     /* a GPU without its own fraction takes the run's calibration's */
+    ASSERT_EQ_INT((int)lp_run_sustained_src(&r), (int)LP_SUSTAINED_GPU);
     r.system.gpu.sustained_frac = 0.0;
+    r.fw.cal.sustained_frac = 0.0;
     ASSERT_NEAR(lp_run_sustained(&r), 0.87, 1e-15); /* built in: data/calibration.json */
+    ASSERT_EQ_INT((int)lp_run_sustained_src(&r), (int)LP_SUSTAINED_BUILTIN);
     r.fw.cal.sustained_frac = 0.8;
     ASSERT_NEAR(lp_run_sustained(&r), 0.8, 1e-15);
+    /* not the GPU's own: named, never applied silently (issue #16) */
+    ASSERT_EQ_INT((int)lp_run_sustained_src(&r), (int)LP_SUSTAINED_CALIB);
+    ASSERT_EQ_STR(lp_sustained_src_name(LP_SUSTAINED_CALIB), "calibration");
     r.fw.host_op_s = 0.0;
     lp_shape_cost_compute(&cm, &r, &idle);
     ASSERT_NEAR(idle.mix[LP_MIX_ATTN].op_fwd[LP_OPC_GEMM],

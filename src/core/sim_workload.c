@@ -503,6 +503,19 @@ static bool fp8_current(const struct wl *w)
     return w->prec == LP_FP8 && w->run->train.fp8_scaling == LP_FP8_CURRENT;
 }
 
+/* Whether the quantiser finds a tensor's amax in a pass of its own before
+ * the cast: fp8 current scaling, and NVFP4, whose second-level scale is one
+ * fp32 per tensor from the tensor's amax (TransformerEngine d0067d0d
+ * pytorch/csrc/quantizer.cpp NVFP4Quantizer::quantize_impl:
+ * nvte_compute_amax_with_config, or with the recipe's random Hadamard
+ * transform nvte_hadamard_transform_amax, one read giving the row-wise
+ * amax and the column-wise one after the transform; the cast then turns
+ * the amax into the scale itself, no scale kernel). */
+static bool tensor_amax(const struct wl *w)
+{
+    return fp8_current(w) || w->prec == LP_NVFP4;
+}
+
 /* Quantisation of a low-precision GEMM's activation inputs (Transformer
  * Engine): forward casts X (M x K), backward casts dY (M x N), each into the
  * row-wise copy the GEMM reads and the column-wise (transposed) copy the
@@ -514,19 +527,20 @@ static bool fp8_current(const struct wl *w)
  * read of the tensor), the TP amax all-reduce where the tensor is gathered
  * (amax_sync), nvte_compute_scale_from_amax (one thread block turning the
  * amax into the scale and its inverse: a launch, 12 bytes), then the
- * cast. Weights are cast once per iteration (TE caches them across
+ * cast; NVFP4 the amax pass, its all-reduce and the cast (tensor_amax).
+ * Weights are cast once per iteration (TE caches them across
  * micro-batches): not counted. */
 static void quantize(const struct wl *w, double M, double N, double K, struct acc *fwd,
                      struct acc *bwd)
 {
     const double x[2] = {M * K, M * N};
     struct acc *a[2] = {fwd, bwd};
-    const bool amax = fp8_current(w);
+    const bool amax = tensor_amax(w), scale = fp8_current(w);
     for (int i = 0; i < 2; i++) {
-        if (amax) { /* launched inside the cast's own call: no op of their own */
-            add_native(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, x[i] * w->e));
+        /* launched inside the cast's own call: no op of their own */
+        if (amax) add_native(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, x[i] * w->e));
+        if (scale)
             add_native(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, 12.0)); /* amax in, scales out */
-        }
         addk(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, x[i] * (w->e + 2.0 * w->q)));
     }
 }
@@ -541,12 +555,15 @@ static void quantize(const struct wl *w, double M, double N, double K, struct ac
  * with_amax_reduction on tp_group when sequence_parallel; still so at
  * d0067d0d, _common.py set_quantizer_amax_reduction_group). quantize_impl
  * waits for it on the compute stream (`allreduce(...)->wait()`) between
- * the amax and the cast, so no GPU work of the block hides it. */
+ * the amax and the cast, so no GPU work of the block hides it. NVFP4's
+ * quantiser does the same (NVFP4Quantizer::quantize_impl reduce_amaxes,
+ * with_amax_reduction set by the same set_quantizer_amax_reduction_group):
+ * the row-wise and column-wise amaxes in one allreduce_coalesced, 8 bytes. */
 static void amax_sync(const struct wl *w, enum tp_linear role, struct acc *fwd, struct acc *bwd)
 {
-    if (!fp8_current(w) || w->t <= 1 || !w->run->par.sequence_parallel) return;
+    if (!tensor_amax(w) || w->t <= 1 || !w->run->par.sequence_parallel) return;
     struct acc *a = role == TP_COLUMN ? fwd : bwd;
-    a->sync += coll(w, LP_COLL_ALLREDUCE, 4.0, w->t, 1);
+    a->sync += coll(w, LP_COLL_ALLREDUCE, w->prec == LP_NVFP4 ? 8.0 : 4.0, w->t, 1);
 }
 
 /* Transformer Engine's userbuffers overlap of the TP linears (Megatron

@@ -218,6 +218,29 @@ TEST(module_precision_mamba_latent)
     ASSERT_NEAR(sm.mix[LP_MIX_ATTN].fwd_s, s4.mix[LP_MIX_ATTN].fwd_s, 1e-12);
 }
 
+/* NVFP4's quantiser finds each activation's amax in a pass of its own
+ * before the cast (its per-tensor second-level scale; TransformerEngine
+ * d0067d0d NVFP4Quantizer::quantize_impl), as fp8 current scaling does,
+ * without the latter's scale kernel. By hand, the attention block's
+ * forward at TP 1 casts QKV's input and the projection's (T x h each):
+ * against mxfp8, each cast writes 2 (0.5 + 1/16) bytes per element instead
+ * of 2 (1 + 1/32), and each adds one read of 2 bytes per element, a 5 us
+ * launch on the roofline backend (bandwidth 2.039 TB/s x 0.85). */
+TEST(nvfp4_amax_pass)
+{
+    static struct lp_shape_cost s4, s8;
+    struct lp_run r;
+    qrun(&r, LP_NVFP4);
+    shape_cost(&r, &s4);
+    qrun(&r, LP_MXFP8);
+    shape_cost(&r, &s8);
+    const double x = T * H, bw = 2.039e12 * 0.85;
+    const double q4 = 0.5 + 1.0 / 16.0, q8 = 1.0 + 1.0 / 32.0;
+    const double d = 2.0 * (5e-6 + x * (2.0 + 2.0 * q4 - 2.0 * q8) / bw);
+    ASSERT_NEAR(s4.mix[LP_MIX_ATTN].op_fwd[LP_OPC_MEM] - s8.mix[LP_MIX_ATTN].op_fwd[LP_OPC_MEM], d,
+                1e-9);
+}
+
 /* The run file's keys: module_precision names Megatron-Core's modules and
  * a precision a quantisation recipe can give; the bf16 layer counts stay
  * within one pipeline stage (Megatron-Core's check) and off fp8 delayed
@@ -264,4 +287,4 @@ TEST(quant_keys)
 
 TH_MAIN(TH_CASE(bf16_first_last_layers_mix), TH_CASE(bf16_layers_per_stage),
         TH_CASE(module_precision_attention), TH_CASE(module_precision_mamba_latent),
-        TH_CASE(quant_keys))
+        TH_CASE(nvfp4_amax_pass), TH_CASE(quant_keys))

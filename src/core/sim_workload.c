@@ -1729,7 +1729,15 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
         struct acc nb = {0};
         block_norm(w, &rc, &nb);
     }
-    linear_lora(w, w->T, E, h, &f, &b, true); /* router (replicated; LoRA targets "all" or "moe") */
+    /* the router (replicated; LoRA targets "all" or "moe"): Megatron-Core's
+     * router_gating_linear, a Transformer Engine general_gemm of the bf16
+     * input and weight into moe_router_dtype outside any quantiser
+     * (Megatron-LM d98e8a6 moe/router.py gating, moe_utils.py
+     * RouterGatingLinearFunction): in bf16 whatever the run's precision */
+    struct wl wr = *w;
+    wr.prec = w->aprec;
+    wr.q = 0.0;
+    linear_lora(&wr, w->T, E, h, &f, &b, true);
     addk(&f, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 2.0 * w->T * E * 4.0));
     addk(&b, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 3.0 * w->T * E * 4.0));
     /* the router and the dispatch preprocessing (with the permutation

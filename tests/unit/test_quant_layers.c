@@ -216,6 +216,17 @@ TEST(module_precision_mamba_latent)
                 lat / (p16 * e) - lat / (p4 * e), 1e-6);
     /* attention untouched */
     ASSERT_NEAR(sm.mix[LP_MIX_ATTN].fwd_s, s4.mix[LP_MIX_ATTN].fwd_s, 1e-12);
+    /* the MoE block's forward GEMMs of the nvfp4 run, each 5 us + FLOPs /
+     * (peak x 0.8): the router in bf16 (Megatron-Core's router_gating_linear
+     * runs outside the quantiser; T x 4096 -> 512), the latent pair, the
+     * shared expert (4096 -> 5376 -> 4096, relu2) and 8 local experts of
+     * 8192 x 64 x 22 / 512 = 22528 tokens each (1024 -> 2688 -> 1024) in
+     * nvfp4 */
+    const double te = Tk * 64.0 * 22.0 / 512.0;
+    const double moe = 5e-6 + 2.0 * Tk * 4096.0 * 512.0 / (p16 * e) + 2.0 * 5e-6 + lat / (p4 * e) +
+                       2.0 * (5e-6 + 2.0 * Tk * 4096.0 * 5376.0 / (p4 * e)) +
+                       8.0 * 2.0 * (5e-6 + 2.0 * te * 1024.0 * 2688.0 / (p4 * e));
+    ASSERT_NEAR(s4.ffn[LP_FFN_MOE].op_fwd[LP_OPC_GEMM], moe, 1e-6);
 }
 
 /* NVFP4's quantiser finds each activation's amax in a pass of its own

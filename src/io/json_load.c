@@ -1517,29 +1517,20 @@ static int check_op_sac(const struct lp_jctx *c, const struct lp_run *r)
     return LP_OK;
 }
 
-/* Megatron-Core's checks of first_last_layers_bf16 (transformer_config.py
- * __post_init__, Megatron-LM d98e8a6): each count at most the layers of one
- * pipeline stage (num_layers // pipeline_model_parallel_size), and no bf16
- * layers under fp8 delayed scaling, whose amax history spans the model. */
+/* the bf16 first / last layers Megatron-Core refuses (rules.h
+ * lp_bf16_layers_gap, the rule a sweep's walk skips by too: rules.c
+ * bf16_layers) */
 static int check_bf16_layers(const struct lp_jctx *c, const struct lp_run *r)
 {
-    const struct lp_training *t = &r->train;
-    const int per_stage = r->model.layers / (r->par.pp > 0 ? r->par.pp : 1);
-    if (t->bf16_first_layers > per_stage || t->bf16_last_layers > per_stage)
-        LP_FAIL(c->err, LP_EINVAL,
-                "%s: key 'training.bf16_%s_layers': %d exceeds the layers of one pipeline stage "
-                "(%d layers / pp %d = %d; Megatron-Core's limit)",
-                c->file, t->bf16_first_layers > per_stage ? "first" : "last",
-                t->bf16_first_layers > per_stage ? t->bf16_first_layers : t->bf16_last_layers,
-                r->model.layers, r->par.pp, per_stage);
-    if (t->precision == LP_FP8 && t->fp8_scaling == LP_FP8_DELAYED &&
-        t->bf16_first_layers + t->bf16_last_layers > 0)
-        LP_FAIL(c->err, LP_EINVAL,
-                "%s: key 'training.bf16_first_layers': fp8 delayed scaling does not support "
-                "bf16 first / last layers (Megatron-Core): expected 0, or fp8_scaling "
-                "\"current\"",
-                c->file);
-    return LP_OK;
+    const enum lp_fw_gap g = lp_bf16_layers_gap(&r->train, r->train.precision, &r->model, &r->par);
+    if (g == LP_GAP_NONE) return LP_OK;
+    const char *key;
+    const char *what = lp_fw_gap_text(g, &key);
+    LP_FAIL(c->err, LP_EINVAL,
+            "%s: key '%s': %s (first %d, last %d; %d layers, pp %d): expected at most %d, or "
+            "current scaling",
+            c->file, key, what, r->train.bf16_first_layers, r->train.bf16_last_layers,
+            r->model.layers, r->par.pp, r->model.layers / (r->par.pp > 0 ? r->par.pp : 1));
 }
 
 /* an option or layout the framework does not run as modelled, the rules a

@@ -11,6 +11,7 @@
 #include "fixtures.h"
 #include "harness.h"
 #include "llmplan/io.h"
+#include "llmplan/rules.h"
 #include "llmplan/sim.h"
 #include "sim_internal.h"
 
@@ -141,6 +142,22 @@ TEST(bf16_layers_per_stage)
     ASSERT_NEAR(c.kind_attn_s, (a.kind_attn_s + b.kind_attn_s) / 2.0, 1e-9);
     ASSERT_NEAR(d.kind_mlp_s, a.kind_mlp_s, 1e-12);
     ASSERT_TRUE(d.iteration_time_s > a.iteration_time_s * 1.05);
+    /* Megatron-Core refuses more than a stage's layers under fp8 / mxfp8
+     * (a result with a reason, as a sweep's walk skips it: rules.c
+     * bf16_layers), and checks nothing under nvfp4 */
+    qrun(&r, LP_MXFP8);
+    r.system.gpu.peak_flops[LP_MXFP8] = r.system.gpu.peak_flops[LP_FP8];
+    r.system.gpu.peak_flops[LP_NVFP4] = 2.0 * r.system.gpu.peak_flops[LP_FP8];
+    r.par.pp = 2;
+    r.train.global_batch = 4;
+    r.train.bf16_last_layers = 5;
+    run_sim(&r, &d);
+    ASSERT_TRUE(!d.feasible);
+    ASSERT_EQ_INT(d.reason, LP_REASON_FRAMEWORK);
+    ASSERT_EQ_INT((int)d.reason_a, LP_GAP_BF16_STAGE);
+    r.train.precision = LP_NVFP4;
+    run_sim(&r, &d);
+    ASSERT_TRUE(d.feasible);
 }
 
 /* A module's precision: linear_qkv and linear_proj in bf16 inside an fp8

@@ -218,6 +218,23 @@ enum lp_moe_impl {
 };
 
 /* Which linear layers carry LoRA adapters (training.finetune.targets). */
+/* Linears a per-module quantisation recipe may run in another precision
+ * than the run's (Megatron-Core quantization/quant_config.py RecipeConfig:
+ * glob matchers on the module's path, each naming a TEQuantizationParams
+ * config; extensions/transformer_engine.py opens its autocast around the
+ * module's forward). Its defaults (override_quantized_autocast true,
+ * override_nonquantized_autocast false) change a module only inside a
+ * quantised layer: the bf16 first / last layers stay bf16. */
+enum lp_qmod {
+    LP_QMOD_QKV = 0,  /* attention's linear_qkv */
+    LP_QMOD_PROJ,     /* attention's linear_proj */
+    LP_QMOD_IN_PROJ,  /* the Mamba mixer's in_proj */
+    LP_QMOD_OUT_PROJ, /* the Mamba mixer's out_proj */
+    LP_QMOD_LATENT,   /* LatentMoE's fc1_latent_proj and fc2_latent_proj */
+    LP_QMOD_MTP,      /* every linear of the MTP modules ("mtp.*") */
+    LP_QMOD_COUNT
+};
+
 enum lp_lora_targets {
     LP_LORA_ALL = 0, /* every linear layer of the blocks */
     LP_LORA_MOE,     /* the experts and the routers only (Xia et al. 2024) */
@@ -483,6 +500,16 @@ struct lp_training {
     int lora_rank;
     int lora_base_bits;
     enum lp_fp8_scaling fp8_scaling; /* precision fp8 only */
+    /* Under a quantised precision (fp8, mxfp8, nvfp4): the first and last
+     * decoder layers whose linears run in bf16 (Megatron-Core
+     * first_last_layers_bf16 with num_layers_at_start_in_bf16 /
+     * num_layers_at_end_in_bf16: fp8_utils.py / fp4_utils.py open no
+     * quantisation autocast for them). No effect in bf16. */
+    int bf16_first_layers, bf16_last_layers;
+    /* Per-module precision inside the quantised layers (a Megatron-Core
+     * quant_recipe of TEQuantizationParams, lp_qmod): 0 the run's, else an
+     * lp_prec + 1 (lp_train_module_prec). */
+    unsigned char module_prec[LP_QMOD_COUNT];
     enum lp_lora_targets lora_targets;
     double lora_dropout; /* PEFT lora_dropout: > 0 adds a dropout kernel per adapter */
     /* Dataset-shaped fine-tuning (training.dataset): queries of a length
@@ -576,6 +603,12 @@ double lp_dataset_batch_len(const struct lp_dataset *d, int b, bool worst);
 const char *lp_moe_impl_name(enum lp_moe_impl m);
 const char *lp_ub_rs_name(enum lp_ub_rs m);
 const char *lp_lora_targets_name(enum lp_lora_targets t);
+/* training.module_precision's key of a module ("linear_qkv", ...). */
+const char *lp_qmod_name(enum lp_qmod q);
+/* The precision module q's GEMMs run in inside a quantised layer: its
+ * training.module_precision, else the run's (no override outside a
+ * quantised precision: TE's override_nonquantized_autocast false). */
+enum lp_prec lp_train_module_prec(const struct lp_training *t, enum lp_qmod q);
 
 /* Parameter count of the whole model (embedding included once if tied). */
 double lp_model_params(const struct lp_model *m);

@@ -39,13 +39,15 @@ struct lp_rule_view {
  * (LP_REASON_FRAMEWORK's reason_a; lp_fw_gap_text says it). */
 enum lp_fw_gap {
     LP_GAP_NONE = 0,
-    LP_GAP_HYBRID, /* hybrid_shard outside FSDP at zero 2 or 3 (config.h lp_fw_hybrid_runs) */
-    LP_GAP_PP,     /* FSDP with pp > 1 (or vp > 1) */
-    LP_GAP_MOE,    /* FSDP with MoE layers */
-    LP_GAP_MTP,    /* FSDP with MTP layers */
-    LP_GAP_LAYERS, /* FSDP with a block that is not attention + dense MLP (Mamba) */
-    LP_GAP_UNITS,  /* FSDP with more blocks than LP_TORCH_MAX_UNITS - 2 */
-    LP_GAP_LORA,   /* FSDP with LoRA */
+    LP_GAP_HYBRID,       /* hybrid_shard outside FSDP at zero 2 or 3 (config.h lp_fw_hybrid_runs) */
+    LP_GAP_PP,           /* FSDP with pp > 1 (or vp > 1) */
+    LP_GAP_MOE,          /* FSDP with MoE layers */
+    LP_GAP_MTP,          /* FSDP with MTP layers */
+    LP_GAP_LAYERS,       /* FSDP with a block that is not attention + dense MLP (Mamba) */
+    LP_GAP_UNITS,        /* FSDP with more blocks than LP_TORCH_MAX_UNITS - 2 */
+    LP_GAP_LORA,         /* FSDP with LoRA */
+    LP_GAP_BF16_STAGE,   /* fp8 / mxfp8 with more bf16 first / last layers than a stage holds */
+    LP_GAP_BF16_DELAYED, /* fp8 delayed scaling with bf16 first / last layers */
     LP_GAP_COUNT
 };
 
@@ -67,6 +69,16 @@ enum lp_fw_gap lp_torch_layout_gap(const struct lp_model *m, const struct lp_par
  * reduce: the generic model's nothing is FSDP's too). */
 enum lp_fw_gap lp_fw_fsdp_gap(enum lp_framework k, const struct lp_model *m,
                               const struct lp_parallel *p, int lora_rank);
+
+/* Megatron-Core's checks of first_last_layers_bf16 (transformer_config.py
+ * __post_init__, Megatron-LM d98e8a6), made under `if self.fp8` only (fp8
+ * and mxfp8; an nvfp4 or bf16 run is not checked): no bf16 layers under
+ * delayed scaling, and each count at most num_layers //
+ * pipeline_model_parallel_size. LP_GAP_NONE when the counts pass. The one
+ * rule of a run's parse (json_load.c) and of a sweep's walk (rules.c
+ * bf16_layers). */
+enum lp_fw_gap lp_bf16_layers_gap(const struct lp_training *t, enum lp_prec prec,
+                                  const struct lp_model *m, const struct lp_parallel *p);
 
 /* A gap in words, and in *key (may be NULL) the run description's key that
  * sets it. */

@@ -230,6 +230,23 @@ enum lp_prec lp_prec_table(enum lp_prec p)
     return p == LP_MXFP8 || p == LP_NVFP4 ? LP_FP8 : p;
 }
 
+/* Megatron-Core's module names (the last part of the path a matcher globs) */
+static const char *const qmod_names[LP_QMOD_COUNT] = {"linear_qkv", "linear_proj", "in_proj",
+                                                      "out_proj",   "latent_proj", "mtp"};
+
+const char *lp_qmod_name(enum lp_qmod q)
+{
+    return (unsigned)q < LP_QMOD_COUNT ? qmod_names[q] : "?";
+}
+
+enum lp_prec lp_train_module_prec(const struct lp_training *t, enum lp_qmod q)
+{
+    if (lp_prec_table(t->precision) != LP_FP8 || (unsigned)q >= LP_QMOD_COUNT ||
+        t->module_prec[q] == 0 || t->module_prec[q] > LP_PREC_COUNT)
+        return t->precision;
+    return (enum lp_prec)(t->module_prec[q] - 1);
+}
+
 const char *lp_fp8_scaling_name(enum lp_fp8_scaling s)
 {
     return (unsigned)s < LP_FP8_SCALING_COUNT ? fp8_scaling_names[s] : "?";

@@ -246,10 +246,36 @@ const char *lp_fw_gap_text(enum lp_fw_gap g, const char **key)
         {"model", "fsdp is modelled per unit for attention + dense MLP blocks only"},
         {"model.layers", "fsdp is modelled per unit for at most 1022 blocks"},
         {"training.finetune", "fsdp is modelled per unit without LoRA"},
+        {"training.bf16_first_layers, bf16_last_layers",
+         "Megatron-Core keeps at most one pipeline stage's layers (layers / pp) in bf16 at either "
+         "end under fp8"},
+        {"training.bf16_first_layers",
+         "Megatron-Core keeps no first / last layers in bf16 under fp8 delayed scaling"},
     };
     const unsigned i = (unsigned)g < LP_GAP_COUNT ? (unsigned)g : 0;
     if (key) *key = t[i].key;
     return t[i].text;
+}
+
+enum lp_fw_gap lp_bf16_layers_gap(const struct lp_training *t, enum lp_prec prec,
+                                  const struct lp_model *m, const struct lp_parallel *p)
+{
+    if (prec != LP_FP8 && prec != LP_MXFP8) return LP_GAP_NONE;
+    if (t->bf16_first_layers + t->bf16_last_layers == 0) return LP_GAP_NONE;
+    if (prec == LP_FP8 && t->fp8_scaling == LP_FP8_DELAYED) return LP_GAP_BF16_DELAYED;
+    const int per_stage = m->layers / (p->pp > 0 ? p->pp : 1);
+    return t->bf16_first_layers > per_stage || t->bf16_last_layers > per_stage ? LP_GAP_BF16_STAGE
+                                                                               : LP_GAP_NONE;
+}
+
+/* the bf16 first / last layers Megatron-Core refuses (lp_bf16_layers_gap);
+ * *b the layers of one stage */
+static bool bf16_layers(const struct lp_rule_view *v, double *a, double *b)
+{
+    const enum lp_fw_gap g = lp_bf16_layers_gap(v->train, v->precision, v->model, v->par);
+    *a = g;
+    *b = v->model->layers / v->par->pp;
+    return g != LP_GAP_NONE;
 }
 
 /* hybrid_shard where it does not run (config.h lp_fw_hybrid_runs); *b the
@@ -307,6 +333,7 @@ const struct lp_rule lp_rules[] = {
     {LP_DIM_FRAMEWORK, LP_REASON_FRAMEWORK, fw_hybrid},
     {LP_DIM_FRAMEWORK, LP_REASON_FRAMEWORK, fsdp_layout},
     {LP_DIM_PRECISION, LP_REASON_PRECISION, precision},
+    {LP_DIM_PRECISION, LP_REASON_FRAMEWORK, bf16_layers},
     {LP_DIM_FINETUNE, LP_REASON_FRAMEWORK, fsdp_lora},
 };
 const int lp_rule_count = (int)(sizeof(lp_rules) / sizeof(lp_rules[0]));

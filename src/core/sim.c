@@ -247,6 +247,10 @@ struct lp_sim_mid {
     struct lp_torch_dp tdp;
     struct lp_torch_pass ps;
     const struct lp_shape_cost *sc;
+    /* the blocks' costs in bf16, for the layers a quantised run keeps in
+     * bf16 (bf16_zone); valid when nb0 + nb1 > 0 */
+    struct lp_shape_cost scb;
+    int nb0, nb1;
     double f_comp[2], b_comp[2], comm[2]; /* stage 0, last stage */
     double zero3, contention, busy_first, busy_last;
     bool torch;
@@ -412,6 +416,7 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.lora_bits = r->train.lora_base_bits;
     k.etp = r->par.etp;
     k.fp8_scaling = (int)r->train.fp8_scaling;
+    memcpy(k.module_prec, r->train.module_prec, sizeof(k.module_prec));
     k.peak = r->system.gpu.peak_flops[r->train.precision];
     k.host_op_s = r->fw.host_op_s;
     k.host_overlap = r->fw.host_overlap;
@@ -699,6 +704,69 @@ static void ends_bound(const struct lp_sim *s, const struct lp_sched_in *in, dou
     *end_last = (fill + busy_last) * margin;
 }
 
+/* A layer kind's cost: its mixer's plus its FFN's (under a full
+ * recomputation of every layer, the whole forward again). */
+static void kind_cost(const struct lp_shape_cost *sc, int k, bool full_all, struct lp_layer_cost *z)
+{
+    const struct lp_layer_cost *x = &sc->mix[k / LP_FFN_COUNT], *y = &sc->ffn[k % LP_FFN_COUNT];
+    z->fwd_s = x->fwd_s + y->fwd_s;
+    z->bwd_s = x->bwd_s + y->bwd_s;
+    z->recompute_s = x->recompute_s + y->recompute_s + (full_all ? x->full_s + y->full_s : 0.0);
+    z->comm_fwd_s = x->comm_fwd_s + y->comm_fwd_s;
+    z->comm_bwd_s = x->comm_bwd_s + y->comm_bwd_s;
+    z->comm_recompute_s = x->comm_recompute_s + y->comm_recompute_s +
+                          (full_all ? x->comm_full_s + y->comm_full_s : 0.0);
+    z->full_s = x->full_s + y->full_s;
+    z->comm_full_s = x->comm_full_s + y->comm_full_s;
+    z->wgrad_s = x->wgrad_s + y->wgrad_s;
+    for (int o = 0; o < LP_OPC_COUNT; o++) {
+        z->op_fwd[o] = x->op_fwd[o] + y->op_fwd[o];
+        z->op_bwd[o] = x->op_bwd[o] + y->op_bwd[o];
+        z->op_w[o] = x->op_w[o] + y->op_w[o];
+    }
+}
+
+/* Of the layers [a, b), those a quantised run keeps in bf16, by kind: the
+ * model's first nb0 and last nb1 layers (Megatron-Core fp8_utils.py
+ * is_first_last_bf16_layer and fp4_utils.py get_fp4_context, Megatron-LM
+ * d98e8a6: a layer whose 0-based global number is below
+ * num_layers_at_start_in_bf16 or at least num_layers -
+ * num_layers_at_end_in_bf16 runs under no quantisation autocast;
+ * transformer_block.py and models/hybrid/hybrid_block.py open that context
+ * per layer with layer.layer_number - 1, the pipeline's offset included,
+ * so the zones are the model's ends whatever the split). */
+static void bf16_zone(const struct lp_kinds *ks, int a, int b, int nb0, int nb1, int nb[LP_KINDS])
+{
+    memset(nb, 0, LP_KINDS * sizeof(int));
+    const int L = ks->m->layers;
+    int t[LP_KINDS];
+    const int hi = b < nb0 ? b : nb0;
+    if (hi > a) {
+        lp_range_kinds(ks, a, hi, t);
+        for (int k = 0; k < LP_KINDS; k++)
+            nb[k] += t[k];
+    }
+    int lo = L - nb1 > nb0 ? L - nb1 : nb0; /* not the first zone's layers twice */
+    if (lo < a) lo = a;
+    if (b > lo) {
+        lp_range_kinds(ks, lo, b, t);
+        for (int k = 0; k < LP_KINDS; k++)
+            nb[k] += t[k];
+    }
+}
+
+/* The layers [*a, *b) of virtual stage vs a full recomputation redoes
+ * (lp_full_kinds' rule, as a range). */
+static void full_range(const struct lp_parallel *p, const int *first, int vs, int *a, int *b)
+{
+    *a = first[vs];
+    *b = *a;
+    if (p->recompute != LP_RECOMPUTE_FULL) return;
+    const int n = first[vs + 1] - *a;
+    *b = lp_full_covers_all(p) ? first[vs + 1]
+                               : *a + (p->recompute_layers < n ? p->recompute_layers : n);
+}
+
 /* The simulation up to the schedule's ends, into *x (its res is *res):
  * false when the configuration is refused before any timing (*res then is
  * the whole result). */
@@ -812,37 +880,53 @@ static bool simulate_head(struct lp_sim *s, const struct lp_run *r, const struct
         return false;
     }
 
-    const struct lp_shape_cost *sc = md->sc = shape_cost(s, r, mh);
     const bool full_all = lp_full_covers_all(p);
     const bool partial = p->recompute == LP_RECOMPUTE_FULL && !full_all;
-    /* each layer kind's forward/backward compute and exposed TP/CP/EP comm */
-    struct lp_layer_cost kc[LP_KINDS];
-    for (int j = 0; j < ks.n; j++) {
-        const int k = ks.id[j];
-        const struct lp_layer_cost *x = &sc->mix[k / LP_FFN_COUNT], *y = &sc->ffn[k % LP_FFN_COUNT];
-        struct lp_layer_cost *z = &kc[k];
-        z->fwd_s = x->fwd_s + y->fwd_s;
-        z->bwd_s = x->bwd_s + y->bwd_s;
-        /* a full recomputation of every layer redoes each whole forward */
-        z->recompute_s = x->recompute_s + y->recompute_s + (full_all ? x->full_s + y->full_s : 0.0);
-        z->comm_fwd_s = x->comm_fwd_s + y->comm_fwd_s;
-        z->comm_bwd_s = x->comm_bwd_s + y->comm_bwd_s;
-        z->comm_recompute_s = x->comm_recompute_s + y->comm_recompute_s +
-                              (full_all ? x->comm_full_s + y->comm_full_s : 0.0);
-        z->full_s = x->full_s + y->full_s;
-        z->comm_full_s = x->comm_full_s + y->comm_full_s;
-        z->wgrad_s = x->wgrad_s + y->wgrad_s;
-        for (int o = 0; o < LP_OPC_COUNT; o++) {
-            z->op_fwd[o] = x->op_fwd[o] + y->op_fwd[o];
-            z->op_bwd[o] = x->op_bwd[o] + y->op_bwd[o];
-            z->op_w[o] = x->op_w[o] + y->op_w[o];
+    /* a quantised run's bf16 layers (training.bf16_first_layers /
+     * bf16_last_layers): every block of theirs costs what it costs in a
+     * bf16 run (bf16 GEMMs, no quantisation kernels, TP gathers and EP
+     * dispatch in bf16, no per-module overrides: lp_qmod). The MTP modules
+     * in their own precision (training.module_precision "mtp"): Megatron-
+     * Core opens their quantisation context without a layer number
+     * (multi_token_prediction.py get_fp8_context(self.config)), so the bf16
+     * layers never include them. These shape costs first: the memo may
+     * reuse a slot, so the run's own are fetched after. */
+    const bool quant = lp_prec_table(r->train.precision) == LP_FP8;
+    md->nb0 = quant ? r->train.bf16_first_layers : 0;
+    md->nb1 = quant ? r->train.bf16_last_layers : 0;
+    const int nb0 = md->nb0, nb1 = md->nb1;
+    struct lp_layer_cost kcb[LP_KINDS], kcm = {0};
+    struct lp_edge_cost em = {0};
+    const enum lp_prec pm = lp_train_module_prec(&r->train, LP_QMOD_MTP);
+    const bool mtp_own = m->mtp_layers > 0 && pm != r->train.precision;
+    if (nb0 + nb1 > 0 || mtp_own) {
+        struct lp_run rb = *r;
+        rb.train.bf16_first_layers = rb.train.bf16_last_layers = 0;
+        memset(rb.train.module_prec, 0, sizeof(rb.train.module_prec));
+        if (mtp_own) {
+            rb.train.precision = pm;
+            const struct lp_shape_cost *q = shape_cost(s, &rb, mh);
+            kind_cost(q, ks.last, full_all, &kcm);
+            em = q->edge;
+        }
+        if (nb0 + nb1 > 0) {
+            rb.train.precision = LP_BF16;
+            md->scb = *shape_cost(s, &rb, mh);
+            for (int j = 0; j < ks.n; j++)
+                kind_cost(&md->scb, ks.id[j], full_all, &kcb[ks.id[j]]);
         }
     }
+    const struct lp_shape_cost *sc = md->sc = shape_cost(s, r, mh);
+    /* each layer kind's forward/backward compute and exposed TP/CP/EP comm */
+    struct lp_layer_cost kc[LP_KINDS];
+    for (int j = 0; j < ks.n; j++)
+        kind_cost(sc, ks.id[j], full_all, &kc[ks.id[j]]);
     /* the layer shown in the breakdown: the model's first */
     const int shown = lp_kind_of(m, 0);
-    memcpy(res->layer_fwd_s, kc[shown].op_fwd, sizeof(res->layer_fwd_s));
-    memcpy(res->layer_bwd_s, kc[shown].op_bwd, sizeof(res->layer_bwd_s));
-    memcpy(res->layer_wgrad_s, kc[shown].op_w, sizeof(res->layer_wgrad_s));
+    const struct lp_layer_cost *kshown = nb0 > 0 ? &kcb[shown] : &kc[shown];
+    memcpy(res->layer_fwd_s, kshown->op_fwd, sizeof(res->layer_fwd_s));
+    memcpy(res->layer_bwd_s, kshown->op_bwd, sizeof(res->layer_bwd_s));
+    memcpy(res->layer_wgrad_s, kshown->op_w, sizeof(res->layer_wgrad_s));
     if (order) /* the same layer's kernels in order, for the timeline */
         lp_shape_cost_order(&s->cm, r, shown / LP_FFN_COUNT, shown % LP_FFN_COUNT, order);
 
@@ -865,25 +949,39 @@ static bool simulate_head(struct lp_sim *s, const struct lp_run *r, const struct
         kid[i] = k;
     }
     for (int vs = 0; vs < pv; vs++) {
-        int n[LP_KINDS], nr[LP_KINDS] = {0}; /* nr: the block method's recomputed layers */
+        int n[LP_KINDS], nr[LP_KINDS] = {0};         /* nr: the block method's recomputed layers */
+        int nb[LP_KINDS] = {0}, nrb[LP_KINDS] = {0}; /* of those, the bf16 ones */
         lp_chunk_kinds(&ks, first, vs, n);
         if (partial) lp_full_kinds(&ks, p, first, vs, nr);
+        if (nb0 + nb1 > 0) {
+            bf16_zone(&ks, first[vs], first[vs + 1], nb0, nb1, nb);
+            int ra, rb;
+            full_range(p, first, vs, &ra, &rb);
+            if (partial) bf16_zone(&ks, ra, rb, nb0, nb1, nrb);
+        }
         double fc = 0, fm = 0, bc = 0, bm = 0, wg = 0;
         for (int j = 0; j < nk; j++) {
             const int k = kid[j];
             if (!n[k]) continue;
-            const struct lp_layer_cost *c = &kc[k];
-            fc += n[k] * c->fwd_s;
-            fm += n[k] * c->comm_fwd_s;
-            bc += n[k] * (c->bwd_s + c->recompute_s) + nr[k] * c->full_s;
-            bm += n[k] * (c->comm_bwd_s + c->comm_recompute_s) + nr[k] * c->comm_full_s;
-            wg += n[k] * c->wgrad_s;
+            /* the quantised layers, then the bf16 ones */
+            for (int z = 0; z < 2; z++) {
+                const struct lp_layer_cost *c = z == 0 ? &kc[k] : &kcb[k];
+                const int nn = z == 0 ? n[k] - nb[k] : nb[k];
+                const int nf = z == 0 ? nr[k] - nrb[k] : nrb[k];
+                if (nn == 0 && nf == 0) continue;
+                fc += nn * c->fwd_s;
+                fm += nn * c->comm_fwd_s;
+                bc += nn * (c->bwd_s + c->recompute_s) + nf * c->full_s;
+                bm += nn * (c->comm_bwd_s + c->comm_recompute_s) + nf * c->comm_full_s;
+                wg += nn * c->wgrad_s;
+            }
         }
         if (vs == pv - 1 && m->mtp_layers > 0) { /* MTP modules after the last layer */
-            const struct lp_layer_cost *c = &kc[ks.last];
-            fc += m->mtp_layers * (c->fwd_s + sc->edge.mtp_fwd_s);
+            const struct lp_layer_cost *c = mtp_own ? &kcm : &kc[ks.last];
+            const struct lp_edge_cost *e = mtp_own ? &em : &sc->edge;
+            fc += m->mtp_layers * (c->fwd_s + e->mtp_fwd_s);
             fm += m->mtp_layers * c->comm_fwd_s;
-            bc += m->mtp_layers * (c->bwd_s + c->recompute_s + sc->edge.mtp_bwd_s);
+            bc += m->mtp_layers * (c->bwd_s + c->recompute_s + e->mtp_bwd_s);
             bm += m->mtp_layers * (c->comm_bwd_s + c->comm_recompute_s);
             wg += m->mtp_layers * c->wgrad_s;
         }
@@ -1044,21 +1142,34 @@ static void simulate_tail(struct lp_sim *s, const struct lp_run *r, const struct
     {
         double mixs = 0, moes = 0, mlps = 0, blocks = 0, redone = 0;
         for (int c = 0; c < p->vp; c++) {
-            int n[LP_KINDS], nr[LP_KINDS] = {0};
-            lp_chunk_kinds(&ks, first, c * p->pp + (ci == 0 ? 0 : last), n);
-            if (partial) lp_full_kinds(&ks, p, first, c * p->pp + (ci == 0 ? 0 : last), nr);
+            const int vs = c * p->pp + (ci == 0 ? 0 : last);
+            int n[LP_KINDS], nr[LP_KINDS] = {0}, nbf[LP_KINDS] = {0}, nrb[LP_KINDS] = {0};
+            lp_chunk_kinds(&ks, first, vs, n);
+            if (partial) lp_full_kinds(&ks, p, first, vs, nr);
+            if (md->nb0 + md->nb1 > 0) { /* the bf16 layers' share (simulate_head) */
+                bf16_zone(&ks, first[vs], first[vs + 1], md->nb0, md->nb1, nbf);
+                int ra, rb;
+                full_range(p, first, vs, &ra, &rb);
+                if (partial) bf16_zone(&ks, ra, rb, md->nb0, md->nb1, nrb);
+            }
             for (int k = 0; k < LP_KINDS; k++) {
                 if (!n[k]) continue;
-                const struct lp_layer_cost *x = &sc->mix[k / LP_FFN_COUNT];
-                const struct lp_layer_cost *y = &sc->ffn[k % LP_FFN_COUNT];
                 const int ff = k % LP_FFN_COUNT;
                 const double nb = (k / LP_FFN_COUNT != LP_MIX_NONE) + (ff != LP_FFN_NONE);
-                const double xr = x->recompute_s + (full_all ? x->full_s : 0.0);
-                const double yr = y->recompute_s + (full_all ? y->full_s : 0.0);
-                mixs += n[k] * (x->fwd_s + x->bwd_s + xr) + nr[k] * x->full_s;
-                if (ff == LP_FFN_MOE) moes += n[k] * (y->fwd_s + y->bwd_s + yr) + nr[k] * y->full_s;
-                if (ff == LP_FFN_DENSE)
-                    mlps += n[k] * (y->fwd_s + y->bwd_s + yr) + nr[k] * y->full_s;
+                for (int z = 0; z < 2; z++) {
+                    const struct lp_shape_cost *q = z == 0 ? sc : &md->scb;
+                    const int nn = z == 0 ? n[k] - nbf[k] : nbf[k];
+                    const int nf = z == 0 ? nr[k] - nrb[k] : nrb[k];
+                    if (nn == 0 && nf == 0) continue;
+                    const struct lp_layer_cost *x = &q->mix[k / LP_FFN_COUNT];
+                    const struct lp_layer_cost *y = &q->ffn[ff];
+                    const double xr = x->recompute_s + (full_all ? x->full_s : 0.0);
+                    const double yr = y->recompute_s + (full_all ? y->full_s : 0.0);
+                    mixs += nn * (x->fwd_s + x->bwd_s + xr) + nf * x->full_s;
+                    if (ff == LP_FFN_MOE) moes += nn * (y->fwd_s + y->bwd_s + yr) + nf * y->full_s;
+                    if (ff == LP_FFN_DENSE)
+                        mlps += nn * (y->fwd_s + y->bwd_s + yr) + nf * y->full_s;
+                }
                 blocks += n[k] * nb;
                 redone += nr[k] * nb;
             }

@@ -65,6 +65,7 @@ struct lp_shape_key {
     int sp, flash, prec, recompute, fused, xent;
     int lora_rank, lora_bits;
     int etp, fp8_scaling;
+    unsigned char module_prec[LP_QMOD_COUNT]; /* training.module_precision */
     double host_op_s, host_overlap;
     double peak; /* the precision's peak (block-scaled GEMMs scale by it) */
     int moe_impl, lora_targets, dispatcher_sms;

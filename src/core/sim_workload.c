@@ -389,6 +389,32 @@ static double finish_block(const struct wl *w, struct lp_layer_cost *c, struct a
     return fwd;
 }
 
+/* Bytes of a quantised copy per element: fp8 1 byte; MXFP8 + an E8M0
+ * scale per 32; NVFP4 half a byte + an E4M3 scale per 16 (OCP MX spec;
+ * NVIDIA NVFP4); 0 for a precision that is not quantised. */
+static double quant_bytes(enum lp_prec p)
+{
+    return p == LP_FP8     ? 1.0
+           : p == LP_MXFP8 ? 1.0 + 1.0 / 32.0
+           : p == LP_NVFP4 ? 0.5 + 1.0 / 16.0
+                           : 0.0;
+}
+
+/* The workload as module q runs it: its GEMMs, quantisation kernels and
+ * quantised TP gathers in the precision training.module_precision gives it
+ * (lp_train_module_prec: the run's when none, or when the run is not
+ * quantised). Transformer Engine opens the module's own autocast
+ * (Megatron-LM d98e8a6 extensions/transformer_engine.py
+ * _get_fp8_autocast_for_quant_recipe: fp8_autocast(enabled=False) for a
+ * config without a recipe, i.e. bf16). */
+static struct wl module_wl(const struct wl *w, enum lp_qmod q)
+{
+    struct wl v = *w;
+    v.prec = lp_train_module_prec(&w->run->train, q);
+    v.q = quant_bytes(v.prec);
+    return v;
+}
+
 static double gemm(const struct wl *w, enum lp_gemm_layout l, double m, double n, double k)
 {
     return w->cm->ops->gemm_s(w->cm, l, w->prec, m, n, k);
@@ -477,6 +503,19 @@ static bool fp8_current(const struct wl *w)
     return w->prec == LP_FP8 && w->run->train.fp8_scaling == LP_FP8_CURRENT;
 }
 
+/* Whether the quantiser finds a tensor's amax in a pass of its own before
+ * the cast: fp8 current scaling, and NVFP4, whose second-level scale is one
+ * fp32 per tensor from the tensor's amax (TransformerEngine d0067d0d
+ * pytorch/csrc/quantizer.cpp NVFP4Quantizer::quantize_impl:
+ * nvte_compute_amax_with_config, or with the recipe's random Hadamard
+ * transform nvte_hadamard_transform_amax, one read giving the row-wise
+ * amax and the column-wise one after the transform; the cast then turns
+ * the amax into the scale itself, no scale kernel). */
+static bool tensor_amax(const struct wl *w)
+{
+    return fp8_current(w) || w->prec == LP_NVFP4;
+}
+
 /* Quantisation of a low-precision GEMM's activation inputs (Transformer
  * Engine): forward casts X (M x K), backward casts dY (M x N), each into the
  * row-wise copy the GEMM reads and the column-wise (transposed) copy the
@@ -488,19 +527,20 @@ static bool fp8_current(const struct wl *w)
  * read of the tensor), the TP amax all-reduce where the tensor is gathered
  * (amax_sync), nvte_compute_scale_from_amax (one thread block turning the
  * amax into the scale and its inverse: a launch, 12 bytes), then the
- * cast. Weights are cast once per iteration (TE caches them across
+ * cast; NVFP4 the amax pass, its all-reduce and the cast (tensor_amax).
+ * Weights are cast once per iteration (TE caches them across
  * micro-batches): not counted. */
 static void quantize(const struct wl *w, double M, double N, double K, struct acc *fwd,
                      struct acc *bwd)
 {
     const double x[2] = {M * K, M * N};
     struct acc *a[2] = {fwd, bwd};
-    const bool amax = fp8_current(w);
+    const bool amax = tensor_amax(w), scale = fp8_current(w);
     for (int i = 0; i < 2; i++) {
-        if (amax) { /* launched inside the cast's own call: no op of their own */
-            add_native(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, x[i] * w->e));
+        /* launched inside the cast's own call: no op of their own */
+        if (amax) add_native(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, x[i] * w->e));
+        if (scale)
             add_native(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, 12.0)); /* amax in, scales out */
-        }
         addk(a[i], LP_OPC_MEM, mem(w, LP_MEM_COPY, x[i] * (w->e + 2.0 * w->q)));
     }
 }
@@ -515,12 +555,15 @@ static void quantize(const struct wl *w, double M, double N, double K, struct ac
  * with_amax_reduction on tp_group when sequence_parallel; still so at
  * d0067d0d, _common.py set_quantizer_amax_reduction_group). quantize_impl
  * waits for it on the compute stream (`allreduce(...)->wait()`) between
- * the amax and the cast, so no GPU work of the block hides it. */
+ * the amax and the cast, so no GPU work of the block hides it. NVFP4's
+ * quantiser does the same (NVFP4Quantizer::quantize_impl reduce_amaxes,
+ * with_amax_reduction set by the same set_quantizer_amax_reduction_group):
+ * the row-wise and column-wise amaxes in one allreduce_coalesced, 8 bytes. */
 static void amax_sync(const struct wl *w, enum tp_linear role, struct acc *fwd, struct acc *bwd)
 {
-    if (!fp8_current(w) || w->t <= 1 || !w->run->par.sequence_parallel) return;
+    if (!tensor_amax(w) || w->t <= 1 || !w->run->par.sequence_parallel) return;
     struct acc *a = role == TP_COLUMN ? fwd : bwd;
-    a->sync += coll(w, LP_COLL_ALLREDUCE, 4.0, w->t, 1);
+    a->sync += coll(w, LP_COLL_ALLREDUCE, w->prec == LP_NVFP4 ? 8.0 : 4.0, w->t, 1);
 }
 
 /* Transformer Engine's userbuffers overlap of the TP linears (Megatron
@@ -1176,6 +1219,10 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
     const unsigned mods = lp_sim_rc_modules(r);
     struct acc f = {0}, b = {0}, rc = {0};
     int syncs = 0;
+    /* linear_qkv and linear_proj in their modules' precisions (MLA has no
+     * linear_qkv: its projections run as the layer does) */
+    const struct wl wqkv = mla ? *w : module_wl(w, LP_QMOD_QKV);
+    const struct wl wproj = module_wl(w, LP_QMOD_PROJ);
     elementwise(w, &f, &b);
     /* the attention kernel's head dim: MLA's scores use d_nope + d_rope and
      * its values d_v; FlashAttention's work is s^2 (d_qk + d_v) per head */
@@ -1192,7 +1239,7 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
         dk = q->qk_nope_head_dim + q->qk_rope_head_dim;
         dv = q->v_head_dim;
     } else {
-        linear_tp(w, TP_COLUMN, T, (w->at + 2.0 * w->gt) * d, h, &f, &b);
+        linear_tp(&wqkv, TP_COLUMN, T, (w->at + 2.0 * w->gt) * d, h, &f, &b);
         if (r->model.qk_norm) qk_norms(w, &f, &b);
         if (!r->fw.fused_kernels && r->fw.kind == LP_FW_FSDP2) {
             torchtitan_attention_glue(w, &f, &b);
@@ -1211,9 +1258,11 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
     attn_core(w, local, 0.5 * (dk + dv), &af, &ab, &nf, &nb);
     add_attn(&f, af, nf);
     add_attn(&b, ab, nb);
-    linear_tp(w, TP_ROW, T, h, w->at * dv, &f, &b);
+    linear_tp(&wproj, TP_ROW, T, h, w->at * dv, &f, &b);
 
-    double comm_f = tp_comm(w, true), comm_b = tp_comm(w, true);
+    /* the forward gathers linear_qkv's input, the backward linear_proj's
+     * output gradient, each quantised as its module runs */
+    double comm_f = tp_comm(&wqkv, true), comm_b = tp_comm(&wproj, true);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     if (r->fw.cuda_graphs & LP_GRAPH_ATTN) { /* the whole block, its collectives too */
         f.graphed = f.n;
@@ -1360,6 +1409,9 @@ static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
     const double T = w->T, h = w->h, t = w->t, N = m->mamba.d_state;
     const double di = lp_arch_mamba_inner(m) / t;
     struct acc f = {0}, b = {0};
+    /* Mamba-2's in_proj and out_proj (Transformer Engine linears) in their
+     * modules' precisions */
+    const struct wl win = module_wl(w, LP_QMOD_IN_PROJ), wout = module_wl(w, LP_QMOD_OUT_PROJ);
     elementwise(w, &f, &b);
     double conv_ch;
     if (m->mamba.version == 2) {
@@ -1374,7 +1426,7 @@ static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
          * "fc2"): the TP linear pair of the attention and MLP blocks, its
          * collectives overlapped per GEMM under tp_overlap, its backward's
          * async all-gather / reduce-scatter otherwise (linear_tp) */
-        linear_tp(w, TP_COLUMN, T, 2.0 * di + 2.0 * G * N + nh, h, &f, &b);
+        linear_tp(&win, TP_COLUMN, T, 2.0 * di + 2.0 * G * N + nh, h, &f, &b);
         ssd_kernels(w, nh, G, &f, &b);
         /* Megatron-Core's RMSNorm over the gated output (mamba_mixer.py:
          * self.norm(y) after the fused path; the gate silu(z) is applied
@@ -1410,17 +1462,19 @@ static void mamba_block(const struct wl *w, struct lp_layer_cost *c)
      * keeps plain linears */
     const bool te = m->mamba.version == 2;
     if (te)
-        linear_tp(w, TP_ROW, T, h, di, &f, &b);
+        linear_tp(&wout, TP_ROW, T, h, di, &f, &b);
     else
         linear(w, T, h, di, &f, &b);
-    double comm = tp_comm(w, te);
+    /* the forward gathers in_proj's input, the backward out_proj's output
+     * gradient (Mamba-2: each quantised as its module runs) */
+    const double comm_f = tp_comm(te ? &win : w, te), comm_b = tp_comm(te ? &wout : w, te);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     if (r->fw.cuda_graphs & LP_GRAPH_MAMBA) {
         f.graphed = f.n;
         b.graphed = b.n;
         ncoll = 0;
     }
-    close_block(w, c, &f, &b, NULL, comm, comm, ncoll, true);
+    close_block(w, c, &f, &b, NULL, comm_f, comm_b, ncoll, true);
 }
 
 /* fc1, activation, fc2 of an FFN of size f split over t ranks, on T tokens:
@@ -1675,7 +1729,15 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
         struct acc nb = {0};
         block_norm(w, &rc, &nb);
     }
-    linear_lora(w, w->T, E, h, &f, &b, true); /* router (replicated; LoRA targets "all" or "moe") */
+    /* the router (replicated; LoRA targets "all" or "moe"): Megatron-Core's
+     * router_gating_linear, a Transformer Engine general_gemm of the bf16
+     * input and weight into moe_router_dtype outside any quantiser
+     * (Megatron-LM d98e8a6 moe/router.py gating, moe_utils.py
+     * RouterGatingLinearFunction): in bf16 whatever the run's precision */
+    struct wl wr = *w;
+    wr.prec = w->aprec;
+    wr.q = 0.0;
+    linear_lora(&wr, w->T, E, h, &f, &b, true);
     addk(&f, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 2.0 * w->T * E * 4.0));
     addk(&b, LP_OPC_MEM, mem(w, LP_MEM_SOFTMAX, 3.0 * w->T * E * 4.0));
     /* the router and the dispatch preprocessing (with the permutation
@@ -1745,8 +1807,9 @@ static void moe_block(const struct wl *w, struct lp_layer_cost *c)
         addk(&b, LP_OPC_MEM, sort);
     }
     if (moe->latent > 0) { /* LatentMoE: to the latent width before routing, and back */
-        linear(w, w->T, lw, h, &f, &b);
-        linear(w, w->T, h, lw, &f, &b);
+        const struct wl wl = module_wl(w, LP_QMOD_LATENT); /* fc1/fc2_latent_proj */
+        linear(&wl, w->T, lw, h, &f, &b);
+        linear(&wl, w->T, h, lw, &f, &b);
     }
     /* dispatch and combine: the same volume each way */
     const double a2a = 2.0 * dispatch_time(w, Tr * load * lw * w->e, (int)etp);
@@ -2135,12 +2198,7 @@ static void shape_cost(const struct lp_cost_model *cm, const struct lp_run *run,
     /* attention, norms and the rest stay in bf16 under fp8-family training */
     w.aprec = lp_prec_table(w.prec) == LP_FP8 ? LP_BF16 : w.prec;
     w.e = w.prec == LP_FP32 ? 4.0 : 2.0;
-    /* quantised copies: fp8 1 byte; MXFP8 + an E8M0 scale per 32; NVFP4
-     * half a byte + an E4M3 scale per 16 (OCP MX spec; NVIDIA NVFP4) */
-    w.q = w.prec == LP_FP8     ? 1.0
-          : w.prec == LP_MXFP8 ? 1.0 + 1.0 / 32.0
-          : w.prec == LP_NVFP4 ? 0.5 + 1.0 / 16.0
-                               : 0.0;
+    w.q = quant_bytes(w.prec);
     w.t = run->par.tp;
     w.T = (double)run->par.micro_batch * m->seq_len / run->par.cp;
     w.Tn = run->par.sequence_parallel ? w.T / w.t : w.T;

@@ -1361,12 +1361,56 @@ static int parse_dataset(const struct lp_jctx *c, const cJSON *o, const char *pa
     return check_max_len(c, path, d);
 }
 
+/* training.module_precision: {module: precision} for the modules of
+ * lp_qmod, each bf16 or a quantised precision (a TEQuantizationParams
+ * config's training_recipe: none, fp8 or fp4) */
+static int parse_module_prec(const struct lp_jctx *c, const cJSON *o, const char *path,
+                             struct lp_training *t)
+{
+    const char *keys[LP_QMOD_COUNT + 1];
+    for (int q = 0; q < LP_QMOD_COUNT; q++)
+        keys[q] = lp_qmod_name((enum lp_qmod)q);
+    keys[LP_QMOD_COUNT] = NULL;
+    struct lp_err *err = c->err;
+    if (!cJSON_IsObject(o))
+        LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected an object {module: precision}", c->file,
+                path);
+    LP_TRY(err, lp_json_check_keys(c, o, path, keys));
+    char ex[160];
+    for (int q = 0; q < LP_QMOD_COUNT; q++) {
+        const char *k = keys[q];
+        if (!cJSON_GetObjectItemCaseSensitive(o, k)) continue;
+        int e = (int)LP_BF16;
+        LP_TRY(err, lp_json_enum(c, o, path, k, false, parse_prec, NAMES_FN(ex, prec_n), &e));
+        if (e == LP_FP32 || e == LP_FP16) {
+            char kp[320];
+            lp_jpath(kp, sizeof(kp), path, k);
+            LP_FAIL(err, LP_EINVAL,
+                    "%s: key '%s': expected bf16, fp8, mxfp8 or nvfp4 (a module's quantisation "
+                    "recipe), got \"%s\"",
+                    c->file, kp, lp_prec_name((enum lp_prec)e));
+        }
+        t->module_prec[q] = (unsigned char)(e + 1);
+    }
+    return LP_OK;
+}
+
 int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
                      struct lp_training *t)
 {
-    static const char *const keys[] = {
-        "global_batch",     "precision", "flash_attention", "attention", "tokens",
-        "tokens_per_param", "finetune",  "fp8_scaling",     "dataset",   NULL};
+    static const char *const keys[] = {"global_batch",
+                                       "precision",
+                                       "flash_attention",
+                                       "attention",
+                                       "tokens",
+                                       "tokens_per_param",
+                                       "finetune",
+                                       "fp8_scaling",
+                                       "dataset",
+                                       "bf16_first_layers",
+                                       "bf16_last_layers",
+                                       "module_precision",
+                                       NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, o, path, keys));
     LP_TRY(err, lp_json_int(c, o, path, "global_batch", true, 1, INT64_MAX, &t->global_batch));
@@ -1378,6 +1422,16 @@ int lp_json_training(const struct lp_jctx *c, const cJSON *o, const char *path,
     LP_TRY(err, lp_json_enum(c, o, path, "fp8_scaling", false, parse_fp8_scaling,
                              NAMES_FN(ex, fp8_scaling_n), &e));
     t->fp8_scaling = (enum lp_fp8_scaling)e;
+    LP_TRY(err, lp_json_int32(c, o, path, "bf16_first_layers", false, 0, 1 << 20,
+                              &t->bf16_first_layers));
+    LP_TRY(err,
+           lp_json_int32(c, o, path, "bf16_last_layers", false, 0, 1 << 20, &t->bf16_last_layers));
+    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(o, "module_precision");
+    if (mp) {
+        char mpp[256];
+        LP_TRY(err,
+               parse_module_prec(c, mp, lp_jpath(mpp, sizeof(mpp), path, "module_precision"), t));
+    }
     LP_TRY(err, lp_json_bool(c, o, path, "flash_attention", false, &t->flash_attention));
     if (cJSON_GetObjectItemCaseSensitive(o, "attention")) {
         const bool flash_given = cJSON_GetObjectItemCaseSensitive(o, "flash_attention") != NULL;
@@ -1461,6 +1515,22 @@ static int check_op_sac(const struct lp_jctx *c, const struct lp_run *r)
                 "Mamba layers or the run trains LoRA adapters",
                 c->file, m->name);
     return LP_OK;
+}
+
+/* the bf16 first / last layers Megatron-Core refuses (rules.h
+ * lp_bf16_layers_gap, the rule a sweep's walk skips by too: rules.c
+ * bf16_layers) */
+static int check_bf16_layers(const struct lp_jctx *c, const struct lp_run *r)
+{
+    const enum lp_fw_gap g = lp_bf16_layers_gap(&r->train, r->train.precision, &r->model, &r->par);
+    if (g == LP_GAP_NONE) return LP_OK;
+    const char *key;
+    const char *what = lp_fw_gap_text(g, &key);
+    LP_FAIL(c->err, LP_EINVAL,
+            "%s: key '%s': %s (first %d, last %d; %d layers, pp %d): expected at most %d, or "
+            "current scaling",
+            c->file, key, what, r->train.bf16_first_layers, r->train.bf16_last_layers,
+            r->model.layers, r->par.pp, r->model.layers / (r->par.pp > 0 ? r->par.pp : 1));
 }
 
 /* an option or layout the framework does not run as modelled, the rules a
@@ -1681,6 +1751,7 @@ int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struc
     LP_TRY_GOTO(err, rc, lp_json_check_graph_scope(&c, &out->model, &out->fw, "framework"),
                 cleanup);
     LP_TRY_GOTO(err, rc, check_op_sac(&c, out), cleanup);
+    LP_TRY_GOTO(err, rc, check_bf16_layers(&c, out), cleanup);
     LP_TRY_GOTO(err, rc, check_fsdp2_zero(&c, out), cleanup);
     LP_TRY_GOTO(err, rc, check_fw_gap(&c, out), cleanup);
     /* the GPU count tp*pp*cp*dp in 64 bits: each degree fits an int, their

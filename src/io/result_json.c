@@ -131,6 +131,18 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
         if (r->train.precision == LP_FP8)
             bad |= !cJSON_AddStringToObject(t, "fp8_scaling",
                                             lp_fp8_scaling_name(r->train.fp8_scaling));
+        if (r->train.bf16_first_layers > 0)
+            bad |= add_num(t, "bf16_first_layers", r->train.bf16_first_layers);
+        if (r->train.bf16_last_layers > 0)
+            bad |= add_num(t, "bf16_last_layers", r->train.bf16_last_layers);
+        cJSON *mp = NULL;
+        for (int q = 0; q < LP_QMOD_COUNT; q++) {
+            if (!r->train.module_prec[q]) continue;
+            if (!mp) mp = cJSON_AddObjectToObject(t, "module_precision");
+            bad |= !mp || !cJSON_AddStringToObject(
+                              mp, lp_qmod_name((enum lp_qmod)q),
+                              lp_prec_name((enum lp_prec)(r->train.module_prec[q] - 1)));
+        }
         if (r->train.lora_rank > 0) {
             cJSON *ft = cJSON_AddObjectToObject(t, "finetune");
             bad |= !ft || !cJSON_AddStringToObject(ft, "method", "lora") ||

@@ -428,6 +428,10 @@ struct lp_framework_opts {
     bool fused_softmax;          /* unfused attention's scale, causal mask and softmax in one kernel
                                     (Megatron's FusedScaleMaskSoftmax) rather than eager PyTorch ops */
     double bucket_bytes;         /* DP gradient bucket size */
+    bool mcore_buckets;          /* Megatron-Core's bucket rule instead of bucket_bytes: buckets of
+                                    max(40M, 1M x dp) parameters, dense and expert buffers apart
+                                    (sim_dp.c dp_buckets); set by the framework, cleared by an
+                                    explicit bucket_MB */
     double step_overhead_s;      /* per-iteration host/launch overhead */
     double host_op_s;            /* host dispatch time per kernel launch (eager PyTorch) */
     double host_overlap;         /* p of the smooth max (kernels^p + host^p)^(1/p): 1 = serial */

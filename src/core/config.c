@@ -363,6 +363,7 @@ void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *ca
         o->tp_async_dgrad = true;
         o->pp_overlap = true;
         o->param_gather_overlap = true;
+        o->mcore_buckets = true;
         break;
     case LP_FW_MEGATRON_2021:
         o->dp_overlap = false;

@@ -379,6 +379,25 @@ static void z3_ipg_layers(struct ds_ipg *q, const struct lp_layer_tensors *lt, i
     }
 }
 
+/* Gradient buckets of a stage holding P trained parameters, Pe of them
+ * routed experts, of g_bytes gradient each. Megatron-Core (fw.mcore_buckets;
+ * Megatron-LM d7288711 megatron/core/distributed/distributed_data_parallel.py
+ * __init__, the same at 0d8e0714 and b0cc2706: the cores of Megatron-Bridge
+ * v0.2.0, v0.3.0 and v0.4.0 / v0.4.1): bucket_size, in parameters, defaults
+ * to max(40000000, 1000000 * dp_group.size()) (dp_group without CP), and the
+ * dense parameters and the experts (`allreduce` False) fill buffers of their
+ * own (self.buffers, self.expert_parallel_buffers), each cut into buckets of
+ * that size. Not modelled: `if disable_bucketing or pp_rank > 0:
+ * bucket_size = None` (docs/simulator.md section 3). Otherwise buckets of
+ * fw.bucket_bytes. */
+static double dp_buckets(const struct lp_run *r, double P, double Pe, double g_bytes)
+{
+    if (!r->fw.mcore_buckets) return fmax(1.0, ceil(P * g_bytes / r->fw.bucket_bytes));
+    const double size = fmax(40e6, 1e6 * r->par.dp), dense = P - Pe;
+    const double n = (dense > 0 ? ceil(dense / size) : 0.0) + (Pe > 0 ? ceil(Pe / size) : 0.0);
+    return fmax(1.0, n);
+}
+
 void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_params *pr,
                  double bwd_window_s[2], double fwd_window_s, struct lp_dp_cost *out)
 {
@@ -398,7 +417,7 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
             t_red = dp_coll(s, r, LP_COLL_REDUCESCATTER, P, Pe, b.g_comm);
             t_gather = dp_coll(s, r, LP_COLL_ALLGATHER, P, Pe, b.w);
         }
-        double nbuckets = fmax(1.0, ceil(P * b.g_comm / r->fw.bucket_bytes));
+        const double nbuckets = dp_buckets(r, P, Pe, b.g_comm);
         double exposed = t_red;
         if (r->fw.dp_overlap) exposed = fmax(t_red - bwd_window_s[i], t_red / nbuckets);
         double gexp = t_gather;

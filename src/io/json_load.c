@@ -1682,7 +1682,10 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     /* only what the object gives: the unit round trip of a default
      * (x * 1e6 * 1e-6) may move it by an ulp, which would make an object
      * that overrides nothing differ from the framework's name */
-    if (cJSON_GetObjectItemCaseSensitive(item, "bucket_MB")) f->bucket_bytes = mb * 1e6;
+    if (cJSON_GetObjectItemCaseSensitive(item, "bucket_MB")) {
+        f->bucket_bytes = mb * 1e6;
+        f->mcore_buckets = false; /* the given size, not Megatron-Core's rule */
+    }
     if (cJSON_GetObjectItemCaseSensitive(item, "step_overhead_ms")) f->step_overhead_s = ms * 1e-3;
     if (cJSON_GetObjectItemCaseSensitive(item, "host_op_us")) f->host_op_s = us * 1e-6;
     return LP_OK;

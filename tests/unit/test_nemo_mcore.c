@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "fixtures.h"
+#include "fixtures_dp.h"
 #include "harness.h"
 #include "llmplan/io.h"
 #include "llmplan/sim.h"
@@ -481,7 +482,81 @@ TEST(userbuffers_capacity_every_preset)
     ASSERT_EQ_INT(u.bad, 0);
 }
 
-TH_MAIN(TH_CASE(head_in_bf16_under_fp8), TH_CASE(tp_overlap_per_gemm_by_hand),
+/* Megatron-Core's gradient buckets (sim_dp.c dp_buckets;
+ * distributed_data_parallel.py at Megatron-LM d7288711): bucket_size
+ * max(40M, 1M x dp) parameters, dense and expert parameters in buffers of
+ * their own. On GPT-3 175B at TP 8 / PP 8 the first stage holds 12 layers
+ * of 12 h^2 / 8 = 226.5M parameters (h = 12288; 2.718e9 with their biases
+ * and norms), the embedding, 51200 x 12288 / 8 = 78.6M, and the learned
+ * positions, 2048 x 12288 = 25.2M (replicated): 2.822e9, 71 buckets of 40M
+ * at DP 16 (16 x 1M < 40M), 45 of 64M at DP 64; the old rule, 40 MB of
+ * fp32 gradient, made 283. */
+static int mcore_dp(const struct lp_run *r, double bwd_s, double fwd_s, struct lp_params *pr,
+                    struct lp_dp_cost *dc)
+{
+    if (lp_fixture_dp_costs(r, pr, dc) != 0) return -1; /* pr */
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r->system.gpu);
+    struct lp_sim *sim = NULL;
+    if (lp_sim_create(&cm, &sim, NULL) != 0) return -1;
+    double bw[2] = {bwd_s, bwd_s};
+    lp_dp_costs(sim, r, pr, bw, fwd_s, dc);
+    lp_sim_destroy(&sim);
+    return 0;
+}
+
+TEST(megatron_core_buckets_by_hand)
+{
+    struct lp_run r;
+    lp_fixture_gpt3_run(&r);
+    ASSERT_TRUE(r.fw.mcore_buckets);
+    struct lp_params pr;
+    struct lp_dp_cost dc;
+    /* windows far longer than any reduction: only the last bucket shows */
+    ASSERT_EQ_INT(mcore_dp(&r, 100.0, 100.0, &pr, &dc), 0);
+    ASSERT_TRUE(fabs(pr.train0 - 2.822e9) < 2e6);
+    ASSERT_EQ_INT(dc.buckets[0], 71);
+    ASSERT_NEAR(dc.red_exposed_s[0], dc.red_s[0] / 71.0, 1e-12);
+    ASSERT_NEAR(dc.gather_exposed_s[0], dc.gather_s[0] / 71.0, 1e-12);
+    /* DP 64: buckets of 64M parameters */
+    r.par.dp = 64;
+    ASSERT_EQ_INT(mcore_dp(&r, 100.0, 100.0, &pr, &dc), 0);
+    ASSERT_EQ_INT(dc.buckets[0], 45);
+    /* an explicit bucket_MB: buckets of that many bytes (bf16 gradients in
+     * fp32 main_grad: 4 bytes) */
+    r.par.dp = 16;
+    r.fw.mcore_buckets = false;
+    r.fw.bucket_bytes = 40e6;
+    ASSERT_EQ_INT(mcore_dp(&r, 100.0, 100.0, &pr, &dc), 0);
+    ASSERT_EQ_INT(dc.buckets[0], 283);
+}
+
+/* Experts fill a buffer of their own: 50M dense and 50M expert parameters
+ * are 2 + 2 buckets of 40M, not ceil(100M / 40M) = 3 */
+TEST(megatron_core_expert_buffer_buckets)
+{
+    struct lp_run r;
+    lp_fixture_gpt3_run(&r);
+    r.par.pp = 1;
+    r.model.layers = 12;
+    struct lp_params pr;
+    struct lp_dp_cost dc;
+    ASSERT_EQ_INT(lp_fixture_dp_costs(&r, &pr, &dc), 0);
+    pr.train0 = pr.train_last = 100e6;
+    pr.expert0 = pr.expert_last = 50e6;
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_sim *sim = NULL;
+    ASSERT_EQ_INT(lp_sim_create(&cm, &sim, NULL), 0);
+    double bw[2] = {100.0, 100.0};
+    lp_dp_costs(sim, &r, &pr, bw, 100.0, &dc);
+    lp_sim_destroy(&sim);
+    ASSERT_EQ_INT(dc.buckets[0], 4);
+    ASSERT_EQ_INT(dc.buckets[1], 4);
+}
+
+TH_MAIN(TH_CASE(megatron_core_buckets_by_hand), TH_CASE(megatron_core_expert_buffer_buckets),
+        TH_CASE(head_in_bf16_under_fp8), TH_CASE(tp_overlap_per_gemm_by_hand),
         TH_CASE(tp_overlap_mla_keeps_unoverlapped_gather), TH_CASE(fp8_gathers_without_userbuffers),
         TH_CASE(mamba_mixer_tp_overlap_by_hand), TH_CASE(fp8_current_scaling_by_hand),
         TH_CASE(fp8_gradients_follow_grad_fp32), TH_CASE(optimizer_states_in_bf16),

@@ -6,7 +6,7 @@
  * micro-batches per pipeline) and on 128 GPUs (48 to 1536 micro-batches:
  * long pipelines of micro-batches, where the schedule solve is longest).
  *
- * Reported in one run, each for seven schedule solvers on the same list:
+ * Reported in one run, each for eight schedule solvers on the same list:
  * the reference solvers (the clear ones: lp_sched_exact_ref, which the tree
  * before #20 used), the fast ones solving every operation (lp_sched_exact
  * with sched_every_op: #20's first step), the fast ones with stop 28's
@@ -16,13 +16,15 @@
  * left them (zb's periods of up to ZB_RING pairs, all by the event loop:
  * sched_stop30), the fast ones as stop 31 left them (zb's event loop and
  * ring handing over to the worklist after ZB_QUIET snapshots without a
- * jump: sched_stop31) and the fast ones as the simulator runs them now
- * (every untraced zb pipeline by the worklist from the start), with the
+ * jump: sched_stop31), the fast ones as stop 31's follow-up left them (every
+ * untraced zb pipeline by the worklist from the start; every other schedule
+ * by the general worklist advance: sched_stop31f) and the fast ones as the
+ * simulator runs them now (one-chunk pipelines by advance1, stop 32), with the
  * ratios: sweep order (each configuration once, on a fresh simulator, as a
  * sweep sees them: the memos fill as it goes), warm (the list again and
  * again: memo hits where the direct-mapped memos hold them), cold (both
  * memos cleared before every configuration: the full operator-by-operator
- * cost and schedule solve). The results of all six must be bit-identical
+ * cost and schedule solve). The results of all eight must be bit-identical
  * (checked here too). Rates are per CPU-second; the solvers are measured
  * alternately ROUNDS times and each keeps its best rates, so that load on a
  * shared machine affects them alike. Then one 1F1B, zb, GPipe and interleaved (vp 2) schedule
@@ -105,7 +107,7 @@ struct rates {
     uint64_t hash;
 };
 
-enum solver { REFERENCE, EVERY_OP, STOP28, STOP29, STOP30, STOP31, STEADY, SOLVERS };
+enum solver { REFERENCE, EVERY_OP, STOP28, STOP29, STOP30, STOP31, STOP31F, STEADY, SOLVERS };
 
 /* One solver's three rates on the list. */
 static int measure(const struct lp_cost_model *cm, enum solver solver, const struct lp_run *list,
@@ -120,6 +122,7 @@ static int measure(const struct lp_cost_model *cm, enum solver solver, const str
     sim->sched_stop29 = solver == STOP29;
     sim->sched_stop30 = solver == STOP30;
     sim->sched_stop31 = solver == STOP31;
+    sim->sched_stop31f = solver == STOP31F;
     struct lp_result res;
     out->feasible = 0;
     out->sum = 0;
@@ -177,7 +180,7 @@ static void best_of(struct rates *best, const struct rates *r)
     best->listed = r->listed;
 }
 
-/* The seven solvers on one list: their rates and ratios; 0 if their
+/* The eight solvers on one list: their rates and ratios; 0 if their
  * results are bit-identical. */
 static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base, int gpus,
                       double secs, int rounds, const char *path, double *sink)
@@ -196,13 +199,13 @@ static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base,
         }
     const struct rates *ref = &best[REFERENCE], *every = &best[EVERY_OP], *old = &best[STOP28],
                        *s29 = &best[STOP29], *s30 = &best[STOP30], *s31 = &best[STOP31],
-                       *st = &best[STEADY];
+                       *s31f = &best[STOP31F], *st = &best[STEADY];
     printf("bench_sim: %d GPT-3 175B configurations on %d A100s (%ld feasible), profile %s\n", n,
            gpus, st->feasible, path);
     printf(
         "  configs per CPU-second   reference     every op      stop 28      stop 29      stop 30"
-        "      stop 31          now   now/every op   now/stop 30   now/stop 31   now/reference   "
-        "(best of %d rounds)\n",
+        "      stop 31     stop 31f          now   now/every op   now/stop 30   now/stop 31   "
+        "now/stop 31f   now/reference   (best of %d rounds)\n",
         rounds);
     const char *names[] = {"sweep order (once each)", "warm (memos hit)       ",
                            "cold (memos cleared)   "};
@@ -213,10 +216,11 @@ static int bench_list(const struct lp_cost_model *cm, const struct lp_run *base,
         const double o29 = i == 0 ? s29->first : i == 1 ? s29->warm : s29->cold;
         const double o30 = i == 0 ? s30->first : i == 1 ? s30->warm : s30->cold;
         const double o31 = i == 0 ? s31->first : i == 1 ? s31->warm : s31->cold;
+        const double o31f = i == 0 ? s31f->first : i == 1 ? s31f->warm : s31f->cold;
         const double c = i == 0 ? st->first : i == 1 ? st->warm : st->cold;
-        printf("  %s %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   %12.2f   "
-               "%11.2f   %11.2f   %13.2f\n",
-               names[i], a, b, o, o29, o30, o31, c, c / b, c / o30, c / o31, c / a);
+        printf("  %s %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   %10.0f   "
+               "%12.2f   %11.2f   %11.2f   %12.2f   %13.2f\n",
+               names[i], a, b, o, o29, o30, o31, o31f, c, c / b, c / o30, c / o31, c / o31f, c / a);
     }
     bool same = true;
     for (int v = 0; v < SOLVERS; v++)
@@ -373,12 +377,13 @@ static int bench_solve(const struct lp_cost_model *cm, enum lp_schedule kind, in
      * ring, no worklist), stop 31's (zb: the ring, then the worklist after
      * ZB_QUIET snapshots without a jump), the shortcut now (zb: the worklist
      * from the start, as every op) */
-    struct lp_sched_out o[4];
-    double us[4];
-    for (int mode = 0; mode < 4; mode++) {
+    struct lp_sched_out o[5];
+    double us[5];
+    for (int mode = 0; mode < 5; mode++) {
         sim->sched_every_op = mode == 0;
         sim->sched_stop30 = mode == 1;
         sim->sched_stop31 = mode == 2;
+        sim->sched_stop31f = mode == 4; /* run after now's (mode 3) */
         long n = 0;
         const double t0 = now();
         double t;
@@ -392,7 +397,7 @@ static int bench_solve(const struct lp_cost_model *cm, enum lp_schedule kind, in
         us[mode] = 1e6 * t / (double)n;
     }
     bool same = true;
-    for (int mode = 0; mode < 3; mode++)
+    for (int mode = 0; mode < 5; mode++)
         same = same && memcmp(&o[mode].makespan_s, &o[3].makespan_s, sizeof(double)) == 0;
     const char *name = kind == LP_SCHED_ZB            ? "zb"
                        : kind == LP_SCHED_GPIPE       ? "gpipe"
@@ -400,9 +405,10 @@ static int bench_solve(const struct lp_cost_model *cm, enum lp_schedule kind, in
                                                       : "1f1b";
     printf(
         "  %-5s pp %3d, vp %d, %5d micro-batches: %9.1f us every op, %7.1f us stop 30, %7.1f us "
-        "stop 31, %7.1f us now (x%.1f over every op, x%.2f over stop 30, x%.2f over stop 31)%s\n",
-        name, p, v, m, us[0], us[1], us[2], us[3], us[0] / us[3], us[1] / us[3], us[2] / us[3],
-        same ? "" : "  RESULTS DIFFER");
+        "stop 31, %7.1f us stop 31f, %7.1f us now (x%.1f over every op, x%.2f over stop 30, x%.2f "
+        "over stop 31, x%.2f over stop 31f)%s\n",
+        name, p, v, m, us[0], us[1], us[2], us[4], us[3], us[0] / us[3], us[1] / us[3],
+        us[2] / us[3], us[4] / us[3], same ? "" : "  RESULTS DIFFER");
     lp_sim_destroy(&sim);
     return same ? 0 : 1;
 }

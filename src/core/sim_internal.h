@@ -263,6 +263,7 @@ struct lp_sim {
     bool sched_stop29;          /* bench_sim: zb's shortcut of stop 29 (one snapshot back) */
     bool sched_stop30;          /* bench_sim: zb by its event loop only (stop 30, no worklist) */
     bool sched_stop31;          /* bench_sim: zb's ring, then the worklist (stop 31) */
+    bool sched_stop31f;         /* bench_sim: advance for every schedule (stop 31's follow-up) */
     struct lp_zb_ring *zb_ring; /* zb's last snapshots (sim_schedule.c), made on first use */
     /* bench_sim: run as the tree before this stop of #20 (d7debed) did: memo
      * slots from FNV-1a, no model-hash, layer-split or present-kinds shortcuts */

@@ -143,8 +143,10 @@ static LP_INLINE double op_dur(const struct lp_sched_in *in, bool bwd, int vs)
     return in->b[vs] + (vs == 0 ? in->b_first_extra : 0.0) + (vs == last ? in->b_last_extra : 0.0);
 }
 
+/* d: the pass's duration, op_dur(in, bwd, vs) (the fast solvers take it
+ * from a table filled once per solve: the same value) */
 static LP_INLINE bool run_op(const struct lp_sched_in *in, double *F, double *B, bool bwd, int vs,
-                             int mb, double *cursor, double *start, double *dur)
+                             int mb, double d, double *cursor, double *start, double *dur)
 {
     const int p = in->p, m = in->m, pv = in->p * in->v;
     double ready;
@@ -157,7 +159,7 @@ static LP_INLINE bool run_op(const struct lp_sched_in *in, double *F, double *B,
             ready = F[at(vs - 1, m, mb)];
             cross = p > 1;
         }
-        *dur = op_dur(in, false, vs);
+        *dur = d;
     } else {
         if (vs == pv - 1) {
             ready = F[at(vs, m, mb)];
@@ -166,7 +168,7 @@ static LP_INLINE bool run_op(const struct lp_sched_in *in, double *F, double *B,
             ready = B[at(vs + 1, m, mb)];
             cross = p > 1;
         }
-        *dur = op_dur(in, true, vs);
+        *dur = d;
     }
     if (ready < 0.0) return false;
     if (cross) ready += in->p2p_s;
@@ -247,7 +249,8 @@ int lp_sched_exact_ref(struct lp_sim *sim, const struct lp_sched_in *in, struct 
             stage_op(in, wu[s], next[s], &o);
             int vs = o.chunk * p + s;
             double start, dur;
-            if (!run_op(in, F, B, o.bwd, vs, o.mb, &cursor[s], &start, &dur)) break;
+            if (!run_op(in, F, B, o.bwd, vs, o.mb, op_dur(in, o.bwd, vs), &cursor[s], &start, &dur))
+                break;
             bool sends = o.bwd ? vs > 0 : vs < pv - 1;
             out->stage_busy_s[s] += dur;
             record(ev, cap, &ne, s, o.mb, o.chunk, o.bwd ? LP_EV_BWD : LP_EV_FWD, start, dur,
@@ -266,7 +269,10 @@ int lp_sched_exact_ref(struct lp_sim *sim, const struct lp_sched_in *in, struct 
 bool lp_sched_exact_fits(const struct lp_sim *sim, const struct lp_sched_in *in)
 {
     const size_t n = (size_t)in->p * (size_t)in->v * (size_t)in->m;
-    return in->p <= 1024 && n <= sim->sched_cap;
+    /* (the fast solvers' table of durations holds LP_SCHED_MAX_VSTAGES
+     * virtual stages, as many as a run's layer split: rules.c refuses more) */
+    return in->p <= 1024 && (size_t)in->p * (size_t)in->v <= LP_SCHED_MAX_VSTAGES &&
+           n <= sim->sched_cap;
 }
 
 double lp_sched_closed_form(const struct lp_sched_in *in)
@@ -474,6 +480,9 @@ struct fast {
     double *F, *B;
     struct walker wk[1024];
     double cursor[1024];
+    /* [bwd][vs]: op_dur of every virtual stage's passes, once per solve
+     * (issue #20 stop 32: the worklist computed them per operation) */
+    double dur[2][LP_SCHED_MAX_VSTAGES];
     long done;
     bool busy; /* sum the busy times (not wanted by the steady-state shortcut) */
     struct lp_event *ev;
@@ -498,7 +507,8 @@ static void advance(struct fast *x, const int *lim)
             const int chunk = bwd ? v - 1 - it->c : it->c;
             const int vs = chunk * p + s;
             double start, dur;
-            if (!run_op(in, x->F, x->B, bwd, vs, mb, &x->cursor[s], &start, &dur)) break;
+            if (!run_op(in, x->F, x->B, bwd, vs, mb, x->dur[bwd][vs], &x->cursor[s], &start, &dur))
+                break;
             const bool sends = bwd ? vs > 0 : vs < pv - 1;
             if (bwd)
                 seq_next(&q->b, p, v);
@@ -514,6 +524,79 @@ static void advance(struct fast *x, const int *lim)
                 wake(&wl, bwd ? (s == 0 ? p - 1 : s - 1) : (s == p - 1 ? 0 : s + 1));
         }
     }
+}
+
+/* advance for one chunk per stage (v = 1: 1F1B, GPipe), issue #20 stop 32:
+ * the same operations in the same order with the same expressions as
+ * advance (run_op's), with the stage's reads and writes as running indices
+ * into its rows of F and B (item k is micro-batch k, virtual stage s), its
+ * durations and cursor in registers while it runs; its walker's counters
+ * written back when it blocks. bench_sim's sched_stop31f runs advance. */
+static void advance1(struct fast *x, const int *lim)
+{
+    const struct lp_sched_in *in = x->in;
+    const int p = in->p, m = in->m;
+    const bool multi = p > 1, blocking = in->p2p_blocking && multi;
+    const double c = in->p2p_s;
+    struct stages wl;
+    stages_all(&wl, p);
+    while (wl.top > 0) {
+        const int s = stages_pop(&wl);
+        struct walker *q = &x->wk[s];
+        const int end = lim ? lim[s] : 2 * m;
+        if (q->j >= end) continue;
+        const bool first = s == 0, last = s == p - 1;
+        const double df = x->dur[0][s], db = x->dur[1][s];
+        const double *Fin = first ? NULL : x->F + at(s - 1, m, 0),
+                     *Bin = last ? NULL : x->B + at(s + 1, m, 0);
+        double *Fs = x->F + at(s, m, 0), *Bs = x->B + at(s, m, 0);
+        int j = q->j, nf = q->f.g * p + q->f.r, nb = q->b.g * p + q->b.r;
+        double cur = x->cursor[s];
+        while (j < end) {
+            const bool bwd = is_bwd(j, q->w, m);
+            double ready;
+            if (!bwd)
+                ready = first ? 0.0 : Fin[nf];
+            else
+                ready = last ? Fs[nb] : Bin[nb];
+            if (ready < 0.0) break;
+            /* an input from another stage arrives after the send */
+            if (bwd ? !last : !first) ready += c;
+            const double start = cur > ready ? cur : ready, dur = bwd ? db : df;
+            const double fin = start + dur;
+            const int mb = bwd ? nb : nf;
+            if (bwd)
+                Bs[nb++] = fin;
+            else
+                Fs[nf++] = fin;
+            cur = fin;
+            const bool sends = multi && (bwd ? !first : !last);
+            if (blocking && sends) cur += c;
+            if (x->busy) x->out->stage_busy_s[s] += dur;
+            if (x->ev)
+                record(x->ev, x->cap, &x->ne, s, mb, 0, bwd ? LP_EV_BWD : LP_EV_FWD, start, dur,
+                       sends ? c : 0.0);
+            j++;
+            x->done++;
+            if (sends) wake(&wl, bwd ? s - 1 : s + 1); /* the stage this output feeds */
+        }
+        x->cursor[s] = cur;
+        q->j = j;
+        q->f = (struct seq){.r = nf % p, .c = 0, .g = nf / p};
+        q->b = (struct seq){.r = nb % p, .c = 0, .g = nb / p};
+    }
+}
+
+/* The worklist: advance1 where each stage runs one chunk (but for
+ * bench_sim's solvers of stop 31 and before) */
+static void run_list(struct fast *x, const int *lim)
+{
+    const struct lp_sim *sim = x->sim;
+    if (x->in->v == 1 && !sim->sched_stop31f && !sim->sched_stop31 && !sim->sched_stop30 &&
+        !sim->sched_stop29 && !sim->sched_stop28)
+        advance1(x, lim);
+    else
+        advance(x, lim);
 }
 
 static bool steady_pairs(struct fast *x);
@@ -540,6 +623,10 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     x->ev = ev;
     x->cap = cap;
     x->ne = 0;
+    for (int vs = 0; vs < pv; vs++) {
+        x->dur[0][vs] = op_dur(in, false, vs);
+        x->dur[1][vs] = op_dur(in, true, vs);
+    }
     for (int s = 0; s < p; s++) {
         x->wk[s] = (struct walker){.j = 0, .w = warmup(in, s)};
         x->cursor[s] = 0.0;
@@ -549,7 +636,7 @@ int lp_sched_exact(struct lp_sim *sim, const struct lp_sched_in *in, struct lp_s
     sim->sched_ops_total += (uint64_t)total;
     const bool steady = in->ends_only && !ev && !sim->sched_every_op &&
                         (!sim->sched_stop28 || in->kind == LP_SCHED_1F1B);
-    if (!(steady && (steady_pairs(x) || steady_gpipe(x)))) advance(x, NULL);
+    if (!(steady && (steady_pairs(x) || steady_gpipe(x)))) run_list(x, NULL);
     if (x->done < total) return -2; /* a dependency cycle: cannot happen for these schedules */
     finish(out, x->cursor, p, x->ne, nev);
     return 0;
@@ -737,7 +824,7 @@ static bool steady_levels(struct fast *x, const struct levels *L)
     int lim[1024];
     for (int s = 0; s < p; s++)
         lim[s] = level_ops(L, s, 0);
-    advance(x, lim);
+    run_list(x, lim);
     int q = 0, known = 1; /* levels >= known have their S in F and B */
     while (q < last) {
         /* stride levels at a time: a check every stride-th level (a regime,
@@ -749,7 +836,7 @@ static bool steady_levels(struct fast *x, const struct levels *L)
             lim[s] = level_ops(L, s, to);
         }
         if (!cut) return false; /* not a closed cut */
-        advance(x, lim);
+        run_list(x, lim);
         q = to;
         bool cut_q = true;
         for (int s = 0; s < p; s++)
@@ -839,7 +926,7 @@ static bool steady_pairs(struct fast *x)
      * level would only cost */
     if (L.last < L.margin + L.step + 1) return false;
     steady_levels(x, &L);
-    advance(x, NULL);
+    run_list(x, NULL);
     return true;
 }
 
@@ -873,7 +960,7 @@ static bool steady_gpipe(struct fast *x)
             L.fo[s] = m;
         steady_levels(x, &L);
     }
-    advance(x, NULL);
+    run_list(x, NULL);
     return true;
 }
 
@@ -1167,13 +1254,20 @@ static int zb_list(const struct lp_sched_in *in, struct lp_sched_out *out, doubl
     const int p = in->p, m = in->m;
     if (!(in->p2p_s >= 0.0)) return 1;
     const bool busy = !in->ends_only, blocking = in->p2p_blocking && p > 1;
+    /* zb_dur's durations, once per solve (issue #20 stop 32: once per
+     * visit of a stage before) */
+    double zdf[1024], zdb[1024];
+    for (int s = 0; s < p; s++) {
+        zdf[s] = zb_dur(in, s, false);
+        zdb[s] = zb_dur(in, s, true);
+    }
     struct stages wl;
     stages_all(&wl, p);
     while (wl.top > 0) {
         const int s = stages_pop(&wl);
         struct zb_stage *q = &z[s];
         /* zb_ready's reads and zb_dur's durations, for this stage */
-        const double w = in->w[s], df = zb_dur(in, s, false), db = zb_dur(in, s, true);
+        const double w = in->w[s], df = zdf[s], db = zdb[s];
         const bool first = s == 0, last = s == p - 1;
         const double *Fin = first ? NULL : F + at(s - 1, m, 0),
                      *Bin = last ? NULL : B + at(s + 1, m, 0);

@@ -442,6 +442,61 @@ TEST(memo_returns_the_solution)
     lp_sim_destroy(&warm);
 }
 
-TH_MAIN(TH_CASE(fast_equals_reference), TH_CASE(steady_state_equals_reference),
-        TH_CASE(zb_ring_periods_equal_reference), TH_CASE(zb_worklist_equals_reference),
-        TH_CASE(memo_returns_the_solution))
+/* Issue #20 stop 32: one-chunk pipelines (1F1B, GPipe) by advance1 (each
+ * stage's reads and writes as running indices) against the general
+ * worklist advance (sched_stop31f) and the reference: every output and
+ * event bit-equal, on short pipelines with a trace or the busy sums and on
+ * long ones with the steady-state shortcut (ends_only: advance1 runs between
+ * its jumps); random, round and tie costs (styled). */
+TEST(advance1_equals_advance)
+{
+    struct lp_sim *sim = lp_fixture_schedule_sim();
+    ASSERT_TRUE(sim != NULL);
+    static struct lp_event ev1[EVCAP], ev2[EVCAP];
+    static struct lp_sched_out o1, o2, o3;
+    static double f[1024], b[1024];
+    int checked = 0, skipped = 0;
+    for (int t = 0; t < 1500; t++) {
+        const enum lp_schedule kind = pick(3) == 0 ? LP_SCHED_GPIPE : LP_SCHED_1F1B;
+        const bool lng = pick(2);
+        const int p = lng ? 1 + pick(48) : 1 + pick(16);
+        const int m = lng ? p + pick(600) : 1 + pick(40);
+        const int style = pick(3);
+        const bool uniform = pick(3) == 0;
+        const double fu = cost(), bu = cost();
+        for (int i = 0; i < p; i++)
+            styled(style, uniform, fu, bu, &f[i], &b[i]);
+        struct lp_sched_in in = random_in(kind, p, m, 1, f, b, NULL);
+        in.ends_only = lng || pick(2);
+        const bool trace = !lng && pick(3) == 0;
+        int n1 = 0, n2 = 0, n3 = 0;
+        const uint64_t sk = sim->sched_ops_skipped;
+        sim->sched_stop31f = false;
+        ASSERT_OK(lp_sched_exact(sim, &in, &o1, trace ? ev1 : NULL, EVCAP, &n1));
+        skipped += sim->sched_ops_skipped > sk;
+        sim->sched_stop31f = true;
+        ASSERT_OK(lp_sched_exact(sim, &in, &o2, trace ? ev2 : NULL, EVCAP, &n2));
+        sim->sched_stop31f = false;
+        ASSERT_OK(lp_sched_exact_ref(sim, &in, &o3, NULL, 0, &n3));
+        const size_t ps = (size_t)p * sizeof(double);
+        if (memcmp(&o1.makespan_s, &o2.makespan_s, sizeof(double)) != 0 ||
+            memcmp(o1.stage_end_s, o2.stage_end_s, ps) != 0 ||
+            memcmp(o1.stage_end_s, o3.stage_end_s, ps) != 0 ||
+            (!in.ends_only && (memcmp(o1.stage_busy_s, o2.stage_busy_s, ps) != 0 ||
+                               memcmp(o1.stage_busy_s, o3.stage_busy_s, ps) != 0))) {
+            fprintf(stderr, "  case %d: kind %d p %d m %d: %.17g vs %.17g vs %.17g\n", t, (int)kind,
+                    p, m, o1.makespan_s, o2.makespan_s, o3.makespan_s);
+            ASSERT_TRUE(0);
+        }
+        ASSERT_EQ_INT(n1, n2);
+        ASSERT_TRUE(same_events(ev1, ev2, n1));
+        checked++;
+    }
+    ASSERT_TRUE(checked == 1500);
+    ASSERT_TRUE(skipped > 200); /* the shortcut's path was exercised too */
+    lp_sim_destroy(&sim);
+}
+
+TH_MAIN(TH_CASE(fast_equals_reference), TH_CASE(advance1_equals_advance),
+        TH_CASE(steady_state_equals_reference), TH_CASE(zb_ring_periods_equal_reference),
+        TH_CASE(zb_worklist_equals_reference), TH_CASE(memo_returns_the_solution))

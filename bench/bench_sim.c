@@ -19,7 +19,7 @@
  * jump: sched_stop31), the fast ones as stop 31's follow-up left them (every
  * untraced zb pipeline by the worklist from the start; every other schedule
  * by the general worklist advance: sched_stop31f) and the fast ones as the
- * simulator runs them now (one-chunk pipelines by advance1, stop 32), with the
+ * simulator runs them now (one-chunk pipelines by advance1, stop 31), with the
  * ratios: sweep order (each configuration once, on a fresh simulator, as a
  * sweep sees them: the memos fill as it goes), warm (the list again and
  * again: memo hits where the direct-mapped memos hold them), cold (both

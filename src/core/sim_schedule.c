@@ -481,7 +481,7 @@ struct fast {
     struct walker wk[1024];
     double cursor[1024];
     /* [bwd][vs]: op_dur of every virtual stage's passes, once per solve
-     * (issue #20 stop 32: the worklist computed them per operation) */
+     * (issue #20 stop 31: the worklist computed them per operation) */
     double dur[2][LP_SCHED_MAX_VSTAGES];
     long done;
     bool busy; /* sum the busy times (not wanted by the steady-state shortcut) */
@@ -526,7 +526,7 @@ static void advance(struct fast *x, const int *lim)
     }
 }
 
-/* advance for one chunk per stage (v = 1: 1F1B, GPipe), issue #20 stop 32:
+/* advance for one chunk per stage (v = 1: 1F1B, GPipe), issue #20 stop 31:
  * the same operations in the same order with the same expressions as
  * advance (run_op's), with the stage's reads and writes as running indices
  * into its rows of F and B (item k is micro-batch k, virtual stage s), its
@@ -1254,7 +1254,7 @@ static int zb_list(const struct lp_sched_in *in, struct lp_sched_out *out, doubl
     const int p = in->p, m = in->m;
     if (!(in->p2p_s >= 0.0)) return 1;
     const bool busy = !in->ends_only, blocking = in->p2p_blocking && p > 1;
-    /* zb_dur's durations, once per solve (issue #20 stop 32: once per
+    /* zb_dur's durations, once per solve (issue #20 stop 31: once per
      * visit of a stage before) */
     double zdf[1024], zdb[1024];
     for (int s = 0; s < p; s++) {

@@ -442,7 +442,7 @@ TEST(memo_returns_the_solution)
     lp_sim_destroy(&warm);
 }
 
-/* Issue #20 stop 32: one-chunk pipelines (1F1B, GPipe) by advance1 (each
+/* Issue #20 stop 31: one-chunk pipelines (1F1B, GPipe) by advance1 (each
  * stage's reads and writes as running indices) against the general
  * worklist advance (sched_stop31f) and the reference: every output and
  * event bit-equal, on short pipelines with a trace or the busy sums and on

@@ -21,12 +21,14 @@
 
 #define CK_MAGIC "LPCKPT1"
 #define CK_VERSION                                                                                 \
-    10 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                       \
+    11 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                       \
         * optional objectives, the run dimensions and their columns (#17);                         \
         * 6: framework option fused_softmax; 7: tp_async_dgrad, train_metrics;                     \
         * 8: training.dataset.max_len (#14), the --prune counters (#20);                           \
         * 9: framework option ckpt_reentrant (#14); 10: reason framework (the                      \
-        * walk skips hybrid_shard outside fsdp and fsdp's gaps) */
+        * walk skips hybrid_shard outside fsdp and fsdp's gaps); 11: system                        \
+        * segment_gpus, fw mcore_buckets and dispatcher_sms, training's bf16                       \
+        * layers and module_prec (stop 32) */
 
 struct ck_header {
     char magic[8];
@@ -183,6 +185,7 @@ static const struct entry_field entry_fields[] = {
     EBOOL(run.fw.hybrid_shard),
     EBOOL(run.fw.train_metrics),
     EBOOL(run.fw.ckpt_reentrant),
+    EBOOL(run.fw.mcore_buckets),
     EBOOL(res.feasible),
     EENUM(run.model.ffn_act, LP_ACT_COUNT),
     EENUM(run.model.norm, LP_NORM_COUNT),
@@ -219,6 +222,12 @@ static const char *entry_invalid_field(const char *raw)
                         : f->count > 0 ? int_below(raw + f->off, f->count)
                                        : terminated(raw + f->off, (size_t)-f->count);
         if (!ok) return f->name;
+    }
+    /* training.module_precision: 0 (the run's) or an lp_prec + 1 */
+    for (int q = 0; q < LP_QMOD_COUNT; q++) {
+        unsigned char c;
+        memcpy(&c, raw + EOFF(run.train.module_prec) + (size_t)q, 1);
+        if (c > LP_PREC_COUNT) return "run.train.module_prec[]";
     }
     for (int i = 0; i < LP_MAX_PRICES; i++) {
         const size_t at = EOFF(run.system.prices) + (size_t)i * sizeof(struct lp_price);

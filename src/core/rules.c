@@ -249,7 +249,7 @@ const char *lp_fw_gap_text(enum lp_fw_gap g, const char **key)
         {"training.bf16_first_layers, bf16_last_layers",
          "Megatron-Core keeps at most one pipeline stage's layers (layers / pp) in bf16 at either "
          "end under fp8"},
-        {"training.bf16_first_layers",
+        {"training.bf16_first_layers, bf16_last_layers",
          "Megatron-Core keeps no first / last layers in bf16 under fp8 delayed scaling"},
     };
     const unsigned i = (unsigned)g < LP_GAP_COUNT ? (unsigned)g : 0;

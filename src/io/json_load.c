@@ -1526,9 +1526,15 @@ static int check_bf16_layers(const struct lp_jctx *c, const struct lp_run *r)
     if (g == LP_GAP_NONE) return LP_OK;
     const char *key;
     const char *what = lp_fw_gap_text(g, &key);
+    /* what would pass: the stage's layers at most, or (delayed scaling)
+     * current scaling or no bf16 layers */
+    if (g == LP_GAP_BF16_DELAYED)
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key '%s': %s (first %d, last %d): expected training.fp8_scaling \"current\" "
+                "or no bf16 layers",
+                c->file, key, what, r->train.bf16_first_layers, r->train.bf16_last_layers);
     LP_FAIL(c->err, LP_EINVAL,
-            "%s: key '%s': %s (first %d, last %d; %d layers, pp %d): expected at most %d, or "
-            "current scaling",
+            "%s: key '%s': %s (first %d, last %d; %d layers, pp %d): expected at most %d each",
             c->file, key, what, r->train.bf16_first_layers, r->train.bf16_last_layers,
             r->model.layers, r->par.pp, r->model.layers / (r->par.pp > 0 ? r->par.pp : 1));
 }

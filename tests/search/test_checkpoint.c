@@ -126,6 +126,10 @@ TEST(checkpoint_field_out_of_range)
         {offsetof(struct lp_entry, run.fw.hybrid_shard), 2, true, "run.fw.hybrid_shard"},
         {offsetof(struct lp_entry, run.system.price_pick), LP_MAX_PRICES + 1, false,
          "run.system.price_pick"},
+        /* stop 32's fields */
+        {offsetof(struct lp_entry, run.fw.mcore_buckets), 2, true, "run.fw.mcore_buckets"},
+        {offsetof(struct lp_entry, run.train.module_prec) + LP_QMOD_MTP, LP_PREC_COUNT + 1, true,
+         "run.train.module_prec[]"},
     };
     char path[128];
     snprintf(path, sizeof(path), "%s/%s", dir, LP_CHECKPOINT_FILE);

@@ -300,7 +300,16 @@ TEST(quant_keys)
                {1, "mxfp8", "\"bf16_first_layers\": -1", "bf16_first_layers"},
                /* llama3-8b: 32 layers, 16 per stage at PP 2 */
                {2, "mxfp8", "\"bf16_last_layers\": 17", "bf16_last_layers"},
-               {1, "fp8", "\"fp8_scaling\": \"delayed\", \"bf16_first_layers\": 1", "delayed"}};
+               /* a stage's count asks for fewer layers, not for current
+                * scaling the run has */
+               {2, "fp8", "\"fp8_scaling\": \"current\", \"bf16_last_layers\": 17",
+                "expected at most 16 each"},
+               {1, "fp8", "\"fp8_scaling\": \"delayed\", \"bf16_first_layers\": 1", "delayed"},
+               /* only the last layers given: the key names them too */
+               {1, "fp8", "\"fp8_scaling\": \"delayed\", \"bf16_last_layers\": 1",
+                "'training.bf16_first_layers, bf16_last_layers'"},
+               {1, "fp8", "\"fp8_scaling\": \"delayed\", \"bf16_last_layers\": 1",
+                "expected training.fp8_scaling \"current\""}};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         snprintf(text, sizeof(text), QK_BASE, bad[i].pp, bad[i].prec, bad[i].train);
         lp_err_clear(&err);

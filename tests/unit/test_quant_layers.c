@@ -48,10 +48,8 @@ static void qrun(struct lp_run *r, enum lp_prec prec)
 
 static void run_sim(const struct lp_run *r, struct lp_result *res)
 {
-    struct lp_cost_model cm;
-    lp_cost_model_roofline(&cm, &r->system.gpu);
-    struct lp_sim *sim = NULL;
-    if (lp_sim_create(&cm, &sim, NULL) != 0) {
+    struct lp_sim *sim = lp_fixture_roofline_sim(r);
+    if (!sim) {
         memset(res, 0, sizeof(*res));
         return;
     }

@@ -408,6 +408,12 @@ void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *ca
          * torchtitan_attention_glue); torch.compile fuses them: give
          * "fused_kernels": true for compiled runs */
         if (kind == LP_FW_FSDP2) o->fused_kernels = false;
+        /* fms-fsdp trains foundation-model-stack's LLaMA in eager PyTorch
+         * (no torch.compile in its published runs; f29e546d, 2024-03):
+         * LayerNormParameterized(use_mean=False, use_high_precision_pow=True)
+         * is the decomposed fp32 RMSNorm, RotaryEmbedding.adjusted_qk a fp32
+         * mul + sum, GatedLinearUnit silu * w1 (sim_workload.c) */
+        if (kind == LP_FW_FSDP1) o->fused_kernels = false;
         break;
     case LP_FW_HF:
         /* Transformers' Trainer with PEFT and bitsandbytes, eager PyTorch

@@ -1158,8 +1158,20 @@ static int hf_attention_glue(const struct wl *w, struct acc *f, struct acc *b)
  * heads; its gradient sums the groups). The transposes around SDPA are
  * views, and its output's transpose(1, 2).contiguous() finds the flash
  * kernel's (b, s, h, d) memory already contiguous. No host synchronisation
- * (freqs_cis is sliced, not indexed by a tensor). */
-static void torchtitan_attention_glue(const struct wl *w, struct acc *f, struct acc *b)
+ * (freqs_cis is sliced, not indexed by a tensor).
+ *
+ * fms-fsdp's model (fsdp1; foundation-model-stack f29e546d, 2024-03,
+ * fms/modules/positions.py RotaryEmbedding.adjusted_qk) rotates the same
+ * way in fp32 but as a real 2 x 2 rotation: `q.float().view(..., -1, 2)`,
+ * `freqs[...].mul(q_.unsqueeze(-2))` (the product broadcast to two fp32
+ * values per element: 4 bytes read, 8 written), `.sum(5)` (8 read, 4
+ * written), `.type_as(q)`: the complex multiply's one kernel becomes these
+ * two (`mul_sum`), and so does its gradient (the multiply of the expanded
+ * gradient by freqs, then the sum over the broadcast dimension). Its
+ * grouped keys are `unsqueeze(2).expand(...).flatten(1, 2)` copies
+ * (fms/modules/attention.py MultiHeadAttention.forward), as repeat_kv. */
+static void torchtitan_attention_glue(const struct wl *w, struct acc *f, struct acc *b,
+                                      bool mul_sum)
 {
     const double T = w->T, d = w->d, e = w->e;
     const double xq = T * w->at * d, xk = T * w->gt * d;
@@ -1167,10 +1179,17 @@ static void torchtitan_attention_glue(const struct wl *w, struct acc *f, struct 
         const double xs[2] = {xq, xk};
         for (int i = 0; i < 2; i++) {
             addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (e + 4.0))); /* .float() */
-            addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, xs[i] * 8.0));   /* * freqs_cis */
-            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (4.0 + e))); /* .type_as */
             addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (e + 4.0))); /* .type_as bwd */
-            addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, xs[i] * 8.0));   /* * conj(freqs) */
+            if (mul_sum) { /* fms: mul to two fp32 per element, sum(5); and back */
+                for (int k = 0; k < 2; k++) {
+                    addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, xs[i] * 12.0));
+                    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, xs[i] * 12.0));
+                }
+            } else { /* * freqs_cis; * conj(freqs_cis) */
+                addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, xs[i] * 8.0));
+                addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, xs[i] * 8.0));
+            }
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (4.0 + e))); /* .type_as */
             addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (4.0 + e))); /* .float() bwd */
         }
     }
@@ -1241,8 +1260,8 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
     } else {
         linear_tp(&wqkv, TP_COLUMN, T, (w->at + 2.0 * w->gt) * d, h, &f, &b);
         if (r->model.qk_norm) qk_norms(w, &f, &b);
-        if (!r->fw.fused_kernels && r->fw.kind == LP_FW_FSDP2) {
-            torchtitan_attention_glue(w, &f, &b);
+        if (!r->fw.fused_kernels && (r->fw.kind == LP_FW_FSDP2 || r->fw.kind == LP_FW_FSDP1)) {
+            torchtitan_attention_glue(w, &f, &b, r->fw.kind == LP_FW_FSDP1);
         } else if (!r->fw.fused_kernels) {
             syncs = hf_attention_glue(w, &f, &b);
         } else if (r->model.pos == LP_POS_ROTARY) {
@@ -1489,10 +1508,14 @@ static void ffn_core(const struct wl *w, double T, double width, double ft, bool
     else
         linear_lora(w, T, ft * (swiglu ? 2.0 : 1.0), width, f, b, adapt);
     double x = T * ft;
-    if (swiglu && !w->run->fw.fused_kernels && w->run->fw.kind == LP_FW_FSDP2) {
-        /* torchtitan's FeedForward (model.py @9dec370): w2(F.silu(w1(x)) *
-         * w3(x)) in eager PyTorch: silu and the multiply forward; the
-         * multiply's two gradients and silu's backward */
+    if (swiglu && !w->run->fw.fused_kernels) {
+        /* eager PyTorch's gated MLP: torchtitan's FeedForward (model.py
+         * @9dec370) w2(F.silu(w1(x)) * w3(x)), fms-fsdp's GatedLinearUnit
+         * (foundation-model-stack f29e546d fms/modules/feedforward.py:
+         * self.a(self.wg(x)) * self.w1(x)), Transformers' LlamaMLP and
+         * MixtralBlockSparseTop2MLP (act_fn(w1(x)) * w3(x)): silu and the
+         * multiply forward; the multiply's two gradients and silu's
+         * backward */
         const double silu = mem(w, LP_MEM_GELU, 2.0 * x * w->e);
         const double mul = mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e);
         if (act_f) *act_f = silu + mul;

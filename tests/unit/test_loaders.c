@@ -327,6 +327,7 @@ TEST(framework_defaults)
     lp_framework_defaults(LP_FW_FSDP1, &o);
     ASSERT_TRUE(o.dp_overlap && o.param_gather_overlap && !o.pp_overlap);
     ASSERT_TRUE(!o.grad_fp32 && o.xent == LP_XENT_NATIVE && !o.hybrid_shard);
+    ASSERT_TRUE(!o.fused_kernels); /* fms-fsdp's eager LLaMA: norms, rotary, gated MLP */
     lp_framework_defaults(LP_FW_FSDP2, &o);
     ASSERT_TRUE(o.dp_overlap && o.param_gather_overlap && !o.pp_overlap);
     ASSERT_TRUE(o.grad_fp32 && o.xent == LP_XENT_FLOAT && !o.zero3_per_tensor);

@@ -427,6 +427,10 @@ struct lp_framework_opts {
     bool fused_kernels;          /* fused bias+GeLU, bias+dropout+add, fused LN, fused Adam */
     bool fused_softmax;          /* unfused attention's scale, causal mask and softmax in one kernel
                                     (Megatron's FusedScaleMaskSoftmax) rather than eager PyTorch ops */
+    bool fused_mlp;              /* a GELU MLP's activation in its GEMMs' epilogues: fc1 applies
+                                    GELU and saves its input, fc2's data-gradient GEMM applies
+                                    GELU's gradient (flash-attn FusedMLP, fused_dense_gelu_dense;
+                                    sim_workload.c ffn_core) */
     double bucket_bytes;         /* DP gradient bucket size */
     bool mcore_buckets;          /* Megatron-Core's bucket rule instead of bucket_bytes: buckets of
                                     max(40M, 1M x dp) parameters, dense and expert buffers apart

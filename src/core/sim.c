@@ -411,7 +411,8 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.fused = r->fw.fused_kernels | (r->fw.tp_overlap << 1) | (r->fw.ep_overlap << 4) |
               ((int)r->fw.dispatcher << 5) | (int)(r->fw.cuda_graphs << 7) |
               (r->fw.fused_softmax << 24) | (r->fw.tp_async_dgrad << 25) |
-              (r->fw.train_metrics << 26) | ((int)r->fw.tp_overlap_rs << 27);
+              (r->fw.train_metrics << 26) | ((int)r->fw.tp_overlap_rs << 27) |
+              (r->fw.fused_mlp << 28);
     k.lora_rank = r->train.lora_rank;
     k.lora_bits = r->train.lora_base_bits;
     k.etp = r->par.etp;

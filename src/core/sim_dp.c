@@ -18,15 +18,22 @@ static double adam_step_bytes(double s, double g, double copy)
 {
     return 3.0 * s + g + 3.0 * s + copy + g;
 }
-/* The Hugging Face Trainer's default optimizer (TrainingArguments.optim
- * "adamw_torch"; "adamw_torch_fused" only from PyTorch 2.8) is
- * torch.optim.AdamW, which on CUDA runs _multi_tensor_adamw (foreach, not
- * fused): lerp_(m, g) 3 element accesses, mul_(v) 2, addcmul_(v, g, g) 3,
- * sqrt(v) into a new list 2, div_ 2, add_(eps) 2, addcdiv_(p, m, denom) 4
- * (weight decay 0, the Trainer's default: no mul_(p)); before it the
- * Trainer's clip_grad_norm_ (max_grad_norm 1.0): _foreach_norm 1 and
- * _foreach_mul_ 2. 21 accesses of the parameter's element size. */
-#define HF_ADAMW_ACCESSES_PER_PARAM 21.0
+/* Element accesses per parameter of torch.optim.AdamW as it runs on CUDA
+ * without `fused` (_multi_tensor_adamw, foreach): lerp_(m, g) 3 element
+ * accesses, mul_(v) 2, addcmul_(v, g, g) 3, sqrt(v) into a new list 2,
+ * div_ 2, add_(eps) 2, addcdiv_(p, m, denom) 4, and with a weight decay
+ * _foreach_mul_(p, 1 - lr wd) 2 more; before it clip_grad_norm_:
+ * _foreach_norm 1 and _foreach_mul_ 2. Its users: the Hugging Face
+ * Trainer's default (TrainingArguments.optim "adamw_torch";
+ * "adamw_torch_fused" only from PyTorch 2.8; weight decay 0, max_grad_norm
+ * 1.0): 21; fms-fsdp (4ffb9bd main_training.py: optim.AdamW(...,
+ * weight_decay=0.1), model.clip_grad_norm_) and torchtitan (9dec370
+ * optimizer.py: foreach = not fused, fused off by default, weight decay
+ * 0.1; train.py clip_grad_norm_): 23, on FSDP's fp32 shards. */
+static double torch_adamw_accesses(bool weight_decay)
+{
+    return 21.0 + (weight_decay ? 2.0 : 0.0);
+}
 
 double lp_sim_vocab_padded(const struct lp_run *r)
 {
@@ -563,7 +570,9 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
                  : r->fw.optim_bf16            ? adam_step_bytes(2.0, b.g, 2.0)
                                                : adam_step_bytes(4.0, 4.0, 2.0);
     if (r->fw.kind == LP_FW_HF) /* LoRA adapters: fp32 (LLaMA-Factory casts them) */
-        per = HF_ADAMW_ACCESSES_PER_PARAM * (lp_sim_hf_pure16(r) ? 2.0 : 4.0);
+        per = torch_adamw_accesses(false) * (lp_sim_hf_pure16(r) ? 2.0 : 4.0);
+    else if (r->fw.kind == LP_FW_FSDP1 || r->fw.kind == LP_FW_FSDP2)
+        per = torch_adamw_accesses(true) * 4.0;
     out->opt_s = cm->ops->mem_s(cm, LP_MEM_ADAM, owned * per);
 }
 

@@ -1192,6 +1192,15 @@ static void torchtitan_attention_glue(const struct wl *w, struct acc *f, struct 
             addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (4.0 + e))); /* .type_as */
             addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (4.0 + e))); /* .float() bwd */
         }
+        if (mul_sum) { /* fms, once per layer, no gradient: position_ids =
+                          arange(s).repeat(b, 1), max(position_ids[:, 0]), + s,
+                          and the fp32 2 x 2 rotations gathered by position */
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, T * 8.0));
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * T * 8.0));
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, (double)w->run->par.micro_batch * 8.0));
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 16.0));
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * T * d * 8.0 + T * 8.0));
+        }
     }
     if (w->gt < w->at)
         for (int i = 0; i < 2; i++) { /* repeat_kv of k, v */
@@ -1227,6 +1236,34 @@ static void qk_norms(const struct wl *w, struct acc *f, struct acc *b)
     }
 }
 
+/* What runs between the QKV projection and the attention kernel: the
+ * rotary embedding (and, for eager model code, its casts, the grouped keys'
+ * copies and Transformers' varlen glue) as the framework's model code runs
+ * it; the host synchronisations it makes. */
+static int attention_glue(const struct wl *w, struct acc *f, struct acc *b)
+{
+    const struct lp_run *r = w->run;
+    if (!r->fw.fused_kernels && (r->fw.kind == LP_FW_FSDP2 || r->fw.kind == LP_FW_FSDP1)) {
+        torchtitan_attention_glue(w, f, b, r->fw.kind == LP_FW_FSDP1);
+        return 0;
+    }
+    if (!r->fw.fused_kernels) return hf_attention_glue(w, f, b);
+    if (r->model.pos == LP_POS_ROTARY) {
+        const double x = w->T * (w->at + w->gt) * w->d;
+        addk(f, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
+        addk(b, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
+    }
+    return 0;
+}
+
+/* n in-place adds of a T x h input gradient (autograd's InputBuffer
+ * accumulating the gradients of n + 1 consumers of one tensor) */
+static void input_grad_adds(const struct wl *w, int n, struct acc *b)
+{
+    for (int i = 0; i < n; i++)
+        addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * w->T * w->h * w->e));
+}
+
 /* Attention block: norm, QKV (or MLA), rotary, core, output projection,
  * residual. `local`: a sliding-window layer. */
 static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool local)
@@ -1260,15 +1297,13 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
     } else {
         linear_tp(&wqkv, TP_COLUMN, T, (w->at + 2.0 * w->gt) * d, h, &f, &b);
         if (r->model.qk_norm) qk_norms(w, &f, &b);
-        if (!r->fw.fused_kernels && (r->fw.kind == LP_FW_FSDP2 || r->fw.kind == LP_FW_FSDP1)) {
-            torchtitan_attention_glue(w, &f, &b, r->fw.kind == LP_FW_FSDP1);
-        } else if (!r->fw.fused_kernels) {
-            syncs = hf_attention_glue(w, &f, &b);
-        } else if (r->model.pos == LP_POS_ROTARY) {
-            double x = T * (w->at + w->gt) * d;
-            addk(&f, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
-            addk(&b, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
-        }
+        syncs = attention_glue(w, &f, &b);
+        /* eager model code projects q, k and v with three linears of the
+         * normed input (Transformers' q_proj / k_proj / v_proj, torchtitan's
+         * wq / wk / wv, foundation-model-stack's query / key / value):
+         * autograd's InputBuffer adds the second and third input gradient
+         * into the first, in place (read two, write one) */
+        if (!r->fw.fused_kernels) input_grad_adds(w, 2, &b);
     }
     /* Core attention. With CP each rank attends its s queries to all cp*s
      * keys (ring attention): same FLOPs as cp independent s x s blocks. */
@@ -1313,8 +1348,8 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
                                      {w->gt * d, h, true},
                                      {h, w->at * dv, false}};
         op_sac_redo(w, lin, 4, &rc);
-        if (r->model.pos == LP_POS_ROTARY)
-            addk(&rc, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * T * (w->at + w->gt) * d * w->e));
+        struct acc scratch = {0}; /* the rotary and the rest of the glue, redone */
+        (void)attention_glue(w, &rc, &scratch);
     }
     close_block(w, c, &f, &b, &rc, comm_f, comm_b, ncoll, true);
     host_syncs(w, c, syncs);
@@ -1524,6 +1559,22 @@ static void ffn_core(const struct wl *w, double T, double width, double ft, bool
         addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e)); /* d silu(a) */
         addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e)); /* d w3 out */
         addk(b, LP_OPC_MEM, mem(w, LP_MEM_GELU, 3.0 * x * w->e));     /* silu backward */
+        /* w1 and w3 (gate_proj / up_proj, wg / w1) are two linears of one
+         * input: their input gradients are added (InputBuffer) */
+        addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * T * width * w->e));
+    } else if (!swiglu && w->run->fw.fused_mlp) {
+        /* flash-attn's FusedMLP (fused_dense_gelu_dense; flash-attention
+         * 4a6eaa9f flash_attn/ops/fused_dense.py FusedMLPFunc with its
+         * default heuristic 0): fc1 is linear_gelu_forward, GELU in the
+         * cuBLASLt epilogue, which also writes GELU's input for the
+         * backward; the backward's linear_gelu_linear_backward applies
+         * GELU's gradient in fc2's data-gradient epilogue, reading it back.
+         * No activation kernel either way: one more tensor written by a
+         * GEMM forward and read by one backward, at the copy rate. */
+        const double io = mem(w, LP_MEM_GELU, x * w->e) - mem(w, LP_MEM_GELU, 0.0);
+        if (act_f) *act_f = io;
+        add_native(f, LP_OPC_GEMM, io);
+        add_native(b, LP_OPC_GEMM, io);
     } else {
         const double act =
             mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * x * w->e);
@@ -1929,8 +1980,9 @@ static void expert_eager(const struct wl *w, double n, double ft, struct acc *f,
     linear_lora(w, n, ft, h, f, b, adapt);                          /* w3 */
     addk(f, LP_OPC_MEM, mem(w, LP_MEM_SWIGLU, 2.0 * n * ft * e));   /* act_fn(w1 x) */
     addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * n * ft * e)); /* * w3 x */
-    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 4.0 * n * ft * e)); /* mul backward (2) */
-    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 4.0 * n * ft * e));
+    /* mul backward: grad x w3 x and grad x silu, each reading two, writing one */
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * n * ft * e));
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * n * ft * e));
     addk(b, LP_OPC_MEM, mem(w, LP_MEM_SWIGLU, 3.0 * n * ft * e));  /* silu backward */
     linear_lora(w, n, h, ft, f, b, adapt);                         /* w2 */
     addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, n * 16.0));            /* routing_weights[top_x, idx] */

@@ -198,7 +198,7 @@ TEST(hf_moe_eager_index_backward)
     r.model.moe.top_k = 2;
     costs(&r, &two);
     const double T = 1024, h = 1024, f = 2048, e = 2;
-    const double expert = 2 * mem(&r, 4 * T * f * e) + mem(&r, 3 * T * f * e) +
+    const double expert = 2 * mem(&r, 3 * T * f * e) + mem(&r, 3 * T * f * e) +
                           mem(&r, 2 * T * h * e) + mem(&r, 3 * T * h * e) + mem(&r, 2 * T * h * e) +
                           mem(&r, 3 * T * h * e) + 2 * mem(&r, 2 * T * f * e) +
                           mem(&r, 2 * T * h * e);
@@ -251,7 +251,9 @@ TEST(torchtitan_eager_glue)
     const double x = T * 4096;
     const struct lp_layer_cost *t = &ln.ffn[LP_FFN_DENSE], *h = &hf.ffn[LP_FFN_DENSE];
     CLOSE(t->op_fwd[LP_OPC_MEM] - h->op_fwd[LP_OPC_MEM], mem(&r, 4 * x));
-    CLOSE(t->op_bwd[LP_OPC_MEM] - h->op_bwd[LP_OPC_MEM], 3 * mem(&r, 6 * x) - mem(&r, 10 * x));
+    /* and the add of w1's and w3's input gradients (T x h) */
+    CLOSE(t->op_bwd[LP_OPC_MEM] - h->op_bwd[LP_OPC_MEM],
+          3 * mem(&r, 6 * x) - mem(&r, 10 * x) + mem(&r, 3 * T * 1024 * 2));
 }
 
 /* fms-fsdp's LLaMA under fsdp1 (fused_kernels false by default,
@@ -282,16 +284,53 @@ TEST(fms_eager_glue)
     const double more =
         2 * mem(&r, 12 * xq) - mem(&r, 8 * xq) + 2 * mem(&r, 12 * xk) - mem(&r, 8 * xk);
     const struct lp_layer_cost *a = &fms.mix[LP_MIX_ATTN], *t = &tt.mix[LP_MIX_ATTN];
-    CLOSE(a->op_fwd[LP_OPC_MEM] - t->op_fwd[LP_OPC_MEM], more);
+    /* and, once per layer forward, its positions: arange, repeat, max, + s
+     * and the gather of the fp32 rotations (T x d x 8 bytes) */
+    const double pos = mem(&r, T * 8) + mem(&r, 2 * T * 8) + mem(&r, 2 * 8) + mem(&r, 16) +
+                       mem(&r, 2 * T * 64 * 8 + T * 8);
+    CLOSE(a->op_fwd[LP_OPC_MEM] - t->op_fwd[LP_OPC_MEM], more + pos);
     CLOSE(a->op_bwd[LP_OPC_MEM] - t->op_bwd[LP_OPC_MEM], more);
     const double x = T * 4096;
     const struct lp_layer_cost *e = &fms_ln.ffn[LP_FFN_DENSE], *u = &fused.ffn[LP_FFN_DENSE];
     CLOSE(e->op_fwd[LP_OPC_MEM] - u->op_fwd[LP_OPC_MEM], mem(&r, 4 * x));
-    CLOSE(e->op_bwd[LP_OPC_MEM] - u->op_bwd[LP_OPC_MEM], 3 * mem(&r, 6 * x) - mem(&r, 10 * x));
+    CLOSE(e->op_bwd[LP_OPC_MEM] - u->op_bwd[LP_OPC_MEM],
+          3 * mem(&r, 6 * x) - mem(&r, 10 * x) + mem(&r, 3 * T * 1024 * 2));
     ASSERT_TRUE(fms.mix[LP_MIX_ATTN].op_fwd[LP_OPC_MEM] >
                 fused.mix[LP_MIX_ATTN].op_fwd[LP_OPC_MEM]);
 }
 
+/* flash-attn's FusedMLP (framework option fused_mlp, a GELU MLP): no
+ * activation kernel either way; fc1's epilogue writes GELU's input (T x f
+ * x 2 bytes) and fc2's data-gradient epilogue reads it back, each at the
+ * copy rate without a launch of its own (GEMM time). */
+TEST(fused_mlp_epilogue)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost plain, fused;
+    hf_run(&r);
+    lp_framework_defaults(LP_FW_DDP, &r.fw);
+    r.fw.host_op_s = HOST;
+    r.fw.host_overlap = 1000.0;
+    r.model.ffn_act = LP_ACT_GELU;
+    r.model.norm = LP_NORM_LAYERNORM;
+    costs(&r, &plain);
+    r.fw.fused_mlp = true;
+    costs(&r, &fused);
+    const double x = 1024.0 * 4096;
+    const double io = mem(&r, 2 * x) - mem(&r, 0);
+    const struct lp_layer_cost *p = &plain.ffn[LP_FFN_DENSE], *q = &fused.ffn[LP_FFN_DENSE];
+    CLOSE(p->op_fwd[LP_OPC_MEM] - q->op_fwd[LP_OPC_MEM], mem(&r, 2 * x * 2));
+    CLOSE(p->op_bwd[LP_OPC_MEM] - q->op_bwd[LP_OPC_MEM], mem(&r, 3 * x * 2));
+    CLOSE(q->op_fwd[LP_OPC_GEMM] - p->op_fwd[LP_OPC_GEMM], io);
+    CLOSE(q->op_bwd[LP_OPC_GEMM] - p->op_bwd[LP_OPC_GEMM], io);
+    /* a gated MLP has no such path: the option changes nothing there */
+    r.model.ffn_act = LP_ACT_SWIGLU;
+    costs(&r, &fused);
+    r.fw.fused_mlp = false;
+    costs(&r, &plain);
+    CLOSE(fused.ffn[LP_FFN_DENSE].fwd_s, plain.ffn[LP_FFN_DENSE].fwd_s);
+}
+
 TH_MAIN(TH_CASE(dataset_padding), TH_CASE(hf_attention_varlen), TH_CASE(hf_rotary_eager),
         TH_CASE(hf_moe_eager_syncs), TH_CASE(hf_moe_eager_index_backward),
-        TH_CASE(torchtitan_eager_glue), TH_CASE(fms_eager_glue))
+        TH_CASE(torchtitan_eager_glue), TH_CASE(fms_eager_glue), TH_CASE(fused_mlp_epilogue))

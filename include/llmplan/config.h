@@ -317,6 +317,7 @@ struct lp_gpu {
      * (struct lp_calib, docs/calibration.md). The profiles hold short-burst
      * kernel times. */
     double sustained_frac;
+    bool sustained_override; /* sustained_frac given on the command line (--sustained-frac) */
     char source[LP_SOURCE_LEN];
 };
 
@@ -549,9 +550,10 @@ double lp_run_sustained(const struct lp_run *r);
  * was fitted on other GPUs' rows (issue #16: such a constant must not apply
  * to a GPU silently): `llmplan simulate` names the source. */
 enum lp_sustained_src {
-    LP_SUSTAINED_GPU = 0, /* the GPU preset's sustained_frac (or --sustained-frac) */
-    LP_SUSTAINED_CALIB,   /* the run's calibration (data/calibration.json) */
-    LP_SUSTAINED_BUILTIN, /* the built-in calibration (lp_calib_builtin) */
+    LP_SUSTAINED_GPU = 0,  /* the GPU preset's sustained_frac (or --sustained-frac) */
+    LP_SUSTAINED_CALIB,    /* the run's calibration (data/calibration.json) */
+    LP_SUSTAINED_BUILTIN,  /* the built-in calibration (lp_calib_builtin) */
+    LP_SUSTAINED_OVERRIDE, /* the command line's --sustained-frac (gpu.sustained_override) */
     LP_SUSTAINED_SRC_COUNT
 };
 enum lp_sustained_src lp_run_sustained_src(const struct lp_run *r);

@@ -212,6 +212,12 @@ static int result_json(const struct lp_run *run, const struct lp_result *res, bo
     bad |= add_num(o, "tokens_per_s", res->tokens_per_s);
     bad |= add_num(o, "model_tflops_per_gpu", res->model_tflops_per_gpu);
     bad |= add_num(o, "mfu", res->mfu);
+    /* the fraction of the profile's rates the run was timed at, and whose
+     * it is (the GPU preset's, the calibration's fitted on other GPUs' rows,
+     * or --sustained-frac): plans.json and simulate --json alike */
+    bad |= add_num(o, "sustained_frac", lp_run_sustained(run));
+    bad |= !cJSON_AddStringToObject(o, "sustained_frac_source",
+                                    lp_sustained_src_name(lp_run_sustained_src(run)));
     bad |= add_num(o, "memory_per_gpu_gib", res->memory_per_gpu_bytes / GIB);
     cJSON *mem = cJSON_AddObjectToObject(o, "memory_gib");
     bad |= !mem;

@@ -976,11 +976,11 @@ static void add_attn(struct acc *a, double t, int n)
     seg_push(a, LP_OPC_ATTN, t, false);
 }
 
-/* A norm kernel over `width` channels of the T tokens (not split). */
-static void norm_kernels(const struct wl *w, double width, struct acc *f, struct acc *b)
+/* A norm kernel over `width` channels of T tokens (not split). */
+static void norm_kernels(const struct wl *w, double T, double width, struct acc *f, struct acc *b)
 {
-    addk(f, LP_OPC_MEM, mem(w, w->norm, 2.0 * w->T * width * w->e));
-    addk(b, LP_OPC_MEM, mem(w, w->norm, 3.0 * w->T * width * w->e));
+    addk(f, LP_OPC_MEM, mem(w, w->norm, 2.0 * T * width * w->e));
+    addk(b, LP_OPC_MEM, mem(w, w->norm, 3.0 * T * width * w->e));
 }
 
 /* Multi-head latent attention's projections (DeepSeek-V2 Sec 2.1;
@@ -999,13 +999,19 @@ static void mla_projections(const struct wl *w, struct acc *f, struct acc *b, st
 {
     const struct lp_mla *q = &w->run->model.mla;
     const double T = w->T, h = w->h, dqk = q->qk_nope_head_dim + q->qk_rope_head_dim;
+    /* the down projections and their norms run on the rank's own tokens:
+     * with sequence parallelism the layer's input is [s / TP, b, h] and a
+     * duplicated TELinear does not gather it (_qkv_down_projection: "elif
+     * linear_q_down_proj is Linear: q_compressed: [s / TP, b, q_lora_rank]");
+     * the up projections gather the normed latents (mla_tp_comm) */
+    const double Td = w->Tn;
     /* recompute module "mla_up_proj" (multi_latent_attention.py): the up
      * projections and the rotary embedding, redone from the latents */
     const bool redo = (lp_sim_rc_modules(w->run) & LP_RC_MLA_UP_PROJ) != 0;
     struct acc up;
     if (q->q_lora_rank > 0) {
-        linear(w, T, q->q_lora_rank, h, f, b);
-        norm_kernels(w, q->q_lora_rank, f, b);
+        linear(w, Td, q->q_lora_rank, h, f, b);
+        norm_kernels(w, Td, q->q_lora_rank, f, b);
         up = *f;
         amax_sync(w, TP_COLUMN, f, b);
         linear(w, T, w->at * dqk, q->q_lora_rank, f, b);
@@ -1014,8 +1020,8 @@ static void mla_projections(const struct wl *w, struct acc *f, struct acc *b, st
         amax_sync(w, TP_COLUMN, f, b);
         linear(w, T, w->at * dqk, h, f, b);
     }
-    linear(w, T, q->kv_lora_rank + q->qk_rope_head_dim, h, f, b);
-    norm_kernels(w, q->kv_lora_rank, f, b);
+    linear(w, Td, q->kv_lora_rank + q->qk_rope_head_dim, h, f, b);
+    norm_kernels(w, Td, q->kv_lora_rank, f, b);
     up = *f;
     amax_sync(w, TP_COLUMN, f, b);
     linear(w, T, w->at * (q->qk_nope_head_dim + q->v_head_dim), q->kv_lora_rank, f, b);
@@ -1264,6 +1270,37 @@ static void input_grad_adds(const struct wl *w, int n, struct acc *b)
         addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * w->T * w->h * w->e));
 }
 
+/* MLA's TP collectives in each direction (Megatron-Core
+ * MLASelfAttention.get_query_key_value_tensors, d98e8a6): what crosses the
+ * TP group on the way in is not the layer's input but what the up
+ * projections read: the normed query latent and key-value latent, each
+ * gathered by its TEColumnParallelLinear (quantised as TE gathers a
+ * linear's input, tp_ag_elem), and the shared rotary key k_pos_emb,
+ * gathered in bf16 (gather_from_sequence_parallel_region); on the way out
+ * linear_proj's reduce-scatter of T x h as for dense attention. Backward
+ * the mirror: linear_proj's output gradient gathered (T x h), the latents'
+ * and k_pos_emb's gradients reduce-scattered. Without sequence parallelism
+ * the up projections' input gradient is all-reduced (T x latents) and
+ * linear_proj's output as dense attention's. */
+static void mla_tp_comm(const struct wl *w, double *comm_f, double *comm_b)
+{
+    if (w->t <= 1) return;
+    const struct lp_mla *q = &w->run->model.mla;
+    const double T = w->T, h = w->h, e = w->e;
+    const double lat = (double)q->q_lora_rank + q->kv_lora_rank, rope = q->qk_rope_head_dim;
+    const int t = w->t;
+    if (w->run->par.sequence_parallel) {
+        *comm_f = coll(w, LP_COLL_ALLGATHER, T * lat * tp_ag_elem(w, true), t, 1) +
+                  coll(w, LP_COLL_ALLGATHER, T * rope * e, t, 1) +
+                  coll(w, LP_COLL_REDUCESCATTER, T * h * e, t, 1);
+        *comm_b = coll(w, LP_COLL_ALLGATHER, T * h * tp_ag_elem(w, true), t, 1) +
+                  coll(w, LP_COLL_REDUCESCATTER, T * (lat + rope) * e, t, 1);
+    } else {
+        *comm_f = coll(w, LP_COLL_ALLREDUCE, T * h * e, t, 1);
+        *comm_b = coll(w, LP_COLL_ALLREDUCE, T * lat * e, t, 1);
+    }
+}
+
 /* Attention block: norm, QKV (or MLA), rotary, core, output projection,
  * residual. `local`: a sliding-window layer. */
 static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool local)
@@ -1317,6 +1354,7 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
     /* the forward gathers linear_qkv's input, the backward linear_proj's
      * output gradient, each quantised as its module runs */
     double comm_f = tp_comm(&wqkv, true), comm_b = tp_comm(&wproj, true);
+    if (mla) mla_tp_comm(w, &comm_f, &comm_b);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     if (r->fw.cuda_graphs & LP_GRAPH_ATTN) { /* the whole block, its collectives too */
         f.graphed = f.n;
@@ -2203,8 +2241,8 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
          * embedding of the shifted tokens, the two norms, the projection of
          * [h; emb] to h (column-parallel), and the shared head and loss */
         struct acc pf = {0}, pb = {0};
-        norm_kernels(w, h, &pf, &pb);
-        norm_kernels(w, h, &pf, &pb);
+        norm_kernels(w, w->T, h, &pf, &pb);
+        norm_kernels(w, w->T, h, &pf, &pb);
         linear(w, T, h / w->t, 2.0 * h, &pf, &pb);
         throttle(w, &pf, 0);
         throttle(w, &pb, 0);

@@ -357,12 +357,15 @@ TEST(fp8_gathers_without_userbuffers)
 
 /* TP overlap replaces only the collectives of the linears that run in
  * userbuffers: MLA's attention block (Megatron-Core MLASelfAttention) has
- * one such linear, the row-parallel projection (linear_tp); its down and
- * up projections are charged as tp_comm(w) charges them without overlap.
- * So the forward keeps tp_comm's all-gather and adds what the projection's
- * pipelined reduce-scatter leaves exposed; the backward keeps tp_comm's
- * reduce-scatter and adds what the projection's data-gradient ring leaves.
- * (The whole of tp_comm(w) was replaced before: the all-gather was free.) */
+ * one such linear, the row-parallel projection (linear_tp); its up
+ * projections gather what they read, the normed latents (q 512 + kv 512
+ * wide), and k_pos_emb (64) is gathered on its own, without overlap
+ * (mla_tp_comm, stop 33: the layer's T x h input before). So the forward
+ * keeps those two all-gathers and adds what the projection's pipelined
+ * reduce-scatter leaves exposed; the backward keeps the latents' and
+ * k_pos_emb's reduce-scatter and adds what the projection's data-gradient
+ * ring leaves. (The whole of tp_comm(w) was replaced before stop 32: the
+ * all-gather was free.) */
 TEST(tp_overlap_mla_keeps_unoverlapped_gather)
 {
     static struct lp_run r;
@@ -383,8 +386,9 @@ TEST(tp_overlap_mla_keeps_unoverlapped_gather)
     const double T = 4096.0, h = 4096.0, e = 2.0, t = 2.0, K = 32.0 / 2.0 * 128.0;
     const double margin = 108.0 / (108.0 - 16.0);
 #define G(l, m, n, k) cm.ops->gemm_s(&cm, l, LP_BF16, m, n, k)
-    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 2, 1, 0);
-    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 2, 1, 0);
+    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * 1024.0 * e, 2, 1, 0) +
+                      lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * 64.0 * e, 2, 1, 0);
+    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * 1088.0 * e, 2, 1, 0);
     const double r4 = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 2, 1, 0);
     const double g4 = margin * G(LP_GEMM_FWD, T / 4.0, h, K);
     const double p = lp_p2p_time(&cm, sys, T * h * e / t, (int)t, 1, 0);

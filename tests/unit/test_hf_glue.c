@@ -78,6 +78,15 @@ static void costs(const struct lp_run *r, struct lp_shape_cost *sc)
     lp_shape_cost_compute(&cm, r, sc);
 }
 
+/* The framework's defaults, with a host time too small to matter and no
+ * overlap limit: the kernels' GPU time alone */
+static void framework(struct lp_run *r, enum lp_framework k)
+{
+    lp_framework_defaults(k, &r->fw);
+    r->fw.host_op_s = HOST;
+    r->fw.host_overlap = 1000.0;
+}
+
 static double mem(const struct lp_run *r, double bytes)
 {
     return 5e-6 + bytes / (r->system.gpu.mem_bw_Bps * 0.85);
@@ -229,15 +238,11 @@ TEST(torchtitan_eager_glue)
     r.model.norm = LP_NORM_LAYERNORM;
     costs(&r, &hf);
     static struct lp_shape_cost ln;
-    lp_framework_defaults(LP_FW_FSDP2, &r.fw);
-    r.fw.host_op_s = HOST;
-    r.fw.host_overlap = 1000.0;
+    framework(&r, LP_FW_FSDP2);
     costs(&r, &ln);
     r.model.norm = LP_NORM_RMSNORM;
-    lp_framework_defaults(LP_FW_FSDP2, &r.fw);
+    framework(&r, LP_FW_FSDP2);
     ASSERT_TRUE(!r.fw.fused_kernels);
-    r.fw.host_op_s = HOST;
-    r.fw.host_overlap = 1000.0;
     costs(&r, &rot);
     r.model.pos = LP_POS_LEARNED;
     costs(&r, &learned);
@@ -268,10 +273,8 @@ TEST(fms_eager_glue)
     static struct lp_run r;
     static struct lp_shape_cost fms, tt, fused, fms_ln;
     hf_run(&r);
-    lp_framework_defaults(LP_FW_FSDP1, &r.fw);
+    framework(&r, LP_FW_FSDP1);
     ASSERT_TRUE(!r.fw.fused_kernels);
-    r.fw.host_op_s = HOST;
-    r.fw.host_overlap = 1000.0;
     costs(&r, &fms);
     r.fw.kind = LP_FW_FSDP2;
     costs(&r, &tt);
@@ -308,9 +311,7 @@ TEST(fused_mlp_epilogue)
     static struct lp_run r;
     static struct lp_shape_cost plain, fused;
     hf_run(&r);
-    lp_framework_defaults(LP_FW_DDP, &r.fw);
-    r.fw.host_op_s = HOST;
-    r.fw.host_overlap = 1000.0;
+    framework(&r, LP_FW_DDP);
     r.model.ffn_act = LP_ACT_GELU;
     r.model.norm = LP_NORM_LAYERNORM;
     costs(&r, &plain);

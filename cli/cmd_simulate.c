@@ -68,15 +68,8 @@ static void warn_mismatch(const struct lp_profile *prof, const struct lp_system 
 /* Print a JSON result, with "max_batch" added when asked (--max-batch) and
  * "profile_gpu_mismatch" (the profile's GPU) when a profile of another GPU
  * was allowed. */
-/* Where the run's sustained fraction came from: the GPU preset's own, the
- * command line's, or a calibration fitted on other GPUs' rows (issue #16). */
-static const char *sustained_src(const struct lp_run *run, bool overridden)
-{
-    return overridden ? "override" : lp_sustained_src_name(lp_run_sustained_src(run));
-}
-
 static void print_json(const char *text, const struct lp_run *run, bool max_batch,
-                       const struct lp_profile *mismatch, const char *trust, bool sust_override)
+                       const struct lp_profile *mismatch, const char *trust)
 {
     size_t n = strlen(text);
     while (n > 0 && text[n - 1] != '}')
@@ -93,8 +86,6 @@ static void print_json(const char *text, const struct lp_run *run, bool max_batc
     if (max_batch) printf("%s\"max_batch\":%d", sep, lp_sim_max_batch(run));
     if (mismatch) printf("%s\"profile_gpu_mismatch\":\"%s\"", sep, mismatch->gpu);
     if (trust) printf("%s\"trust\":%s", sep, trust);
-    printf("%s\"sustained_frac\":%.17g%s\"sustained_frac_source\":\"%s\"", sep,
-           lp_run_sustained(run), sep, sustained_src(run, sust_override));
     printf("%s}\n", m + 1 < n ? "\n" : "");
 }
 
@@ -127,7 +118,10 @@ static int run_batch(const char *file, const char *profile, double sustained, bo
         struct lp_run run;
         rc = lp_parse_run(p, origin, &run, err);
         if (rc < 0) break;
-        if (sustained > 0) run.system.gpu.sustained_frac = sustained;
+        if (sustained > 0) {
+            run.system.gpu.sustained_frac = sustained;
+            run.system.gpu.sustained_override = true;
+        }
         const char *choice = lp_profile_choice(profile, &run.system, NULL);
         int k = 0;
         while (k < ncache && (strcmp(cache[k].gpu, run.system.gpu.name) != 0 ||
@@ -156,8 +150,7 @@ static int run_batch(const char *file, const char *profile, double sustained, bo
         char *text = NULL;
         rc = lp_result_to_json_line(&run, &res, true, &text, err);
         if (rc >= 0)
-            print_json(text, &run, max_batch, cache[k].mismatch ? cache[k].prof : NULL, NULL,
-                       sustained > 0);
+            print_json(text, &run, max_batch, cache[k].mismatch ? cache[k].prof : NULL, NULL);
         free(text);
     }
     free(line);
@@ -169,8 +162,7 @@ static int run_batch(const char *file, const char *profile, double sustained, bo
     return rc;
 }
 
-static void print_summary(const struct lp_run *r, const struct lp_result *res, const char *prof,
-                          bool sust_override)
+static void print_summary(const struct lp_run *r, const struct lp_result *res, const char *prof)
 {
     printf("model      %s (%.2f B parameters)\n", r->model.name, lp_model_params(&r->model) / 1e9);
     printf("system     %s, %d GPUs (%s), profile %s\n", r->system.name, res->gpus,
@@ -205,10 +197,10 @@ static void print_summary(const struct lp_run *r, const struct lp_result *res, c
            res->model_tflops_per_gpu, 100.0 * res->mfu);
     const enum lp_sustained_src src = lp_run_sustained_src(r);
     printf("sustained  %.2f of the profile's GEMM/attention rate (%s)\n", lp_run_sustained(r),
-           sust_override             ? "--sustained-frac"
-           : src == LP_SUSTAINED_GPU ? "the GPU preset's own"
-                                     : "the calibration's, fitted on other GPUs' rows: this GPU "
-                                       "has no sustained_frac of its own, docs/calibration.md");
+           src == LP_SUSTAINED_OVERRIDE ? "--sustained-frac"
+           : src == LP_SUSTAINED_GPU    ? "the GPU preset's own"
+                                        : "the calibration's, fitted on other GPUs' rows: this GPU "
+                                          "has no sustained_frac of its own, docs/calibration.md");
     printf("\nbreakdown (critical stage)\n");
     printf("  compute          %10.4f s\n", b->compute_s);
     printf("  tp/cp/ep comm    %10.4f s\n", b->tp_comm_s);
@@ -323,7 +315,10 @@ int lp_cmd_simulate(int argc, char **argv)
     struct lp_sim *sim = NULL;
     char *text = NULL;
     int rc = lp_load_run(file, &run, &err);
-    if (rc >= 0 && sustained > 0) run.system.gpu.sustained_frac = sustained;
+    if (rc >= 0 && sustained > 0) {
+        run.system.gpu.sustained_frac = sustained;
+        run.system.gpu.sustained_override = true;
+    }
     char used[1024];
     struct lp_cost_model cm;
     bool mismatch = false;
@@ -350,11 +345,9 @@ int lp_cmd_simulate(int argc, char **argv)
     if (rc >= 0) {
         if (json) {
             rc = lp_result_to_json(&run, &res, false, &text, &err);
-            if (rc >= 0)
-                print_json(text, &run, max_batch, mismatch ? prof : NULL, trust_text,
-                           sustained > 0);
+            if (rc >= 0) print_json(text, &run, max_batch, mismatch ? prof : NULL, trust_text);
         } else {
-            print_summary(&run, &res, used, sustained > 0);
+            print_summary(&run, &res, used);
             if (trust) {
                 char line[1024];
                 lp_trust_line(trust, &run, res.gpus, res.iteration_time_s, line, sizeof(line));

@@ -21,14 +21,15 @@
 
 #define CK_MAGIC "LPCKPT1"
 #define CK_VERSION                                                                                 \
-    11 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                       \
+    12 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                       \
         * optional objectives, the run dimensions and their columns (#17);                         \
         * 6: framework option fused_softmax; 7: tp_async_dgrad, train_metrics;                     \
         * 8: training.dataset.max_len (#14), the --prune counters (#20);                           \
         * 9: framework option ckpt_reentrant (#14); 10: reason framework (the                      \
         * walk skips hybrid_shard outside fsdp and fsdp's gaps); 11: system                        \
         * segment_gpus, fw mcore_buckets and dispatcher_sms, training's bf16                       \
-        * layers and module_prec (stop 32) */
+        * layers and module_prec (stop 32); 12: framework option fused_mlp                         \
+        * (stop 33) */
 
 struct ck_header {
     char magic[8];
@@ -177,6 +178,7 @@ static const struct entry_field entry_fields[] = {
     EBOOL(run.fw.param_gather_overlap),
     EBOOL(run.fw.fused_kernels),
     EBOOL(run.fw.fused_softmax),
+    EBOOL(run.fw.fused_mlp),
     EBOOL(run.fw.zero3_per_tensor),
     EBOOL(run.fw.zero3_rank_copies),
     EBOOL(run.fw.ep_overlap),

@@ -206,8 +206,10 @@ static int load_cost_models(struct lp_search *s, struct lp_err *err)
     /* before the cost models copy the GPUs; part of profile_desc, so a resume
      * with another value is refused like one with another profile */
     if (s->opt.sustained > 0)
-        for (int i = 0; i < s->nsys; i++)
+        for (int i = 0; i < s->nsys; i++) {
             s->sweep->systems[i].gpu.sustained_frac = s->opt.sustained;
+            s->sweep->systems[i].gpu.sustained_override = true;
+        }
     for (int i = 0; i < s->nsys; i++) {
         const struct lp_system *sys = &s->sweep->systems[i];
         char desc[700], used[600];

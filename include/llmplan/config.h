@@ -317,6 +317,7 @@ struct lp_gpu {
      * (struct lp_calib, docs/calibration.md). The profiles hold short-burst
      * kernel times. */
     double sustained_frac;
+    bool sustained_override; /* sustained_frac given on the command line (--sustained-frac) */
     char source[LP_SOURCE_LEN];
 };
 
@@ -427,6 +428,10 @@ struct lp_framework_opts {
     bool fused_kernels;          /* fused bias+GeLU, bias+dropout+add, fused LN, fused Adam */
     bool fused_softmax;          /* unfused attention's scale, causal mask and softmax in one kernel
                                     (Megatron's FusedScaleMaskSoftmax) rather than eager PyTorch ops */
+    bool fused_mlp;              /* a GELU MLP's activation in its GEMMs' epilogues: fc1 applies
+                                    GELU and saves its input, fc2's data-gradient GEMM applies
+                                    GELU's gradient (flash-attn FusedMLP, fused_dense_gelu_dense;
+                                    sim_workload.c ffn_core) */
     double bucket_bytes;         /* DP gradient bucket size */
     bool mcore_buckets;          /* Megatron-Core's bucket rule instead of bucket_bytes: buckets of
                                     max(40M, 1M x dp) parameters, dense and expert buffers apart
@@ -545,9 +550,10 @@ double lp_run_sustained(const struct lp_run *r);
  * was fitted on other GPUs' rows (issue #16: such a constant must not apply
  * to a GPU silently): `llmplan simulate` names the source. */
 enum lp_sustained_src {
-    LP_SUSTAINED_GPU = 0, /* the GPU preset's sustained_frac (or --sustained-frac) */
-    LP_SUSTAINED_CALIB,   /* the run's calibration (data/calibration.json) */
-    LP_SUSTAINED_BUILTIN, /* the built-in calibration (lp_calib_builtin) */
+    LP_SUSTAINED_GPU = 0,  /* the GPU preset's sustained_frac (or --sustained-frac) */
+    LP_SUSTAINED_CALIB,    /* the run's calibration (data/calibration.json) */
+    LP_SUSTAINED_BUILTIN,  /* the built-in calibration (lp_calib_builtin) */
+    LP_SUSTAINED_OVERRIDE, /* the command line's --sustained-frac (gpu.sustained_override) */
     LP_SUSTAINED_SRC_COUNT
 };
 enum lp_sustained_src lp_run_sustained_src(const struct lp_run *r);

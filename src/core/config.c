@@ -77,14 +77,16 @@ void lp_calib_builtin(struct lp_calib *c)
 
 enum lp_sustained_src lp_run_sustained_src(const struct lp_run *r)
 {
-    if (r->system.gpu.sustained_frac > 0) return LP_SUSTAINED_GPU;
+    if (r->system.gpu.sustained_frac > 0)
+        return r->system.gpu.sustained_override ? LP_SUSTAINED_OVERRIDE : LP_SUSTAINED_GPU;
     if (r->fw.cal.sustained_frac > 0) return LP_SUSTAINED_CALIB;
     return LP_SUSTAINED_BUILTIN;
 }
 
 const char *lp_sustained_src_name(enum lp_sustained_src s)
 {
-    static const char *const names[LP_SUSTAINED_SRC_COUNT] = {"gpu", "calibration", "builtin"};
+    static const char *const names[LP_SUSTAINED_SRC_COUNT] = {"gpu", "calibration", "builtin",
+                                                              "override"};
     return (unsigned)s < LP_SUSTAINED_SRC_COUNT ? names[s] : "?";
 }
 
@@ -92,6 +94,7 @@ double lp_run_sustained(const struct lp_run *r)
 {
     switch (lp_run_sustained_src(r)) {
     case LP_SUSTAINED_GPU:
+    case LP_SUSTAINED_OVERRIDE:
         return r->system.gpu.sustained_frac;
     case LP_SUSTAINED_CALIB:
         return r->fw.cal.sustained_frac;
@@ -408,6 +411,12 @@ void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *ca
          * torchtitan_attention_glue); torch.compile fuses them: give
          * "fused_kernels": true for compiled runs */
         if (kind == LP_FW_FSDP2) o->fused_kernels = false;
+        /* fms-fsdp trains foundation-model-stack's LLaMA in eager PyTorch
+         * (no torch.compile in its published runs; f29e546d, 2024-03):
+         * LayerNormParameterized(use_mean=False, use_high_precision_pow=True)
+         * is the decomposed fp32 RMSNorm, RotaryEmbedding.adjusted_qk a fp32
+         * mul + sum, GatedLinearUnit silu * w1 (sim_workload.c) */
+        if (kind == LP_FW_FSDP1) o->fused_kernels = false;
         break;
     case LP_FW_HF:
         /* Transformers' Trainer with PEFT and bitsandbytes, eager PyTorch

@@ -252,6 +252,7 @@ struct lp_sim_mid {
     struct lp_shape_cost scb;
     int nb0, nb1;
     double f_comp[2], b_comp[2], comm[2]; /* stage 0, last stage */
+    double b_mid[2];                      /* b_comp of pr.mid[0], mid[1] */
     double zero3, contention, busy_first, busy_last;
     bool torch;
 };
@@ -411,7 +412,8 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
     k.fused = r->fw.fused_kernels | (r->fw.tp_overlap << 1) | (r->fw.ep_overlap << 4) |
               ((int)r->fw.dispatcher << 5) | (int)(r->fw.cuda_graphs << 7) |
               (r->fw.fused_softmax << 24) | (r->fw.tp_async_dgrad << 25) |
-              (r->fw.train_metrics << 26) | ((int)r->fw.tp_overlap_rs << 27);
+              (r->fw.train_metrics << 26) | ((int)r->fw.tp_overlap_rs << 27) |
+              (r->fw.fused_mlp << 28);
     k.lora_rank = r->train.lora_rank;
     k.lora_bits = r->train.lora_base_bits;
     k.etp = r->par.etp;
@@ -935,7 +937,7 @@ static bool simulate_head(struct lp_sim *s, const struct lp_run *r, const struct
     double *fs = s->vs_f, *bs = s->vs_b, *ws = s->vs_w;
     double *const f_comp = md->f_comp, *const b_comp = md->b_comp, *const comm = md->comm;
     for (int i = 0; i < 2; i++)
-        f_comp[i] = b_comp[i] = comm[i] = 0;
+        f_comp[i] = b_comp[i] = comm[i] = md->b_mid[i] = 0;
     /* the model's kinds in ascending order: the sums below add over them in
      * the order a loop over every kind would, skipping the kinds without a
      * layer in the chunk (those the model lacks have none): the same
@@ -995,6 +997,8 @@ static bool simulate_head(struct lp_sim *s, const struct lp_run *r, const struct
             b_comp[i] += bc;
             comm[i] += fm + bm;
         }
+        for (int i = 0; i < pr->n_mid; i++)
+            if (st == pr->mid[i]) md->b_mid[i] += bc;
     }
 
     const double contention = md->contention =
@@ -1024,7 +1028,7 @@ static bool simulate_head(struct lp_sim *s, const struct lp_run *r, const struct
         fs[0] += z3f;
         bs[0] += z3b;
     } else if (p->zero >= 3 && p->dp * p->cp > 1) {
-        double bw[2] = {0, 0};
+        const double bw[LP_DP_STAGES] = {0};
         lp_dp_costs(s, r, pr, bw, 0, dpc);
         double z3f = dpc->zero3_fwd_s, z3b = dpc->zero3_bwd_s;
         if (r->fw.param_gather_overlap) {
@@ -1078,7 +1082,7 @@ static bool simulate_head(struct lp_sim *s, const struct lp_run *r, const struct
 
     /* DP reduction overlaps the last micro-batch's backward on each stage
      * (independent of the schedule's ends) */
-    double bw_win[2] = {b_comp[0], b_comp[1]};
+    const double bw_win[LP_DP_STAGES] = {b_comp[0], b_comp[1], md->b_mid[0], md->b_mid[1]};
     lp_dp_costs(s, r, pr, bw_win, f_comp[0], dpc);
     if (torch) {
         dpc->exposed_s[0] = dpc->exposed_s[1] = tdp->tail_s;
@@ -1117,7 +1121,25 @@ static void simulate_tail(struct lp_sim *s, const struct lp_run *r, const struct
     double end0 = end_first + dpc->exposed_s[0] + dpc->hidden_s[0] * contention;
     double endl = end_last + dpc->exposed_s[1] + dpc->hidden_s[1] * contention;
     int crit = endl > end0 ? last : 0;
-    double end = fmax(end0, endl) + dpc->emb_sync_s;
+    /* the middle stages under Megatron-Core's rule (sim_dp.c
+     * lp_dp_mid_stages): their last backward ends a ripple before stage 0's
+     * (lp_dp_mid_ripple); one that ends after both the others ends the
+     * iteration (crit_st, the trace's), its reduction counted from stage 0's
+     * end in the breakdown (crit stays 0) */
+    const int n_mid = lp_dp_mid_stages(r, &md->pr);
+    double end_mid[2] = {0, 0}, endc = fmax(end0, endl);
+    int crit_st = crit;
+    for (int i = 0; i < n_mid; i++) {
+        const int k = 2 + i;
+        end_mid[i] = end_first - lp_dp_mid_ripple(&in, md->pr.mid[i]);
+        const double e = end_mid[i] + dpc->exposed_s[k] + dpc->hidden_s[k] * contention;
+        if (e > endc) {
+            endc = e;
+            crit = 0;
+            crit_st = md->pr.mid[i];
+        }
+    }
+    double end = endc + dpc->emb_sync_s;
     res->iteration_time_s = end + dpc->opt_s + r->fw.step_overhead_s;
     if (bound) { /* the rest of the iteration is a monotone function of the ends */
         if (!numbers_sound(res, project(s, r, res))) refuse_numeric(res);
@@ -1200,7 +1222,7 @@ static void simulate_tail(struct lp_sim *s, const struct lp_run *r, const struct
          * the end of its last backward pass: the critical stage's lasts
          * until the iteration's sync point (its breakdown's exposed DP
          * time), every other stage's its own reduction (the stage model of
-         * end0 / endl above). Then the optimizer step on every stage at
+         * end0 / endl / end_mid above). Then the optimizer step on every stage at
          * the sync point: Megatron's clip_grad_norm all-reduces the
          * gradient norm over the model-parallel group, so no stage steps
          * before the slowest has reduced. */
@@ -1219,9 +1241,15 @@ static void simulate_tail(struct lp_sim *s, const struct lp_run *r, const struct
             for (int i = 0; i < n0; i++)
                 if (ev[i].stage == st && ev[i].stream == 0)
                     st_end = fmax(st_end, ev[i].start_s + ev[i].dur_s);
-            const int k = st == last ? 1 : 0;
+            /* a middle stage draws its own entry where it has one, else
+             * stage 1's (the middle stages alike: lp_dp_mid_stages), else
+             * stage 0's */
+            int k = st == last ? 1 : 0;
+            if (st > 0 && st < last && n_mid > 0) k = n_mid > 1 && st == md->pr.mid[1] ? 3 : 2;
+            /* the critical stage's lasts until the sync point */
+            const double from = st == crit_st && crit_st == crit ? crit_end : st_end;
             double dur =
-                st == crit ? end - crit_end : dpc->exposed_s[k] + dpc->hidden_s[k] * contention;
+                st == crit_st ? end - from : dpc->exposed_s[k] + dpc->hidden_s[k] * contention;
             if (!torch) trace_dp_buckets(ev, cap, nev, r, dpc, st, k, st_end);
             trace_dp_add(ev, cap, nev, st, LP_DPC_CONTENTION, st_end + dpc->exposed_s[k],
                          dpc->hidden_s[k] * contention, 0);
@@ -1232,7 +1260,7 @@ static void simulate_tail(struct lp_sim *s, const struct lp_run *r, const struct
                                              .stream = 1,
                                              .micro = -1,
                                              .kind = LP_EV_DP,
-                                             .start_s = st == crit ? crit_end : st_end,
+                                             .start_s = st == crit_st ? from : st_end,
                                              .dur_s = dur};
             if (*nev < cap)
                 ev[(*nev)++] = (struct lp_event){.stage = st,

@@ -18,15 +18,22 @@ static double adam_step_bytes(double s, double g, double copy)
 {
     return 3.0 * s + g + 3.0 * s + copy + g;
 }
-/* The Hugging Face Trainer's default optimizer (TrainingArguments.optim
- * "adamw_torch"; "adamw_torch_fused" only from PyTorch 2.8) is
- * torch.optim.AdamW, which on CUDA runs _multi_tensor_adamw (foreach, not
- * fused): lerp_(m, g) 3 element accesses, mul_(v) 2, addcmul_(v, g, g) 3,
- * sqrt(v) into a new list 2, div_ 2, add_(eps) 2, addcdiv_(p, m, denom) 4
- * (weight decay 0, the Trainer's default: no mul_(p)); before it the
- * Trainer's clip_grad_norm_ (max_grad_norm 1.0): _foreach_norm 1 and
- * _foreach_mul_ 2. 21 accesses of the parameter's element size. */
-#define HF_ADAMW_ACCESSES_PER_PARAM 21.0
+/* Element accesses per parameter of torch.optim.AdamW as it runs on CUDA
+ * without `fused` (_multi_tensor_adamw, foreach): lerp_(m, g) 3 element
+ * accesses, mul_(v) 2, addcmul_(v, g, g) 3, sqrt(v) into a new list 2,
+ * div_ 2, add_(eps) 2, addcdiv_(p, m, denom) 4, and with a weight decay
+ * _foreach_mul_(p, 1 - lr wd) 2 more; before it clip_grad_norm_:
+ * _foreach_norm 1 and _foreach_mul_ 2. Its users: the Hugging Face
+ * Trainer's default (TrainingArguments.optim "adamw_torch";
+ * "adamw_torch_fused" only from PyTorch 2.8; weight decay 0, max_grad_norm
+ * 1.0): 21; fms-fsdp (4ffb9bd main_training.py: optim.AdamW(...,
+ * weight_decay=0.1), model.clip_grad_norm_) and torchtitan (9dec370
+ * optimizer.py: foreach = not fused, fused off by default, weight decay
+ * 0.1; train.py clip_grad_norm_): 23, on FSDP's fp32 shards. */
+static double torch_adamw_accesses(bool weight_decay)
+{
+    return 21.0 + (weight_decay ? 2.0 : 0.0);
+}
 
 double lp_sim_vocab_padded(const struct lp_run *r)
 {
@@ -379,37 +386,88 @@ static void z3_ipg_layers(struct ds_ipg *q, const struct lp_layer_tensors *lt, i
     }
 }
 
-/* Gradient buckets of a stage holding P trained parameters, Pe of them
- * routed experts, of g_bytes gradient each. Megatron-Core (fw.mcore_buckets;
- * Megatron-LM d7288711 megatron/core/distributed/distributed_data_parallel.py
- * __init__, the same at 0d8e0714 and b0cc2706: the cores of Megatron-Bridge
- * v0.2.0, v0.3.0 and v0.4.0 / v0.4.1): bucket_size, in parameters, defaults
- * to max(40000000, 1000000 * dp_group.size()) (dp_group without CP), and the
+/* Gradient buckets of pipeline stage `rank` holding P trained parameters,
+ * Pe of them routed experts, of g_bytes gradient each. Megatron-Core
+ * (fw.mcore_buckets; Megatron-LM d7288711 and d98e8a64
+ * megatron/core/distributed/distributed_data_parallel.py __init__, the same
+ * at 0d8e0714 and b0cc2706: the cores of Megatron-Bridge v0.2.0, v0.3.0 and
+ * v0.4.0 / v0.4.1): bucket_size, in parameters, defaults to
+ * max(40000000, 1000000 * dp_group.size()) (dp_group without CP), and the
  * dense parameters and the experts (`allreduce` False) fill buffers of their
  * own (self.buffers, self.expert_parallel_buffers), each cut into buckets of
- * that size. Not modelled: `if disable_bucketing or pp_rank > 0:
- * bucket_size = None` (docs/simulator.md section 3). Otherwise buckets of
+ * that size; but `if disable_bucketing or pp_rank > 0: self.bucket_size =
+ * None`, so every stage after the first keeps each buffer as one bucket. A
+ * model chunk is a DDP instance of its own (Megatron-LM d98e8a64
+ * megatron/training/models/dist_utils.py, Megatron-Bridge v0.4.1
+ * models/common/unimodal.py: one DistributedDataParallel per chunk), so such
+ * a stage reduces one bucket per chunk, its dense and expert buffers
+ * together: they are complete at the same moment, the end of the chunk's
+ * last backward (the backward post-hook's register_grad_ready). Stage 0
+ * keeps its count over the whole stage: its chunks after the first are
+ * single-bucket too (`disable_bucketing=(model_chunk_idx > 0)`, same files),
+ * but their buffers are complete at least pp chunk backwards before the
+ * stage's end (Megatron's interleaved order runs chunk 0's backwards of
+ * the last pp micro-batches last) and the last one reduced is chunk 0's last
+ * bucket either way (docs/simulator.md section 3). Otherwise buckets of
  * fw.bucket_bytes. */
-static double dp_buckets(const struct lp_run *r, double P, double Pe, double g_bytes)
+static double dp_buckets(const struct lp_run *r, int rank, double P, double Pe, double g_bytes)
 {
     if (!r->fw.mcore_buckets) return fmax(1.0, ceil(P * g_bytes / r->fw.bucket_bytes));
+    if (rank > 0) return r->par.vp;
     const double size = fmax(40e6, 1e6 * r->par.dp), dense = P - Pe;
     const double n = (dense > 0 ? ceil(dense / size) : 0.0) + (Pe > 0 ? ceil(Pe / size) : 0.0);
     return fmax(1.0, n);
 }
 
+/* The middle stages' single-bucket reduction (dp_buckets) starts after
+ * their last backward, which ends only a backward ripple before stage 0's:
+ * with about as many parameters (lp_sim_count_params' mid), a middle stage
+ * ends the iteration where its whole-buffer reduction outlasts that ripple
+ * plus stage 0's last bucket. Accounted under Megatron-Core's rule only;
+ * with buckets on every stage (fw.bucket_bytes) each stage's exposed part
+ * is one bucket and stage 0, ending last, is the one that counts. Not
+ * modelled: the frameworks without overlap (dp_overlap false), where every
+ * stage reduces its whole gradient after its backward, the same gap. */
+int lp_dp_mid_stages(const struct lp_run *r, const struct lp_params *pr)
+{
+    return r->fw.mcore_buckets && r->par.pp > 2 ? pr->n_mid : 0;
+}
+
+/* Stage s's last backward (micro-batch m-1, chunk 0: the last operation of
+ * every schedule llmplan solves) sends its input gradient to stage s-1,
+ * whose own last backward waits for it (the drain: nothing else is left
+ * for it to run), and so on to stage 0, whose last backward carries the
+ * embedding's. So stage s ends sum_{j<s} (B_j + p2p) + the embedding's
+ * backward before stage 0, B_j the backward of stage j's chunk 0 (virtual
+ * stage j: one chunk's under interleaving, where the ripple runs chunk 0
+ * through the stages). zb: B without its W pass, whose pending passes
+ * stage s and stage 0 are taken to run alike after their last B. Exact
+ * where stage j waits for stage j+1 at its last backward; where it does
+ * not, stage s ends earlier, so the middle stage's end is an upper bound. */
+double lp_dp_mid_ripple(const struct lp_sched_in *in, int s)
+{
+    double t = in->b_first_extra;
+    for (int j = 0; j < s && j < in->p; j++)
+        t += in->b[j] - (in->kind == LP_SCHED_ZB ? in->w[j] : 0.0) + in->p2p_s;
+    return t;
+}
+
 void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_params *pr,
-                 double bwd_window_s[2], double fwd_window_s, struct lp_dp_cost *out)
+                 const double bwd_window_s[LP_DP_STAGES], double fwd_window_s,
+                 struct lp_dp_cost *out)
 {
     const struct lp_parallel *p = &r->par;
     const struct lp_cost_model *cm = &s->cm;
     struct lp_bytes_per_param b;
     lp_sim_param_bytes(r, &b);
     int nd = p->dp * p->cp;
-    double stage_params[2] = {pr->train0, pr->train_last};
-    const double stage_experts[2] = {pr->expert0, pr->expert_last};
+    const double stage_params[LP_DP_STAGES] = {pr->train0, pr->train_last, pr->train_mid[0],
+                                               pr->train_mid[1]};
+    const double stage_experts[LP_DP_STAGES] = {pr->expert0, pr->expert_last, pr->expert_mid[0],
+                                                pr->expert_mid[1]};
+    const int rank[LP_DP_STAGES] = {0, p->pp - 1, pr->mid[0], pr->mid[1]};
     memset(out, 0, sizeof(*out));
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2 + lp_dp_mid_stages(r, pr); i++) {
         double P = stage_params[i], Pe = stage_experts[i], t_red = 0, t_gather = 0;
         if (p->zero == 0) {
             t_red = dp_coll(s, r, LP_COLL_ALLREDUCE, P, Pe, b.g_comm);
@@ -417,7 +475,7 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
             t_red = dp_coll(s, r, LP_COLL_REDUCESCATTER, P, Pe, b.g_comm);
             t_gather = dp_coll(s, r, LP_COLL_ALLGATHER, P, Pe, b.w);
         }
-        const double nbuckets = dp_buckets(r, P, Pe, b.g_comm);
+        const double nbuckets = dp_buckets(r, rank[i], P, Pe, b.g_comm);
         double exposed = t_red;
         if (r->fw.dp_overlap) exposed = fmax(t_red - bwd_window_s[i], t_red / nbuckets);
         double gexp = t_gather;
@@ -563,7 +621,9 @@ void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_param
                  : r->fw.optim_bf16            ? adam_step_bytes(2.0, b.g, 2.0)
                                                : adam_step_bytes(4.0, 4.0, 2.0);
     if (r->fw.kind == LP_FW_HF) /* LoRA adapters: fp32 (LLaMA-Factory casts them) */
-        per = HF_ADAMW_ACCESSES_PER_PARAM * (lp_sim_hf_pure16(r) ? 2.0 : 4.0);
+        per = torch_adamw_accesses(false) * (lp_sim_hf_pure16(r) ? 2.0 : 4.0);
+    else if (r->fw.kind == LP_FW_FSDP1 || r->fw.kind == LP_FW_FSDP2)
+        per = torch_adamw_accesses(true) * 4.0;
     out->opt_s = cm->ops->mem_s(cm, LP_MEM_ADAM, owned * per);
 }
 

@@ -337,6 +337,13 @@ struct lp_params {
     /* the routed experts' among them (0 with LoRA): reduced and sharded
      * over the expert-data-parallel group (sim_dp.c) */
     double expert0, expert_last;
+    /* the middle stages (0 < s < pp - 1) whose single-bucket gradient
+     * reduction may end last under Megatron-Core's rule (sim_dp.c
+     * lp_dp_mid_stages): stage 1, and the earliest middle stage holding the
+     * most trained parameters when it holds more than stage 1; n_mid of them
+     * (0 with pp <= 2), their trained and routed-expert parameters */
+    int n_mid, mid[2];
+    double train_mid[2], expert_mid[2];
     double fnorm;                                     /* the final norm (last stage) */
     int moe_layers_per_stage, dense_layers_per_stage; /* of the largest stage */
 };
@@ -367,16 +374,19 @@ struct lp_layer_tensors {
 void lp_sim_layer_tensors(const struct lp_run *r, bool moe_layer, struct lp_layer_tensors *lt);
 
 /* Data-parallel / ZeRO / FSDP costs of one iteration (sim_dp.c). */
+/* lp_dp_cost's stages: the first, the last, and lp_params' middle ones */
+#define LP_DP_STAGES 4
 struct lp_dp_cost {
-    double exposed_s[2]; /* stage 0, last stage */
-    double hidden_s[2];  /* communication overlapped with compute */
+    double exposed_s[LP_DP_STAGES]; /* stage 0, last stage, lp_params.mid[0], mid[1] */
+    double hidden_s[LP_DP_STAGES];  /* communication overlapped with compute */
     /* the parts of exposed_s / hidden_s (per stage; the timeline draws
      * them): gradient reduction in `buckets` equal buckets, all-reduce or
      * (ZeRO-1/2) reduce-scatter, of which red_exposed_s is not hidden
      * behind the last backward; ZeRO-1/2's parameter all-gather, of which
      * gather_exposed_s is not hidden behind the forward */
-    double red_s[2], red_exposed_s[2], gather_s[2], gather_exposed_s[2];
-    int buckets[2];
+    double red_s[LP_DP_STAGES], red_exposed_s[LP_DP_STAGES], gather_s[LP_DP_STAGES],
+        gather_exposed_s[LP_DP_STAGES];
+    int buckets[LP_DP_STAGES];
     double emb_sync_s;
     double opt_s;
     double zero3_fwd_s, zero3_bwd_s; /* per micro-batch */
@@ -415,10 +425,20 @@ void lp_sim_param_bytes(const struct lp_run *r, struct lp_bytes_per_param *b);
 /* Full fine-tuning under the hf framework in 16-bit precision: parameters,
  * gradients and AdamW's states all in the model's dtype (no fp32 master). */
 bool lp_sim_hf_pure16(const struct lp_run *r);
-/* DP gradient reduction (overlapped with bwd_window_s per stage), ZeRO
- * gathers, ZeRO-3 / FSDP per-micro-batch collectives, optimizer step. */
+/* DP gradient reduction (overlapped with bwd_window_s per stage of
+ * lp_dp_cost's order), ZeRO gathers, ZeRO-3 / FSDP per-micro-batch
+ * collectives, optimizer step. */
 void lp_dp_costs(struct lp_sim *s, const struct lp_run *r, const struct lp_params *pr,
-                 double bwd_window_s[2], double fwd_window_s, struct lp_dp_cost *out);
+                 const double bwd_window_s[LP_DP_STAGES], double fwd_window_s,
+                 struct lp_dp_cost *out);
+/* How many of lp_params' middle stages the iteration accounts (lp_dp_cost
+ * entries 2 and 3): Megatron-Core's single-bucket stages (fw.mcore_buckets,
+ * pp > 2), else none. */
+int lp_dp_mid_stages(const struct lp_run *r, const struct lp_params *pr);
+/* The time from the end of middle stage s's last backward pass to the end
+ * of stage 0's (the schedule's end_first): the backward ripple of the last
+ * micro-batch through stages s-1 .. 0 (sim_dp.c). */
+double lp_dp_mid_ripple(const struct lp_sched_in *in, int s);
 
 /* PyTorch DDP / FSDP played out per wrapped unit (sim_dp.c). The per-pass
  * compute of one micro-batch, and what the framework adds to it. */

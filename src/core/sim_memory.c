@@ -83,6 +83,9 @@ void lp_sim_count_params(const struct lp_run *r, const struct lp_kinds *ks, cons
     pr->stage0 = pr->stage_last = pr->stage_max = 0;
     pr->train0 = pr->train_last = 0;
     pr->expert0 = pr->expert_last = 0;
+    pr->n_mid = 0;
+    pr->mid[0] = pr->mid[1] = 0;
+    pr->train_mid[0] = pr->train_mid[1] = pr->expert_mid[0] = pr->expert_mid[1] = 0;
     const double routed = m->moe.experts > 0 && r->train.lora_rank <= 0
                               ? lp_arch_routed_params(m, etp_of(r), p->ep)
                               : 0.0;
@@ -122,6 +125,21 @@ void lp_sim_count_params(const struct lp_run *r, const struct lp_kinds *ks, cons
             pr->stage_last = all;
             pr->train_last = r->train.lora_rank > 0 ? lora : all;
             pr->expert_last = (nm + (mk % LP_FFN_COUNT == LP_FFN_MOE ? m->mtp_layers : 0)) * routed;
+        }
+        if (s > 0 && s < p->pp - 1) {
+            /* the middle stages sim_dp.c accounts (lp_dp_mid_stages): stage
+             * s ends its last backward one ripple after stage s+1, so of
+             * two middle stages with as many parameters the earlier has
+             * less slack; stage 1, and the first stage holding the most
+             * (when more than stage 1) */
+            const double tr = r->train.lora_rank > 0 ? lora : all;
+            const int j = s == 1 ? 0 : 1;
+            if (s == 1 || tr > fmax(pr->train_mid[0], pr->train_mid[1])) {
+                pr->mid[j] = s;
+                pr->train_mid[j] = tr;
+                pr->expert_mid[j] = nm * routed;
+                pr->n_mid = j + 1;
+            }
         }
         if (all > pr->stage_max) pr->stage_max = all;
         if (body > best_body) {

@@ -976,11 +976,11 @@ static void add_attn(struct acc *a, double t, int n)
     seg_push(a, LP_OPC_ATTN, t, false);
 }
 
-/* A norm kernel over `width` channels of the T tokens (not split). */
-static void norm_kernels(const struct wl *w, double width, struct acc *f, struct acc *b)
+/* A norm kernel over `width` channels of T tokens (not split). */
+static void norm_kernels(const struct wl *w, double T, double width, struct acc *f, struct acc *b)
 {
-    addk(f, LP_OPC_MEM, mem(w, w->norm, 2.0 * w->T * width * w->e));
-    addk(b, LP_OPC_MEM, mem(w, w->norm, 3.0 * w->T * width * w->e));
+    addk(f, LP_OPC_MEM, mem(w, w->norm, 2.0 * T * width * w->e));
+    addk(b, LP_OPC_MEM, mem(w, w->norm, 3.0 * T * width * w->e));
 }
 
 /* Multi-head latent attention's projections (DeepSeek-V2 Sec 2.1;
@@ -999,13 +999,19 @@ static void mla_projections(const struct wl *w, struct acc *f, struct acc *b, st
 {
     const struct lp_mla *q = &w->run->model.mla;
     const double T = w->T, h = w->h, dqk = q->qk_nope_head_dim + q->qk_rope_head_dim;
+    /* the down projections and their norms run on the rank's own tokens:
+     * with sequence parallelism the layer's input is [s / TP, b, h] and a
+     * duplicated TELinear does not gather it (_qkv_down_projection: "elif
+     * linear_q_down_proj is Linear: q_compressed: [s / TP, b, q_lora_rank]");
+     * the up projections gather the normed latents (mla_tp_comm) */
+    const double Td = w->Tn;
     /* recompute module "mla_up_proj" (multi_latent_attention.py): the up
      * projections and the rotary embedding, redone from the latents */
     const bool redo = (lp_sim_rc_modules(w->run) & LP_RC_MLA_UP_PROJ) != 0;
     struct acc up;
     if (q->q_lora_rank > 0) {
-        linear(w, T, q->q_lora_rank, h, f, b);
-        norm_kernels(w, q->q_lora_rank, f, b);
+        linear(w, Td, q->q_lora_rank, h, f, b);
+        norm_kernels(w, Td, q->q_lora_rank, f, b);
         up = *f;
         amax_sync(w, TP_COLUMN, f, b);
         linear(w, T, w->at * dqk, q->q_lora_rank, f, b);
@@ -1014,8 +1020,8 @@ static void mla_projections(const struct wl *w, struct acc *f, struct acc *b, st
         amax_sync(w, TP_COLUMN, f, b);
         linear(w, T, w->at * dqk, h, f, b);
     }
-    linear(w, T, q->kv_lora_rank + q->qk_rope_head_dim, h, f, b);
-    norm_kernels(w, q->kv_lora_rank, f, b);
+    linear(w, Td, q->kv_lora_rank + q->qk_rope_head_dim, h, f, b);
+    norm_kernels(w, Td, q->kv_lora_rank, f, b);
     up = *f;
     amax_sync(w, TP_COLUMN, f, b);
     linear(w, T, w->at * (q->qk_nope_head_dim + q->v_head_dim), q->kv_lora_rank, f, b);
@@ -1158,8 +1164,20 @@ static int hf_attention_glue(const struct wl *w, struct acc *f, struct acc *b)
  * heads; its gradient sums the groups). The transposes around SDPA are
  * views, and its output's transpose(1, 2).contiguous() finds the flash
  * kernel's (b, s, h, d) memory already contiguous. No host synchronisation
- * (freqs_cis is sliced, not indexed by a tensor). */
-static void torchtitan_attention_glue(const struct wl *w, struct acc *f, struct acc *b)
+ * (freqs_cis is sliced, not indexed by a tensor).
+ *
+ * fms-fsdp's model (fsdp1; foundation-model-stack f29e546d, 2024-03,
+ * fms/modules/positions.py RotaryEmbedding.adjusted_qk) rotates the same
+ * way in fp32 but as a real 2 x 2 rotation: `q.float().view(..., -1, 2)`,
+ * `freqs[...].mul(q_.unsqueeze(-2))` (the product broadcast to two fp32
+ * values per element: 4 bytes read, 8 written), `.sum(5)` (8 read, 4
+ * written), `.type_as(q)`: the complex multiply's one kernel becomes these
+ * two (`mul_sum`), and so does its gradient (the multiply of the expanded
+ * gradient by freqs, then the sum over the broadcast dimension). Its
+ * grouped keys are `unsqueeze(2).expand(...).flatten(1, 2)` copies
+ * (fms/modules/attention.py MultiHeadAttention.forward), as repeat_kv. */
+static void torchtitan_attention_glue(const struct wl *w, struct acc *f, struct acc *b,
+                                      bool mul_sum)
 {
     const double T = w->T, d = w->d, e = w->e;
     const double xq = T * w->at * d, xk = T * w->gt * d;
@@ -1167,11 +1185,27 @@ static void torchtitan_attention_glue(const struct wl *w, struct acc *f, struct 
         const double xs[2] = {xq, xk};
         for (int i = 0; i < 2; i++) {
             addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (e + 4.0))); /* .float() */
-            addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, xs[i] * 8.0));   /* * freqs_cis */
-            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (4.0 + e))); /* .type_as */
             addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (e + 4.0))); /* .type_as bwd */
-            addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, xs[i] * 8.0));   /* * conj(freqs) */
+            if (mul_sum) { /* fms: mul to two fp32 per element, sum(5); and back */
+                for (int k = 0; k < 2; k++) {
+                    addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, xs[i] * 12.0));
+                    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, xs[i] * 12.0));
+                }
+            } else { /* * freqs_cis; * conj(freqs_cis) */
+                addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, xs[i] * 8.0));
+                addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, xs[i] * 8.0));
+            }
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (4.0 + e))); /* .type_as */
             addk(b, LP_OPC_MEM, mem(w, LP_MEM_COPY, xs[i] * (4.0 + e))); /* .float() bwd */
+        }
+        if (mul_sum) { /* fms, once per layer, no gradient: position_ids =
+                          arange(s).repeat(b, 1), max(position_ids[:, 0]), + s,
+                          and the fp32 2 x 2 rotations gathered by position */
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, T * 8.0));
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * T * 8.0));
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, (double)w->run->par.micro_batch * 8.0));
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 16.0));
+            addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, 2.0 * T * d * 8.0 + T * 8.0));
         }
     }
     if (w->gt < w->at)
@@ -1208,6 +1242,65 @@ static void qk_norms(const struct wl *w, struct acc *f, struct acc *b)
     }
 }
 
+/* What runs between the QKV projection and the attention kernel: the
+ * rotary embedding (and, for eager model code, its casts, the grouped keys'
+ * copies and Transformers' varlen glue) as the framework's model code runs
+ * it; the host synchronisations it makes. */
+static int attention_glue(const struct wl *w, struct acc *f, struct acc *b)
+{
+    const struct lp_run *r = w->run;
+    if (!r->fw.fused_kernels && (r->fw.kind == LP_FW_FSDP2 || r->fw.kind == LP_FW_FSDP1)) {
+        torchtitan_attention_glue(w, f, b, r->fw.kind == LP_FW_FSDP1);
+        return 0;
+    }
+    if (!r->fw.fused_kernels) return hf_attention_glue(w, f, b);
+    if (r->model.pos == LP_POS_ROTARY) {
+        const double x = w->T * (w->at + w->gt) * w->d;
+        addk(f, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
+        addk(b, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
+    }
+    return 0;
+}
+
+/* n in-place adds of a T x h input gradient (autograd's InputBuffer
+ * accumulating the gradients of n + 1 consumers of one tensor) */
+static void input_grad_adds(const struct wl *w, int n, struct acc *b)
+{
+    for (int i = 0; i < n; i++)
+        addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * w->T * w->h * w->e));
+}
+
+/* MLA's TP collectives in each direction (Megatron-Core
+ * MLASelfAttention.get_query_key_value_tensors, d98e8a6): what crosses the
+ * TP group on the way in is not the layer's input but what the up
+ * projections read: the normed query latent and key-value latent, each
+ * gathered by its TEColumnParallelLinear (quantised as TE gathers a
+ * linear's input, tp_ag_elem), and the shared rotary key k_pos_emb,
+ * gathered in bf16 (gather_from_sequence_parallel_region); on the way out
+ * linear_proj's reduce-scatter of T x h as for dense attention. Backward
+ * the mirror: linear_proj's output gradient gathered (T x h), the latents'
+ * and k_pos_emb's gradients reduce-scattered. Without sequence parallelism
+ * the up projections' input gradient is all-reduced (T x latents) and
+ * linear_proj's output as dense attention's. */
+static void mla_tp_comm(const struct wl *w, double *comm_f, double *comm_b)
+{
+    if (w->t <= 1) return;
+    const struct lp_mla *q = &w->run->model.mla;
+    const double T = w->T, h = w->h, e = w->e;
+    const double lat = (double)q->q_lora_rank + q->kv_lora_rank, rope = q->qk_rope_head_dim;
+    const int t = w->t;
+    if (w->run->par.sequence_parallel) {
+        *comm_f = coll(w, LP_COLL_ALLGATHER, T * lat * tp_ag_elem(w, true), t, 1) +
+                  coll(w, LP_COLL_ALLGATHER, T * rope * e, t, 1) +
+                  coll(w, LP_COLL_REDUCESCATTER, T * h * e, t, 1);
+        *comm_b = coll(w, LP_COLL_ALLGATHER, T * h * tp_ag_elem(w, true), t, 1) +
+                  coll(w, LP_COLL_REDUCESCATTER, T * (lat + rope) * e, t, 1);
+    } else {
+        *comm_f = coll(w, LP_COLL_ALLREDUCE, T * h * e, t, 1);
+        *comm_b = coll(w, LP_COLL_ALLREDUCE, T * lat * e, t, 1);
+    }
+}
+
 /* Attention block: norm, QKV (or MLA), rotary, core, output projection,
  * residual. `local`: a sliding-window layer. */
 static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool local)
@@ -1241,15 +1334,13 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
     } else {
         linear_tp(&wqkv, TP_COLUMN, T, (w->at + 2.0 * w->gt) * d, h, &f, &b);
         if (r->model.qk_norm) qk_norms(w, &f, &b);
-        if (!r->fw.fused_kernels && r->fw.kind == LP_FW_FSDP2) {
-            torchtitan_attention_glue(w, &f, &b);
-        } else if (!r->fw.fused_kernels) {
-            syncs = hf_attention_glue(w, &f, &b);
-        } else if (r->model.pos == LP_POS_ROTARY) {
-            double x = T * (w->at + w->gt) * d;
-            addk(&f, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
-            addk(&b, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * x * w->e));
-        }
+        syncs = attention_glue(w, &f, &b);
+        /* eager model code projects q, k and v with three linears of the
+         * normed input (Transformers' q_proj / k_proj / v_proj, torchtitan's
+         * wq / wk / wv, foundation-model-stack's query / key / value):
+         * autograd's InputBuffer adds the second and third input gradient
+         * into the first, in place (read two, write one) */
+        if (!r->fw.fused_kernels) input_grad_adds(w, 2, &b);
     }
     /* Core attention. With CP each rank attends its s queries to all cp*s
      * keys (ring attention): same FLOPs as cp independent s x s blocks. */
@@ -1263,6 +1354,7 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
     /* the forward gathers linear_qkv's input, the backward linear_proj's
      * output gradient, each quantised as its module runs */
     double comm_f = tp_comm(&wqkv, true), comm_b = tp_comm(&wproj, true);
+    if (mla) mla_tp_comm(w, &comm_f, &comm_b);
     int ncoll = w->t > 1 ? (r->par.sequence_parallel ? 2 : 1) : 0;
     if (r->fw.cuda_graphs & LP_GRAPH_ATTN) { /* the whole block, its collectives too */
         f.graphed = f.n;
@@ -1294,8 +1386,8 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
                                      {w->gt * d, h, true},
                                      {h, w->at * dv, false}};
         op_sac_redo(w, lin, 4, &rc);
-        if (r->model.pos == LP_POS_ROTARY)
-            addk(&rc, LP_OPC_MEM, mem(w, LP_MEM_ROPE, 2.0 * T * (w->at + w->gt) * d * w->e));
+        struct acc scratch = {0}; /* the rotary and the rest of the glue, redone */
+        (void)attention_glue(w, &rc, &scratch);
     }
     close_block(w, c, &f, &b, &rc, comm_f, comm_b, ncoll, true);
     host_syncs(w, c, syncs);
@@ -1489,10 +1581,14 @@ static void ffn_core(const struct wl *w, double T, double width, double ft, bool
     else
         linear_lora(w, T, ft * (swiglu ? 2.0 : 1.0), width, f, b, adapt);
     double x = T * ft;
-    if (swiglu && !w->run->fw.fused_kernels && w->run->fw.kind == LP_FW_FSDP2) {
-        /* torchtitan's FeedForward (model.py @9dec370): w2(F.silu(w1(x)) *
-         * w3(x)) in eager PyTorch: silu and the multiply forward; the
-         * multiply's two gradients and silu's backward */
+    if (swiglu && !w->run->fw.fused_kernels) {
+        /* eager PyTorch's gated MLP: torchtitan's FeedForward (model.py
+         * @9dec370) w2(F.silu(w1(x)) * w3(x)), fms-fsdp's GatedLinearUnit
+         * (foundation-model-stack f29e546d fms/modules/feedforward.py:
+         * self.a(self.wg(x)) * self.w1(x)), Transformers' LlamaMLP and
+         * MixtralBlockSparseTop2MLP (act_fn(w1(x)) * w3(x)): silu and the
+         * multiply forward; the multiply's two gradients and silu's
+         * backward */
         const double silu = mem(w, LP_MEM_GELU, 2.0 * x * w->e);
         const double mul = mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e);
         if (act_f) *act_f = silu + mul;
@@ -1501,6 +1597,22 @@ static void ffn_core(const struct wl *w, double T, double width, double ft, bool
         addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e)); /* d silu(a) */
         addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * x * w->e)); /* d w3 out */
         addk(b, LP_OPC_MEM, mem(w, LP_MEM_GELU, 3.0 * x * w->e));     /* silu backward */
+        /* w1 and w3 (gate_proj / up_proj, wg / w1) are two linears of one
+         * input: their input gradients are added (InputBuffer) */
+        addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * T * width * w->e));
+    } else if (!swiglu && w->run->fw.fused_mlp) {
+        /* flash-attn's FusedMLP (fused_dense_gelu_dense; flash-attention
+         * 4a6eaa9f flash_attn/ops/fused_dense.py FusedMLPFunc with its
+         * default heuristic 0): fc1 is linear_gelu_forward, GELU in the
+         * cuBLASLt epilogue, which also writes GELU's input for the
+         * backward; the backward's linear_gelu_linear_backward applies
+         * GELU's gradient in fc2's data-gradient epilogue, reading it back.
+         * No activation kernel either way: one more tensor written by a
+         * GEMM forward and read by one backward, at the copy rate. */
+        const double io = mem(w, LP_MEM_GELU, x * w->e) - mem(w, LP_MEM_GELU, 0.0);
+        if (act_f) *act_f = io;
+        add_native(f, LP_OPC_GEMM, io);
+        add_native(b, LP_OPC_GEMM, io);
     } else {
         const double act =
             mem(w, swiglu ? LP_MEM_SWIGLU : LP_MEM_GELU, (swiglu ? 3.0 : 2.0) * x * w->e);
@@ -1906,8 +2018,9 @@ static void expert_eager(const struct wl *w, double n, double ft, struct acc *f,
     linear_lora(w, n, ft, h, f, b, adapt);                          /* w3 */
     addk(f, LP_OPC_MEM, mem(w, LP_MEM_SWIGLU, 2.0 * n * ft * e));   /* act_fn(w1 x) */
     addk(f, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * n * ft * e)); /* * w3 x */
-    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 4.0 * n * ft * e)); /* mul backward (2) */
-    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 4.0 * n * ft * e));
+    /* mul backward: grad x w3 x and grad x silu, each reading two, writing one */
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * n * ft * e));
+    addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * n * ft * e));
     addk(b, LP_OPC_MEM, mem(w, LP_MEM_SWIGLU, 3.0 * n * ft * e));  /* silu backward */
     linear_lora(w, n, h, ft, f, b, adapt);                         /* w2 */
     addk(f, LP_OPC_MEM, mem(w, LP_MEM_COPY, n * 16.0));            /* routing_weights[top_x, idx] */
@@ -2128,8 +2241,8 @@ static void edges(const struct wl *w, struct lp_edge_cost *e)
          * embedding of the shifted tokens, the two norms, the projection of
          * [h; emb] to h (column-parallel), and the shared head and loss */
         struct acc pf = {0}, pb = {0};
-        norm_kernels(w, h, &pf, &pb);
-        norm_kernels(w, h, &pf, &pb);
+        norm_kernels(w, w->T, h, &pf, &pb);
+        norm_kernels(w, w->T, h, &pf, &pb);
         linear(w, T, h / w->t, 2.0 * h, &pf, &pb);
         throttle(w, &pf, 0);
         throttle(w, &pb, 0);

@@ -1595,32 +1595,15 @@ int lp_json_check_graph_scope(const struct lp_jctx *c, const struct lp_model *m,
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *f)
 {
-    static const char *const keys[] = {"name",
-                                       "dp_overlap",
-                                       "tp_overlap",
-                                       "tp_overlap_rs",
-                                       "pp_overlap",
-                                       "param_gather_overlap",
-                                       "fused_kernels",
-                                       "bucket_MB",
-                                       "step_overhead_ms",
-                                       "host_op_us",
-                                       "zero3_per_tensor",
-                                       "cross_entropy",
-                                       "host_overlap",
-                                       "grad_fp32",
-                                       "optim_bf16",
-                                       "ep_overlap",
-                                       "moe_dispatcher",
-                                       "moe_dispatcher_sms",
-                                       "cuda_graphs",
-                                       "moe_impl",
-                                       "hybrid_shard",
-                                       "fused_softmax",
-                                       "tp_async_dgrad",
-                                       "train_metrics",
-                                       "ckpt_reentrant",
-                                       NULL};
+    static const char *const keys[] = {"name",           "dp_overlap",       "tp_overlap",
+                                       "tp_overlap_rs",  "pp_overlap",       "param_gather_overlap",
+                                       "fused_kernels",  "bucket_MB",        "step_overhead_ms",
+                                       "host_op_us",     "zero3_per_tensor", "cross_entropy",
+                                       "host_overlap",   "grad_fp32",        "optim_bf16",
+                                       "ep_overlap",     "moe_dispatcher",   "moe_dispatcher_sms",
+                                       "cuda_graphs",    "moe_impl",         "hybrid_shard",
+                                       "fused_softmax",  "tp_async_dgrad",   "train_metrics",
+                                       "ckpt_reentrant", "fused_mlp",        NULL};
     struct lp_err *err = c->err;
     char ex[160];
     const char *expected = NAMES_FN(ex, framework_n);
@@ -1645,6 +1628,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
            lp_json_bool(c, item, path, "param_gather_overlap", false, &f->param_gather_overlap));
     LP_TRY(err, lp_json_bool(c, item, path, "fused_kernels", false, &f->fused_kernels));
     LP_TRY(err, lp_json_bool(c, item, path, "fused_softmax", false, &f->fused_softmax));
+    LP_TRY(err, lp_json_bool(c, item, path, "fused_mlp", false, &f->fused_mlp));
     LP_TRY(err, lp_json_bool(c, item, path, "tp_async_dgrad", false, &f->tp_async_dgrad));
     LP_TRY(err, lp_json_bool(c, item, path, "zero3_per_tensor", false, &f->zero3_per_tensor));
     LP_TRY(err, lp_json_bool(c, item, path, "grad_fp32", false, &f->grad_fp32));

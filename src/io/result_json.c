@@ -22,19 +22,20 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
 {
     struct lp_framework_opts d;
     lp_framework_defaults_cal(f->kind, &f->cal, &d); /* with the run's calibration */
-    const bool same =
-        f->dp_overlap == d.dp_overlap && f->tp_overlap == d.tp_overlap &&
-        f->tp_overlap_rs == d.tp_overlap_rs && f->pp_overlap == d.pp_overlap &&
-        f->param_gather_overlap == d.param_gather_overlap && f->fused_kernels == d.fused_kernels &&
-        f->fused_softmax == d.fused_softmax && f->tp_async_dgrad == d.tp_async_dgrad &&
-        f->bucket_bytes == d.bucket_bytes && f->mcore_buckets == d.mcore_buckets &&
-        f->step_overhead_s == d.step_overhead_s && f->host_op_s == d.host_op_s &&
-        f->host_overlap == d.host_overlap && f->zero3_per_tensor == d.zero3_per_tensor &&
-        f->xent == d.xent && f->grad_fp32 == d.grad_fp32 && f->optim_bf16 == d.optim_bf16 &&
-        f->ep_overlap == d.ep_overlap && f->dispatcher == d.dispatcher &&
-        f->dispatcher_sms == d.dispatcher_sms && f->cuda_graphs == d.cuda_graphs &&
-        f->moe_impl == d.moe_impl && f->hybrid_shard == d.hybrid_shard &&
-        f->train_metrics == d.train_metrics && f->ckpt_reentrant == d.ckpt_reentrant;
+    const bool same = f->dp_overlap == d.dp_overlap && f->tp_overlap == d.tp_overlap &&
+                      f->tp_overlap_rs == d.tp_overlap_rs && f->pp_overlap == d.pp_overlap &&
+                      f->param_gather_overlap == d.param_gather_overlap &&
+                      f->fused_kernels == d.fused_kernels && f->fused_softmax == d.fused_softmax &&
+                      f->fused_mlp == d.fused_mlp && f->tp_async_dgrad == d.tp_async_dgrad &&
+                      f->bucket_bytes == d.bucket_bytes && f->mcore_buckets == d.mcore_buckets &&
+                      f->step_overhead_s == d.step_overhead_s && f->host_op_s == d.host_op_s &&
+                      f->host_overlap == d.host_overlap &&
+                      f->zero3_per_tensor == d.zero3_per_tensor && f->xent == d.xent &&
+                      f->grad_fp32 == d.grad_fp32 && f->optim_bf16 == d.optim_bf16 &&
+                      f->ep_overlap == d.ep_overlap && f->dispatcher == d.dispatcher &&
+                      f->dispatcher_sms == d.dispatcher_sms && f->cuda_graphs == d.cuda_graphs &&
+                      f->moe_impl == d.moe_impl && f->hybrid_shard == d.hybrid_shard &&
+                      f->train_metrics == d.train_metrics && f->ckpt_reentrant == d.ckpt_reentrant;
     if (same) return !cJSON_AddStringToObject(c, "framework", lp_framework_name(f->kind));
     cJSON *o = cJSON_AddObjectToObject(c, "framework");
     if (!o) return 1;
@@ -46,6 +47,7 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
     bad |= !cJSON_AddBoolToObject(o, "param_gather_overlap", f->param_gather_overlap);
     bad |= !cJSON_AddBoolToObject(o, "fused_kernels", f->fused_kernels);
     bad |= !cJSON_AddBoolToObject(o, "fused_softmax", f->fused_softmax);
+    bad |= !cJSON_AddBoolToObject(o, "fused_mlp", f->fused_mlp);
     bad |= !cJSON_AddBoolToObject(o, "tp_async_dgrad", f->tp_async_dgrad);
     /* Megatron-Core's bucket rule has no size to print: an object read back
      * without bucket_MB keeps it */
@@ -210,6 +212,12 @@ static int result_json(const struct lp_run *run, const struct lp_result *res, bo
     bad |= add_num(o, "tokens_per_s", res->tokens_per_s);
     bad |= add_num(o, "model_tflops_per_gpu", res->model_tflops_per_gpu);
     bad |= add_num(o, "mfu", res->mfu);
+    /* the fraction of the profile's rates the run was timed at, and whose
+     * it is (the GPU preset's, the calibration's fitted on other GPUs' rows,
+     * or --sustained-frac): plans.json and simulate --json alike */
+    bad |= add_num(o, "sustained_frac", lp_run_sustained(run));
+    bad |= !cJSON_AddStringToObject(o, "sustained_frac_source",
+                                    lp_sustained_src_name(lp_run_sustained_src(run)));
     bad |= add_num(o, "memory_per_gpu_gib", res->memory_per_gpu_bytes / GIB);
     cJSON *mem = cJSON_AddObjectToObject(o, "memory_gib");
     bad |= !mem;

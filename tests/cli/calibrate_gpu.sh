@@ -75,3 +75,30 @@ out=$("$bin" simulate "$dir/dgx-b200.json") || fail "simulate dgx-b200 (text)"
 echo "$out" | grep -q "^sustained  0\.[0-9]* of the profile's GEMM/attention rate (the calibration's, fitted on other GPUs' rows" ||
     fail "the summary does not name the calibration's fraction: $out"
 echo "ok   the summary names the calibration's fraction"
+
+# search's plans say the same of every plan (the result JSON carries it): the
+# B200's borrowed fraction, and --sustained-frac as an override
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export LSAN_OPTIONS="suppressions=$src/tests/mpi/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+cat >"$dir/sweep.json" <<'JSON'
+{"model": "llama3-8b", "system": "dgx-b200", "gpus": 8,
+ "training": {"global_batch": 64, "precision": "bf16"},
+ "space": {"tp": [1, 2], "pp": [1], "micro_batch": [1]}, "top_k": 2}
+JSON
+for case in "calibration|" "override|--sustained-frac 0.8"; do
+    IFS='|' read -r want opt <<<"$case"
+    rm -rf "$dir/s"
+    # shellcheck disable=SC2086
+    "$bin" search "$dir/sweep.json" -o "$dir/s" --no-dataset $opt >"$dir/s.log" 2>&1 ||
+        fail "search $opt: $(tail -3 "$dir/s.log")"
+    python3 - "$dir/s/plans.json" "$want" <<'PY' || exit 1
+import json, sys
+d = json.load(open(sys.argv[1]))
+plans = d["top_time"]
+assert plans, "FAIL: no plans"
+for p in plans:
+    assert p["sustained_frac_source"] == sys.argv[2], f"FAIL: plan source {p['sustained_frac_source']!r}"
+    assert p["sustained_frac"] > 0
+print(f"ok   plans.json: {len(plans)} plans, sustained_frac {plans[0]['sustained_frac']} from {sys.argv[2]}")
+PY
+done

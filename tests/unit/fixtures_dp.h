@@ -21,7 +21,7 @@ static inline int lp_fixture_dp_costs_cm(const struct lp_run *r, struct lp_cost_
     struct lp_kinds ks;
     lp_kinds_scan(&r->model, &ks, NULL, 0);
     lp_sim_count_params(r, &ks, first, pr);
-    double bw[2] = {0, 0};
+    const double bw[LP_DP_STAGES] = {0};
     lp_dp_costs(sim, r, pr, bw, 0, dc);
     lp_sim_destroy(&sim);
     return 0;

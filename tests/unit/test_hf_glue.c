@@ -78,6 +78,15 @@ static void costs(const struct lp_run *r, struct lp_shape_cost *sc)
     lp_shape_cost_compute(&cm, r, sc);
 }
 
+/* The framework's defaults, with a host time too small to matter and no
+ * overlap limit: the kernels' GPU time alone */
+static void framework(struct lp_run *r, enum lp_framework k)
+{
+    lp_framework_defaults(k, &r->fw);
+    r->fw.host_op_s = HOST;
+    r->fw.host_overlap = 1000.0;
+}
+
 static double mem(const struct lp_run *r, double bytes)
 {
     return 5e-6 + bytes / (r->system.gpu.mem_bw_Bps * 0.85);
@@ -198,7 +207,7 @@ TEST(hf_moe_eager_index_backward)
     r.model.moe.top_k = 2;
     costs(&r, &two);
     const double T = 1024, h = 1024, f = 2048, e = 2;
-    const double expert = 2 * mem(&r, 4 * T * f * e) + mem(&r, 3 * T * f * e) +
+    const double expert = 2 * mem(&r, 3 * T * f * e) + mem(&r, 3 * T * f * e) +
                           mem(&r, 2 * T * h * e) + mem(&r, 3 * T * h * e) + mem(&r, 2 * T * h * e) +
                           mem(&r, 3 * T * h * e) + 2 * mem(&r, 2 * T * f * e) +
                           mem(&r, 2 * T * h * e);
@@ -216,17 +225,24 @@ TEST(hf_moe_eager_index_backward)
  * elements .float() (2 + 4 bytes), the complex multiply (8) and .type_as
  * (4 + 2), the same three backward; no synchronisation. Its FFN's silu (2 x
  * 2) and multiply (3 x 2) forward, two multiplies (3 x 2) and silu's
- * backward (3 x 2) where hf runs one fused SwiGLU kernel (3 x 2, 5 x 2). */
+ * backward (3 x 2) where a fused SwiGLU kernel runs once each way (3 x 2,
+ * 5 x 2). */
 TEST(torchtitan_eager_glue)
 {
     static struct lp_run r;
     static struct lp_shape_cost rot, learned, hf;
     hf_run(&r);
+    /* the fused SwiGLU to compare with, both under LayerNorm (a fused
+     * kernel either way) so that only the gated MLP differs */
+    r.fw.fused_kernels = true;
+    r.model.norm = LP_NORM_LAYERNORM;
     costs(&r, &hf);
-    lp_framework_defaults(LP_FW_FSDP2, &r.fw);
+    static struct lp_shape_cost ln;
+    framework(&r, LP_FW_FSDP2);
+    costs(&r, &ln);
+    r.model.norm = LP_NORM_RMSNORM;
+    framework(&r, LP_FW_FSDP2);
     ASSERT_TRUE(!r.fw.fused_kernels);
-    r.fw.host_op_s = HOST;
-    r.fw.host_overlap = 1000.0;
     costs(&r, &rot);
     r.model.pos = LP_POS_LEARNED;
     costs(&r, &learned);
@@ -238,11 +254,84 @@ TEST(torchtitan_eager_glue)
     CLOSE(a->op_bwd[LP_OPC_MEM] - l->op_bwd[LP_OPC_MEM], one);
     CLOSE(a->op_fwd[LP_OPC_OVERHEAD], 0.0);
     const double x = T * 4096;
-    const struct lp_layer_cost *t = &rot.ffn[LP_FFN_DENSE], *h = &hf.ffn[LP_FFN_DENSE];
+    const struct lp_layer_cost *t = &ln.ffn[LP_FFN_DENSE], *h = &hf.ffn[LP_FFN_DENSE];
     CLOSE(t->op_fwd[LP_OPC_MEM] - h->op_fwd[LP_OPC_MEM], mem(&r, 4 * x));
-    CLOSE(t->op_bwd[LP_OPC_MEM] - h->op_bwd[LP_OPC_MEM], 3 * mem(&r, 6 * x) - mem(&r, 10 * x));
+    /* and the add of w1's and w3's input gradients (T x h) */
+    CLOSE(t->op_bwd[LP_OPC_MEM] - h->op_bwd[LP_OPC_MEM],
+          3 * mem(&r, 6 * x) - mem(&r, 10 * x) + mem(&r, 3 * T * 1024 * 2));
+}
+
+/* fms-fsdp's LLaMA under fsdp1 (fused_kernels false by default,
+ * foundation-model-stack f29e546d): its rotary multiplies q.float() viewed
+ * as pairs by the 2 x 2 rotation (.mul to two fp32 values per element: 4 +
+ * 8 bytes) and sums them (.sum(5): 8 + 4), where torchtitan's complex
+ * multiply is one kernel of 8: per rotary tensor 2 x 12 - 8 more bytes each
+ * way, one more kernel. Its norms and gated MLP are torchtitan's (eager
+ * RMSNorm, silu then multiply), and both differ from the fused defaults. */
+TEST(fms_eager_glue)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost fms, tt, fused, fms_ln;
+    hf_run(&r);
+    framework(&r, LP_FW_FSDP1);
+    ASSERT_TRUE(!r.fw.fused_kernels);
+    costs(&r, &fms);
+    r.fw.kind = LP_FW_FSDP2;
+    costs(&r, &tt);
+    r.fw.kind = LP_FW_FSDP1;
+    r.model.norm = LP_NORM_LAYERNORM; /* the norms alike, the gated MLP apart */
+    costs(&r, &fms_ln);
+    r.fw.fused_kernels = true;
+    costs(&r, &fused);
+    const double T = 1024, xq = T * 16 * 64, xk = T * 4 * 64;
+    const double more =
+        2 * mem(&r, 12 * xq) - mem(&r, 8 * xq) + 2 * mem(&r, 12 * xk) - mem(&r, 8 * xk);
+    const struct lp_layer_cost *a = &fms.mix[LP_MIX_ATTN], *t = &tt.mix[LP_MIX_ATTN];
+    /* and, once per layer forward, its positions: arange, repeat, max, + s
+     * and the gather of the fp32 rotations (T x d x 8 bytes) */
+    const double pos = mem(&r, T * 8) + mem(&r, 2 * T * 8) + mem(&r, 2 * 8) + mem(&r, 16) +
+                       mem(&r, 2 * T * 64 * 8 + T * 8);
+    CLOSE(a->op_fwd[LP_OPC_MEM] - t->op_fwd[LP_OPC_MEM], more + pos);
+    CLOSE(a->op_bwd[LP_OPC_MEM] - t->op_bwd[LP_OPC_MEM], more);
+    const double x = T * 4096;
+    const struct lp_layer_cost *e = &fms_ln.ffn[LP_FFN_DENSE], *u = &fused.ffn[LP_FFN_DENSE];
+    CLOSE(e->op_fwd[LP_OPC_MEM] - u->op_fwd[LP_OPC_MEM], mem(&r, 4 * x));
+    CLOSE(e->op_bwd[LP_OPC_MEM] - u->op_bwd[LP_OPC_MEM],
+          3 * mem(&r, 6 * x) - mem(&r, 10 * x) + mem(&r, 3 * T * 1024 * 2));
+    ASSERT_TRUE(fms.mix[LP_MIX_ATTN].op_fwd[LP_OPC_MEM] >
+                fused.mix[LP_MIX_ATTN].op_fwd[LP_OPC_MEM]);
+}
+
+/* flash-attn's FusedMLP (framework option fused_mlp, a GELU MLP): no
+ * activation kernel either way; fc1's epilogue writes GELU's input (T x f
+ * x 2 bytes) and fc2's data-gradient epilogue reads it back, each at the
+ * copy rate without a launch of its own (GEMM time). */
+TEST(fused_mlp_epilogue)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost plain, fused;
+    hf_run(&r);
+    framework(&r, LP_FW_DDP);
+    r.model.ffn_act = LP_ACT_GELU;
+    r.model.norm = LP_NORM_LAYERNORM;
+    costs(&r, &plain);
+    r.fw.fused_mlp = true;
+    costs(&r, &fused);
+    const double x = 1024.0 * 4096;
+    const double io = mem(&r, 2 * x) - mem(&r, 0);
+    const struct lp_layer_cost *p = &plain.ffn[LP_FFN_DENSE], *q = &fused.ffn[LP_FFN_DENSE];
+    CLOSE(p->op_fwd[LP_OPC_MEM] - q->op_fwd[LP_OPC_MEM], mem(&r, 2 * x * 2));
+    CLOSE(p->op_bwd[LP_OPC_MEM] - q->op_bwd[LP_OPC_MEM], mem(&r, 3 * x * 2));
+    CLOSE(q->op_fwd[LP_OPC_GEMM] - p->op_fwd[LP_OPC_GEMM], io);
+    CLOSE(q->op_bwd[LP_OPC_GEMM] - p->op_bwd[LP_OPC_GEMM], io);
+    /* a gated MLP has no such path: the option changes nothing there */
+    r.model.ffn_act = LP_ACT_SWIGLU;
+    costs(&r, &fused);
+    r.fw.fused_mlp = false;
+    costs(&r, &plain);
+    CLOSE(fused.ffn[LP_FFN_DENSE].fwd_s, plain.ffn[LP_FFN_DENSE].fwd_s);
 }
 
 TH_MAIN(TH_CASE(dataset_padding), TH_CASE(hf_attention_varlen), TH_CASE(hf_rotary_eager),
         TH_CASE(hf_moe_eager_syncs), TH_CASE(hf_moe_eager_index_backward),
-        TH_CASE(torchtitan_eager_glue))
+        TH_CASE(torchtitan_eager_glue), TH_CASE(fms_eager_glue), TH_CASE(fused_mlp_epilogue))

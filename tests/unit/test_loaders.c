@@ -196,7 +196,7 @@ TEST(framework_round_trip)
     snprintf(text, sizeof(text),
              "%s{\"name\": \"fsdp\", \"cross_entropy\": \"fused\", "
              "\"host_overlap\": 2, \"host_op_us\": 30, \"hybrid_shard\": true, "
-             "\"train_metrics\": true, \"moe_dispatcher_sms\": 20}}",
+             "\"train_metrics\": true, \"moe_dispatcher_sms\": 20, \"fused_mlp\": true}}",
              base);
     ASSERT_OK(lp_parse_run(text, "b.json", &r, &err));
     ASSERT_OK(lp_result_to_json_line(&r, &res, true, &out, &err));
@@ -211,7 +211,7 @@ TEST(framework_round_trip)
     ASSERT_NEAR(back.fw.host_overlap, 2.0, 1e-12);
     ASSERT_NEAR(back.fw.host_op_s, 30e-6, 1e-15);
     ASSERT_TRUE(back.fw.dp_overlap == r.fw.dp_overlap && back.fw.kind == LP_FW_FSDP);
-    ASSERT_TRUE(back.fw.hybrid_shard && back.fw.train_metrics);
+    ASSERT_TRUE(back.fw.hybrid_shard && back.fw.train_metrics && back.fw.fused_mlp);
     ASSERT_EQ_INT(back.fw.dispatcher_sms, 20);
 }
 
@@ -314,7 +314,7 @@ TEST(framework_defaults)
     ASSERT_TRUE(o.xent == LP_XENT_NATIVE && !o.hybrid_shard);
     for (int k = 0; k < LP_FW_COUNT; k++) { /* Composer's metrics: a run option only */
         lp_framework_defaults((enum lp_framework)k, &o);
-        ASSERT_TRUE(!o.train_metrics);
+        ASSERT_TRUE(!o.train_metrics && !o.fused_mlp); /* run options only */
         /* reentrant checkpointing everywhere but hf (LLaMA-Factory 0.4.0:
          * use_reentrant False), fms-fsdp's and torchtitan's NO_REENTRANT
          * checkpoint wrappers (fsdp1, fsdp2; docs/frameworks.md) */
@@ -327,6 +327,7 @@ TEST(framework_defaults)
     lp_framework_defaults(LP_FW_FSDP1, &o);
     ASSERT_TRUE(o.dp_overlap && o.param_gather_overlap && !o.pp_overlap);
     ASSERT_TRUE(!o.grad_fp32 && o.xent == LP_XENT_NATIVE && !o.hybrid_shard);
+    ASSERT_TRUE(!o.fused_kernels); /* fms-fsdp's eager LLaMA: norms, rotary, gated MLP */
     lp_framework_defaults(LP_FW_FSDP2, &o);
     ASSERT_TRUE(o.dp_overlap && o.param_gather_overlap && !o.pp_overlap);
     ASSERT_TRUE(o.grad_fp32 && o.xent == LP_XENT_FLOAT && !o.zero3_per_tensor);

@@ -357,12 +357,15 @@ TEST(fp8_gathers_without_userbuffers)
 
 /* TP overlap replaces only the collectives of the linears that run in
  * userbuffers: MLA's attention block (Megatron-Core MLASelfAttention) has
- * one such linear, the row-parallel projection (linear_tp); its down and
- * up projections are charged as tp_comm(w) charges them without overlap.
- * So the forward keeps tp_comm's all-gather and adds what the projection's
- * pipelined reduce-scatter leaves exposed; the backward keeps tp_comm's
- * reduce-scatter and adds what the projection's data-gradient ring leaves.
- * (The whole of tp_comm(w) was replaced before: the all-gather was free.) */
+ * one such linear, the row-parallel projection (linear_tp); its up
+ * projections gather what they read, the normed latents (q 512 + kv 512
+ * wide), and k_pos_emb (64) is gathered on its own, without overlap
+ * (mla_tp_comm, stop 33: the layer's T x h input before). So the forward
+ * keeps those two all-gathers and adds what the projection's pipelined
+ * reduce-scatter leaves exposed; the backward keeps the latents' and
+ * k_pos_emb's reduce-scatter and adds what the projection's data-gradient
+ * ring leaves. (The whole of tp_comm(w) was replaced before stop 32: the
+ * all-gather was free.) */
 TEST(tp_overlap_mla_keeps_unoverlapped_gather)
 {
     static struct lp_run r;
@@ -383,8 +386,9 @@ TEST(tp_overlap_mla_keeps_unoverlapped_gather)
     const double T = 4096.0, h = 4096.0, e = 2.0, t = 2.0, K = 32.0 / 2.0 * 128.0;
     const double margin = 108.0 / (108.0 - 16.0);
 #define G(l, m, n, k) cm.ops->gemm_s(&cm, l, LP_BF16, m, n, k)
-    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * h * e, 2, 1, 0);
-    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e, 2, 1, 0);
+    const double ag = lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * 1024.0 * e, 2, 1, 0) +
+                      lp_coll_time(&cm, sys, LP_COLL_ALLGATHER, T * 64.0 * e, 2, 1, 0);
+    const double rs = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * 1088.0 * e, 2, 1, 0);
     const double r4 = lp_coll_time(&cm, sys, LP_COLL_REDUCESCATTER, T * h * e / 4.0, 2, 1, 0);
     const double g4 = margin * G(LP_GEMM_FWD, T / 4.0, h, K);
     const double p = lp_p2p_time(&cm, sys, T * h * e / t, (int)t, 1, 0);
@@ -499,7 +503,7 @@ static int mcore_dp(const struct lp_run *r, double bwd_s, double fwd_s, struct l
     lp_cost_model_roofline(&cm, &r->system.gpu);
     struct lp_sim *sim = NULL;
     if (lp_sim_create(&cm, &sim, NULL) != 0) return -1;
-    double bw[2] = {bwd_s, bwd_s};
+    const double bw[LP_DP_STAGES] = {bwd_s, bwd_s, bwd_s, bwd_s};
     lp_dp_costs(sim, r, pr, bw, fwd_s, dc);
     lp_sim_destroy(&sim);
     return 0;
@@ -548,16 +552,123 @@ TEST(megatron_core_expert_buffer_buckets)
     lp_cost_model_roofline(&cm, &r.system.gpu);
     struct lp_sim *sim = NULL;
     ASSERT_EQ_INT(lp_sim_create(&cm, &sim, NULL), 0);
-    double bw[2] = {100.0, 100.0};
+    const double bw[LP_DP_STAGES] = {100.0, 100.0, 100.0, 100.0};
     lp_dp_costs(sim, &r, &pr, bw, 100.0, &dc);
     lp_sim_destroy(&sim);
     ASSERT_EQ_INT(dc.buckets[0], 4);
     ASSERT_EQ_INT(dc.buckets[1], 4);
 }
 
+/* Megatron-Core buckets the first pipeline stage only
+ * (distributed_data_parallel.py __init__, Megatron-LM d98e8a64: `if
+ * disable_bucketing or pp_rank > 0: self.bucket_size = None`; sim_dp.c
+ * dp_buckets). GPT-3 175B at TP 8 / PP 8 / DP 16: the 96 layers split 12
+ * a stage, so stage 1 holds 12 layers, 2.822e9 - 78.6M (embedding) - 25.2M
+ * (positions) = 2.718e9 parameters, as every middle stage: stage 1 is the
+ * one accounted (least slack), the only one. With windows far longer than
+ * any collective, stage 0 still exposes 1/71 of its reduction and gather;
+ * stage 1 and the last stage expose all of theirs (one bucket: it starts
+ * when the whole buffer is ready, after the stage's last backward). At VP 2
+ * each chunk is a DDP of its own, one bucket each: half shows. */
+TEST(megatron_core_single_bucket_stages_by_hand)
+{
+    struct lp_run r;
+    lp_fixture_gpt3_run(&r);
+    struct lp_params pr;
+    struct lp_dp_cost dc;
+    ASSERT_EQ_INT(mcore_dp(&r, 100.0, 100.0, &pr, &dc), 0);
+    ASSERT_EQ_INT(pr.n_mid, 1);
+    ASSERT_EQ_INT(pr.mid[0], 1);
+    ASSERT_EQ_INT(lp_dp_mid_stages(&r, &pr), 1);
+    ASSERT_TRUE(fabs(pr.train_mid[0] - 2.718e9) < 2e6);
+    ASSERT_EQ_INT(dc.buckets[0], 71);
+    ASSERT_NEAR(dc.red_exposed_s[0], dc.red_s[0] / 71.0, 1e-12);
+    for (int k = 1; k <= 2; k++) {
+        ASSERT_EQ_INT(dc.buckets[k], 1);
+        ASSERT_TRUE(dc.red_s[k] > 0 && dc.gather_s[k] > 0);
+        ASSERT_NEAR(dc.red_exposed_s[k], dc.red_s[k], 1e-15);
+        ASSERT_NEAR(dc.gather_exposed_s[k], dc.gather_s[k], 1e-15);
+        ASSERT_NEAR(dc.exposed_s[k], dc.red_s[k] + dc.gather_s[k], 1e-15);
+    }
+    /* stage 1 reduces 2.718e9 of the 2.822e9 parameters stage 0 does, in
+     * one collective, not 1/71 of them */
+    ASSERT_TRUE(dc.red_s[2] < dc.red_s[0] && dc.red_s[2] > 0.9 * dc.red_s[0]);
+    r.par.vp = 2;
+    ASSERT_EQ_INT(mcore_dp(&r, 100.0, 100.0, &pr, &dc), 0);
+    ASSERT_EQ_INT(dc.buckets[2], 2);
+    ASSERT_NEAR(dc.red_exposed_s[2], dc.red_s[2] / 2.0, 1e-15);
+    /* other frameworks: every stage bucketed, the middle ones not accounted */
+    r.par.vp = 1;
+    r.fw.mcore_buckets = false;
+    ASSERT_EQ_INT(mcore_dp(&r, 100.0, 100.0, &pr, &dc), 0);
+    ASSERT_EQ_INT(lp_dp_mid_stages(&r, &pr), 0);
+    ASSERT_TRUE(dc.buckets[1] > 1);
+    /* PP 2: no middle stage */
+    r.fw.mcore_buckets = true;
+    r.par.pp = 2;
+    r.model.layers = 24;
+    ASSERT_EQ_INT(mcore_dp(&r, 100.0, 100.0, &pr, &dc), 0);
+    ASSERT_EQ_INT(lp_dp_mid_stages(&r, &pr), 0);
+}
+
+/* A middle stage's last backward ends the backward ripple of the last
+ * micro-batch before stage 0's (sim_dp.c lp_dp_mid_ripple): by hand, and
+ * against the exact solver's stage ends. 1F1B, p 4, m 8, f 1, b 2, the
+ * embedding's backward 0.5, p2p 0.25: stage 1 ends 0.5 + 2 + 0.25 = 2.75
+ * before stage 0, stage 2 2.75 + 2.25 = 5.0 before. Interleaved, v 2 with
+ * chunk backwards of 1 and no embedding: the ripple runs chunk 0, 1 + 0.25 =
+ * 1.25 a stage. */
+TEST(megatron_core_mid_stage_ripple_by_hand)
+{
+    struct lp_cost_model cm;
+    struct lp_run r;
+    lp_fixture_gpt3_run(&r);
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_sim *sim = NULL;
+    ASSERT_EQ_INT(lp_sim_create(&cm, &sim, NULL), 0);
+    static struct lp_sched_out o;
+    double f[8], b[8], w[8] = {0};
+    for (int i = 0; i < 8; i++)
+        f[i] = 1.0, b[i] = 2.0;
+    struct lp_sched_in in = {.p = 4,
+                             .m = 8,
+                             .v = 1,
+                             .kind = LP_SCHED_1F1B,
+                             .f = f,
+                             .b = b,
+                             .w = w,
+                             .b_first_extra = 0.5,
+                             .p2p_s = 0.25};
+    ASSERT_NEAR(lp_dp_mid_ripple(&in, 1), 2.75, 1e-15);
+    ASSERT_NEAR(lp_dp_mid_ripple(&in, 2), 5.0, 1e-15);
+    ASSERT_OK(lp_sched_exact(sim, &in, &o, NULL, 0, NULL));
+    ASSERT_NEAR(o.stage_end_s[0] - o.stage_end_s[1], 2.75, 1e-12);
+    ASSERT_NEAR(o.stage_end_s[0] - o.stage_end_s[2], 5.0, 1e-12);
+    in.kind = LP_SCHED_INTERLEAVED;
+    in.v = 2;
+    for (int i = 0; i < 8; i++)
+        f[i] = 0.5, b[i] = 1.0;
+    in.b_first_extra = 0.0;
+    ASSERT_NEAR(lp_dp_mid_ripple(&in, 1), 1.25, 1e-15);
+    ASSERT_OK(lp_sched_exact(sim, &in, &o, NULL, 0, NULL));
+    ASSERT_NEAR(o.stage_end_s[0] - o.stage_end_s[1], 1.25, 1e-12);
+    ASSERT_NEAR(o.stage_end_s[0] - o.stage_end_s[2], 2.5, 1e-12);
+    /* stage 0 slower than stage 1 by the embedding's 0.5 a chunk: it does
+     * not wait at its last backward, stage 1 ends earlier than the ripple
+     * says (1.75 by hand, 2.25 solved): the ripple bounds the middle stage's
+     * end from above */
+    in.b_first_extra = 0.5;
+    ASSERT_NEAR(lp_dp_mid_ripple(&in, 1), 1.75, 1e-15);
+    ASSERT_OK(lp_sched_exact(sim, &in, &o, NULL, 0, NULL));
+    ASSERT_NEAR(o.stage_end_s[0] - o.stage_end_s[1], 2.25, 1e-12);
+    lp_sim_destroy(&sim);
+}
+
 TH_MAIN(TH_CASE(megatron_core_buckets_by_hand), TH_CASE(megatron_core_expert_buffer_buckets),
-        TH_CASE(head_in_bf16_under_fp8), TH_CASE(tp_overlap_per_gemm_by_hand),
-        TH_CASE(tp_overlap_mla_keeps_unoverlapped_gather), TH_CASE(fp8_gathers_without_userbuffers),
-        TH_CASE(mamba_mixer_tp_overlap_by_hand), TH_CASE(fp8_current_scaling_by_hand),
-        TH_CASE(fp8_gradients_follow_grad_fp32), TH_CASE(optimizer_states_in_bf16),
-        TH_CASE(userbuffers_capacity_every_preset), TH_CASE(fp8_current_scaling_mla_amax))
+        TH_CASE(megatron_core_single_bucket_stages_by_hand),
+        TH_CASE(megatron_core_mid_stage_ripple_by_hand), TH_CASE(head_in_bf16_under_fp8),
+        TH_CASE(tp_overlap_per_gemm_by_hand), TH_CASE(tp_overlap_mla_keeps_unoverlapped_gather),
+        TH_CASE(fp8_gathers_without_userbuffers), TH_CASE(mamba_mixer_tp_overlap_by_hand),
+        TH_CASE(fp8_current_scaling_by_hand), TH_CASE(fp8_gradients_follow_grad_fp32),
+        TH_CASE(optimizer_states_in_bf16), TH_CASE(userbuffers_capacity_every_preset),
+        TH_CASE(fp8_current_scaling_mla_amax))

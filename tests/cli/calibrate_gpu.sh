@@ -79,7 +79,10 @@ echo "ok   the summary names the calibration's fraction"
 # search's plans say the same of every plan (the result JSON carries it): the
 # B200's borrowed fraction, and --sustained-frac as an override
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# `llmplan search` initialises MPI: under the sanitizer build, ignore Open
+# MPI's own leaks as tests/mpi/lib.bash does
 export LSAN_OPTIONS="suppressions=$src/tests/mpi/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 cat >"$dir/sweep.json" <<'JSON'
 {"model": "llama3-8b", "system": "dgx-b200", "gpus": 8,
  "training": {"global_batch": 64, "precision": "bf16"},

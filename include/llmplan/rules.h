@@ -48,6 +48,9 @@ enum lp_fw_gap {
     LP_GAP_LORA,         /* FSDP with LoRA */
     LP_GAP_BF16_STAGE,   /* fp8 / mxfp8 with more bf16 first / last layers than a stage holds */
     LP_GAP_BF16_DELAYED, /* fp8 delayed scaling with bf16 first / last layers */
+    LP_GAP_BF16_FW,      /* bf16 first / last layers outside Megatron-Core (framework megatron) */
+    LP_GAP_FP8_STACK,    /* fp8 / mxfp8 / nvfp4 on a stack of 2021-22 (megatron-2021,
+                            megatron-deepspeed), which trains in fp16 or bf16 only */
     LP_GAP_COUNT
 };
 
@@ -77,8 +80,17 @@ enum lp_fw_gap lp_fw_fsdp_gap(enum lp_framework k, const struct lp_model *m,
  * pipeline_model_parallel_size. LP_GAP_NONE when the counts pass. The one
  * rule of a run's parse (json_load.c) and of a sweep's walk (rules.c
  * bf16_layers). */
-enum lp_fw_gap lp_bf16_layers_gap(const struct lp_training *t, enum lp_prec prec,
-                                  const struct lp_model *m, const struct lp_parallel *p);
+enum lp_fw_gap lp_bf16_layers_gap(enum lp_framework k, const struct lp_training *t,
+                                  enum lp_prec prec, const struct lp_model *m,
+                                  const struct lp_parallel *p);
+
+/* A precision the framework's stack cannot train in: the fp8 family (fp8,
+ * mxfp8, nvfp4: Transformer Engine's recipes) on megatron-2021 and
+ * megatron-deepspeed, whose code trains in fp16 or bf16 only (Megatron-LM
+ * before Transformer Engine, DeepSpeed's FP16_Optimizer / BF16_Optimizer;
+ * docs/frameworks.md). The one rule of a run's parse (json_load.c) and of a
+ * sweep's walk (rules.c fw_precision). */
+enum lp_fw_gap lp_fw_precision_gap(enum lp_framework k, enum lp_prec prec);
 
 /* A gap in words, and in *key (may be NULL) the run description's key that
  * sets it. */

@@ -251,28 +251,52 @@ const char *lp_fw_gap_text(enum lp_fw_gap g, const char **key)
          "end under fp8"},
         {"training.bf16_first_layers, bf16_last_layers",
          "Megatron-Core keeps no first / last layers in bf16 under fp8 delayed scaling"},
+        {"training.bf16_first_layers, bf16_last_layers",
+         "bf16 first / last layers are Megatron-Core's first_last_layers_bf16 (framework "
+         "megatron)"},
+        {"training.precision",
+         "the framework's stack trains in fp16 or bf16 only (no Transformer Engine fp8 recipes "
+         "before 2023)"},
     };
     const unsigned i = (unsigned)g < LP_GAP_COUNT ? (unsigned)g : 0;
     if (key) *key = t[i].key;
     return t[i].text;
 }
 
-enum lp_fw_gap lp_bf16_layers_gap(const struct lp_training *t, enum lp_prec prec,
-                                  const struct lp_model *m, const struct lp_parallel *p)
+enum lp_fw_gap lp_bf16_layers_gap(enum lp_framework k, const struct lp_training *t,
+                                  enum lp_prec prec, const struct lp_model *m,
+                                  const struct lp_parallel *p)
 {
-    if (prec != LP_FP8 && prec != LP_MXFP8) return LP_GAP_NONE;
     if (t->bf16_first_layers + t->bf16_last_layers == 0) return LP_GAP_NONE;
+    if (k != LP_FW_MEGATRON) return LP_GAP_BF16_FW;
+    if (prec != LP_FP8 && prec != LP_MXFP8) return LP_GAP_NONE;
     if (prec == LP_FP8 && t->fp8_scaling == LP_FP8_DELAYED) return LP_GAP_BF16_DELAYED;
     const int per_stage = m->layers / (p->pp > 0 ? p->pp : 1);
     return t->bf16_first_layers > per_stage || t->bf16_last_layers > per_stage ? LP_GAP_BF16_STAGE
                                                                                : LP_GAP_NONE;
 }
 
-/* the bf16 first / last layers Megatron-Core refuses (lp_bf16_layers_gap);
- * *b the layers of one stage */
+enum lp_fw_gap lp_fw_precision_gap(enum lp_framework k, enum lp_prec prec)
+{
+    const bool fp8 = prec == LP_FP8 || prec == LP_MXFP8 || prec == LP_NVFP4;
+    const bool old = k == LP_FW_MEGATRON_2021 || k == LP_FW_MEGATRON_DEEPSPEED;
+    return fp8 && old ? LP_GAP_FP8_STACK : LP_GAP_NONE;
+}
+
+/* a precision the framework's stack cannot train in (lp_fw_precision_gap) */
+static bool fw_precision(const struct lp_rule_view *v, double *a, double *b)
+{
+    const enum lp_fw_gap g = lp_fw_precision_gap(v->fw, v->precision);
+    *a = g;
+    *b = 0;
+    return g != LP_GAP_NONE;
+}
+
+/* the bf16 first / last layers Megatron-Core refuses, and any outside it
+ * (lp_bf16_layers_gap); *b the layers of one stage */
 static bool bf16_layers(const struct lp_rule_view *v, double *a, double *b)
 {
-    const enum lp_fw_gap g = lp_bf16_layers_gap(v->train, v->precision, v->model, v->par);
+    const enum lp_fw_gap g = lp_bf16_layers_gap(v->fw, v->train, v->precision, v->model, v->par);
     *a = g;
     *b = v->model->layers / v->par->pp;
     return g != LP_GAP_NONE;
@@ -333,6 +357,7 @@ const struct lp_rule lp_rules[] = {
     {LP_DIM_FRAMEWORK, LP_REASON_FRAMEWORK, fw_hybrid},
     {LP_DIM_FRAMEWORK, LP_REASON_FRAMEWORK, fsdp_layout},
     {LP_DIM_PRECISION, LP_REASON_PRECISION, precision},
+    {LP_DIM_PRECISION, LP_REASON_FRAMEWORK, fw_precision},
     {LP_DIM_PRECISION, LP_REASON_FRAMEWORK, bf16_layers},
     {LP_DIM_FINETUNE, LP_REASON_FRAMEWORK, fsdp_lora},
 };

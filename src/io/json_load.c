@@ -1522,10 +1522,23 @@ static int check_op_sac(const struct lp_jctx *c, const struct lp_run *r)
  * bf16_layers) */
 static int check_bf16_layers(const struct lp_jctx *c, const struct lp_run *r)
 {
-    const enum lp_fw_gap g = lp_bf16_layers_gap(&r->train, r->train.precision, &r->model, &r->par);
+    const enum lp_fw_gap pg = lp_fw_precision_gap(r->fw.kind, r->train.precision);
+    if (pg != LP_GAP_NONE)
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key 'training.precision': framework \"%s\": %s: expected \"fp16\" or "
+                "\"bf16\", got \"%s\"",
+                c->file, lp_framework_name(r->fw.kind), lp_fw_gap_text(pg, NULL),
+                lp_prec_name(r->train.precision));
+    const enum lp_fw_gap g =
+        lp_bf16_layers_gap(r->fw.kind, &r->train, r->train.precision, &r->model, &r->par);
     if (g == LP_GAP_NONE) return LP_OK;
     const char *key;
     const char *what = lp_fw_gap_text(g, &key);
+    if (g == LP_GAP_BF16_FW)
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key '%s': %s: expected 0 with framework \"%s\" (first %d, last %d)", c->file,
+                key, what, lp_framework_name(r->fw.kind), r->train.bf16_first_layers,
+                r->train.bf16_last_layers);
     /* what would pass: the stage's layers at most, or (delayed scaling)
      * current scaling or no bf16 layers */
     if (g == LP_GAP_BF16_DELAYED)

@@ -204,6 +204,17 @@ TEST(framework_gaps_skipped)
     res.reason_a = LP_GAP_PP;
     lp_result_reason(&res, msg, sizeof(msg));
     ASSERT_TRUE(strstr(msg, "parallel.pp") != NULL);
+    res.reason_a = LP_GAP_FP8_STACK;
+    lp_result_reason(&res, msg, sizeof(msg));
+    ASSERT_TRUE(strstr(msg, "training.precision") != NULL);
+    /* the rule itself: the fp8 family refused on the 2021-22 stacks only */
+    for (int k = 0; k < LP_FW_COUNT; k++)
+        for (int q = 0; q < LP_PREC_COUNT; q++) {
+            const bool fp8 = q == LP_FP8 || q == LP_MXFP8 || q == LP_NVFP4;
+            const bool old = k == LP_FW_MEGATRON_2021 || k == LP_FW_MEGATRON_DEEPSPEED;
+            ASSERT_TRUE((lp_fw_precision_gap((enum lp_framework)k, (enum lp_prec)q) ==
+                         LP_GAP_FP8_STACK) == (fp8 && old));
+        }
     lp_sweep_destroy(&sw);
 }
 

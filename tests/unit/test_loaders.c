@@ -244,6 +244,16 @@ TEST(framework_gaps_refused)
         {"\"parallel\": {\"dp\": 8, \"zero\": 3}, \"framework\": \"fsdp\", \"training\": "
          "{\"global_batch\": 8, \"finetune\": {\"method\": \"lora\", \"rank\": 16}}",
          "'training.finetune'", "LoRA"},
+        /* the fp8 family on a 2021-22 stack; bf16 end layers outside Megatron-Core */
+        {"\"parallel\": {\"dp\": 8}, \"framework\": \"megatron-deepspeed\", \"training\": "
+         "{\"global_batch\": 8, \"precision\": \"fp8\"}",
+         "'training.precision'", "fp16 or bf16 only"},
+        {"\"parallel\": {\"dp\": 8}, \"framework\": \"megatron-2021\", \"training\": "
+         "{\"global_batch\": 8, \"precision\": \"mxfp8\"}",
+         "'training.precision'", "\"megatron-2021\""},
+        {"\"parallel\": {\"dp\": 8, \"zero\": 3}, \"framework\": \"fsdp2\", \"training\": "
+         "{\"global_batch\": 8, \"precision\": \"bf16\", \"bf16_first_layers\": 1}",
+         "'training.bf16_first_layers, bf16_last_layers'", "first_last_layers_bf16"},
     };
     char text[1024];
     struct lp_run r;

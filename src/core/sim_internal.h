@@ -617,4 +617,9 @@ const struct lp_run *lp_sim_dataset_view(const struct lp_run *r, struct lp_run *
  * one length that is no multiple) pads. Without a dataset, none. */
 bool lp_sim_batch_padded(const struct lp_run *r);
 
+/* Whether Megatron's FusedScaleMaskSoftmax runs its fused kernel for
+ * attn_batches (micro-batch x heads per TP rank) of s x s scores, or its
+ * eager fp32 fallback (sim_workload.c). */
+bool lp_megatron_softmax_fused(const struct lp_run *r, double attn_batches, double s);
+
 #endif

@@ -948,6 +948,48 @@ static double window_frac(double s, double window)
     return (2.0 * s * wb - wb * wb) / (s * s);
 }
 
+/* Whether Megatron's FusedScaleMaskSoftmax runs its fused kernel
+ * (is_kernel_available: Megatron-LM fda81a212b and Megatron-DeepSpeed's
+ * megatron/model/fused_softmax.py, Megatron-Core's fusions/fused_softmax.py
+ * at d98e8a6): a 16-bit input, 16 < sk <= 2048 (4096 in Megatron-Core and
+ * today's Megatron-DeepSpeed, 9e72d571), sq and sk multiples of 4, and the
+ * attention batches b x np (micro-batch x heads per TP rank) a multiple of
+ * 4 and of the kernel's batches per block (get_batch_per_block: 128 threads
+ * of warps that take 2 rows each up to 128 keys, else 1: 8 or 4). Else it
+ * runs the eager path (softmax_fallback). sim_internal.h. */
+bool lp_megatron_softmax_fused(const struct lp_run *r, double attn_batches, double s)
+{
+    if (r->train.precision == LP_FP32) return false;
+    const double skmax = r->fw.kind == LP_FW_MEGATRON ? 4096.0 : 2048.0;
+    const double per_block = s <= 128.0 ? 8.0 : 4.0;
+    const long sk = (long)s;
+    return s > 16.0 && s <= skmax && sk % 4 == 0 && fmod(attn_batches, per_block) == 0.0;
+}
+
+/* FusedScaleMaskSoftmax.forward_torch_softmax, its fallback: with
+ * apply_query_key_layer_scaling (on by default in these stacks, which turns
+ * softmax_in_fp32 on) the scores are cast to fp32, scaled by the layer
+ * number, masked in place (masked_fill_ with the bool causal mask), put
+ * through torch's softmax and cast back: five kernels over the x scores
+ * each way (forward 2+4, 4+4, 4+4+1, 4+4, 4+2 bytes; backward the casts'
+ * gradients 2+4 and 4+2, the softmax's 4+4+4, masked_fill's 4+4+1 and the
+ * scale's 4+4) where the fused kernel is one (the table's: causal, it reads
+ * half the row and writes it whole, 1 + 2 bytes forward, 2 + 2 backward). */
+static void softmax_fallback(const struct wl *w, double x, double *af, double *ab, int *nf, int *nb)
+{
+    const double e = w->e;
+    const double fwd[5] = {e + 4.0, 8.0, 9.0, 8.0, 4.0 + e};
+    const double bwd[5] = {e + 4.0, 12.0, 9.0, 8.0, 4.0 + e};
+    for (int i = 0; i < 5; i++) {
+        *af += mem(w, LP_MEM_COPY, x * fwd[i]);
+        *ab += mem(w, LP_MEM_COPY, x * bwd[i]);
+    }
+    *af -= mem(w, LP_MEM_COPY, x * (0.5 * e + e));
+    *ab -= mem(w, LP_MEM_COPY, x * (e + e));
+    *nf += 4;
+    *nb += 4;
+}
+
 /* Core attention forward and backward of one micro-batch on this rank. */
 static void attn_core(const struct wl *w, bool local, double d, double *af, double *ab, int *nf,
                       int *nb)
@@ -966,6 +1008,8 @@ static void attn_core(const struct wl *w, bool local, double d, double *af, doub
     const bool unf = impl == LP_ATTN_UNFUSED || impl == LP_ATTN_UNFUSED_FS;
     *nf = unf ? 4 : 1;
     *nb = unf ? 6 : 1;
+    if (impl == LP_ATTN_UNFUSED_FS && !lp_megatron_softmax_fused(r, bh / r->par.cp, s))
+        softmax_fallback(w, k * bh * s * s, af, ab, nf, nb);
 }
 
 static void add_attn(struct acc *a, double t, int n)

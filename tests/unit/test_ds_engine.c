@@ -170,7 +170,48 @@ TEST(deepspeed_memo_keys_one_stage)
     lp_sim_destroy(&shared);
 }
 
+/* Megatron's FusedScaleMaskSoftmax (is_kernel_available) runs its kernel
+ * only for 16-bit scores with 16 < sk <= 2048 (4096 in Megatron-Core), sq
+ * and sk multiples of 4 and micro-batch x heads per TP rank a multiple of 4
+ * (8 up to 128 keys); else the eager fp32 path of five kernels each way
+ * (vTrain's TP 8 rows at micro-batch 1: 16 heads, 2 per rank). */
+TEST(megatron_softmax_fallback)
+{
+    static struct lp_run r;
+    ds_run(&r, LP_FP16);
+    ASSERT_TRUE(lp_megatron_softmax_fused(&r, 12, 2048));
+    ASSERT_TRUE(!lp_megatron_softmax_fused(&r, 6, 2048));
+    ASSERT_TRUE(!lp_megatron_softmax_fused(&r, 2, 1024));
+    ASSERT_TRUE(lp_megatron_softmax_fused(&r, 4, 1024));
+    ASSERT_TRUE(!lp_megatron_softmax_fused(&r, 4, 128)); /* 8 rows a block up to 128 keys */
+    ASSERT_TRUE(lp_megatron_softmax_fused(&r, 8, 128));
+    ASSERT_TRUE(!lp_megatron_softmax_fused(&r, 12, 4096)); /* 2048 before Megatron-Core */
+    ASSERT_TRUE(!lp_megatron_softmax_fused(&r, 12, 16));
+    r.fw.kind = LP_FW_MEGATRON;
+    ASSERT_TRUE(lp_megatron_softmax_fused(&r, 12, 4096));
+    ASSERT_TRUE(!lp_megatron_softmax_fused(&r, 12, 8192));
+    r.train.precision = LP_FP32;
+    ASSERT_TRUE(!lp_megatron_softmax_fused(&r, 12, 2048));
+    /* in a layer: 48 heads on TP 8 (6 a rank) fall back at micro-batch 1,
+     * run the kernel at 2; per sequence the fallback's attention costs far
+     * more (34 / 37 more bytes per score each way than the kernel's 3 / 4) */
+    static struct lp_shape_cost one, two;
+    ds_run(&r, LP_FP16);
+    r.train.flash_attention = false;
+    r.model.heads = r.model.kv_heads = 48;
+    r.fw.host_op_s = 0;
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    r.par.micro_batch = 1;
+    lp_shape_cost_compute(&cm, &r, &one);
+    r.par.micro_batch = 2;
+    lp_shape_cost_compute(&cm, &r, &two);
+    const struct lp_layer_cost *a = &one.mix[LP_MIX_ATTN], *b = &two.mix[LP_MIX_ATTN];
+    ASSERT_TRUE(a->op_fwd[LP_OPC_ATTN] > 0.75 * b->op_fwd[LP_OPC_ATTN]);
+    ASSERT_TRUE(a->op_bwd[LP_OPC_ATTN] > 0.75 * b->op_bwd[LP_OPC_ATTN]);
+}
+
 TH_MAIN(TH_CASE(deepspeed_bf16_update_hp_grads_by_hand),
         TH_CASE(deepspeed_fp16_accumulate_grad_by_hand),
         TH_CASE(deepspeed_accumulation_only_where_the_code_has_it),
-        TH_CASE(deepspeed_memo_keys_one_stage))
+        TH_CASE(deepspeed_memo_keys_one_stage), TH_CASE(megatron_softmax_fallback))

@@ -1306,12 +1306,12 @@ static int attention_glue(const struct wl *w, struct acc *f, struct acc *b)
     return 0;
 }
 
-/* n in-place adds of a T x h input gradient (autograd's InputBuffer
+/* n in-place adds of a T x width input gradient (autograd's InputBuffer
  * accumulating the gradients of n + 1 consumers of one tensor) */
-static void input_grad_adds(const struct wl *w, int n, struct acc *b)
+static void input_grad_adds(const struct wl *w, double T, double width, int n, struct acc *b)
 {
     for (int i = 0; i < n; i++)
-        addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * w->T * w->h * w->e));
+        addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * T * width * w->e));
 }
 
 /* MLA's TP collectives in each direction (Megatron-Core
@@ -1384,7 +1384,7 @@ static void attention_block(const struct wl *w, struct lp_layer_cost *c, bool lo
          * wq / wk / wv, foundation-model-stack's query / key / value):
          * autograd's InputBuffer adds the second and third input gradient
          * into the first, in place (read two, write one) */
-        if (!r->fw.fused_kernels) input_grad_adds(w, 2, &b);
+        if (!r->fw.fused_kernels) input_grad_adds(w, T, h, 2, &b);
     }
     /* Core attention. With CP each rank attends its s queries to all cp*s
      * keys (ring attention): same FLOPs as cp independent s x s blocks. */
@@ -1643,7 +1643,7 @@ static void ffn_core(const struct wl *w, double T, double width, double ft, bool
         addk(b, LP_OPC_MEM, mem(w, LP_MEM_GELU, 3.0 * x * w->e));     /* silu backward */
         /* w1 and w3 (gate_proj / up_proj, wg / w1) are two linears of one
          * input: their input gradients are added (InputBuffer) */
-        addk(b, LP_OPC_MEM, mem(w, LP_MEM_RESIDUAL, 3.0 * T * width * w->e));
+        input_grad_adds(w, T, width, 1, b);
     } else if (!swiglu && w->run->fw.fused_mlp) {
         /* flash-attn's FusedMLP (fused_dense_gelu_dense; flash-attention
          * 4a6eaa9f flash_attn/ops/fused_dense.py FusedMLPFunc with its

@@ -1522,13 +1522,6 @@ static int check_op_sac(const struct lp_jctx *c, const struct lp_run *r)
  * bf16_layers) */
 static int check_bf16_layers(const struct lp_jctx *c, const struct lp_run *r)
 {
-    const enum lp_fw_gap pg = lp_fw_precision_gap(r->fw.kind, r->train.precision);
-    if (pg != LP_GAP_NONE)
-        LP_FAIL(c->err, LP_EINVAL,
-                "%s: key 'training.precision': framework \"%s\": %s: expected \"fp16\" or "
-                "\"bf16\", got \"%s\"",
-                c->file, lp_framework_name(r->fw.kind), lp_fw_gap_text(pg, NULL),
-                lp_prec_name(r->train.precision));
     const enum lp_fw_gap g =
         lp_bf16_layers_gap(r->fw.kind, &r->train, r->train.precision, &r->model, &r->par);
     if (g == LP_GAP_NONE) return LP_OK;
@@ -1553,13 +1546,20 @@ static int check_bf16_layers(const struct lp_jctx *c, const struct lp_run *r)
 }
 
 /* an option or layout the framework does not run as modelled, the rules a
- * sweep's walk skips by too (rules.c fw_hybrid, fsdp_layout, fsdp_lora):
- * hybrid_shard outside FSDP at zero 2-3 (config.h lp_fw_hybrid_runs), an
+ * sweep's walk skips by too (rules.c fw_precision, fw_hybrid, fsdp_layout,
+ * fsdp_lora): a precision its stack cannot train in
+ * (lp_fw_precision_gap), hybrid_shard outside FSDP at zero 2-3 (config.h lp_fw_hybrid_runs), an
  * FSDP run over several ranks that lp_torch_dp does not play (rules.h
  * lp_fw_fsdp_gap) */
 static int check_fw_gap(const struct lp_jctx *c, const struct lp_run *r)
 {
     const char *name = lp_framework_name(r->fw.kind);
+    const enum lp_fw_gap pg = lp_fw_precision_gap(r->fw.kind, r->train.precision);
+    if (pg != LP_GAP_NONE)
+        LP_FAIL(c->err, LP_EINVAL,
+                "%s: key 'training.precision': framework \"%s\": %s: expected \"fp16\" or "
+                "\"bf16\", got \"%s\"",
+                c->file, name, lp_fw_gap_text(pg, NULL), lp_prec_name(r->train.precision));
     if (r->fw.hybrid_shard && !lp_fw_hybrid_runs(r->fw.kind, r->par.zero))
         LP_FAIL(c->err, LP_EINVAL,
                 "%s: key 'framework.hybrid_shard': HYBRID_SHARD is an FSDP sharding strategy: "

@@ -11,6 +11,20 @@
 #include "llmplan/search.h"
 #include "llmplan/sim.h"
 
+/* Every parallel degree 1 (one GPU, one stage), one sequence a micro-batch,
+ * 1F1B; a test assigns what differs. */
+static inline struct lp_parallel lp_fixture_unit_degrees(void)
+{
+    return (struct lp_parallel){.tp = 1,
+                                .pp = 1,
+                                .dp = 1,
+                                .cp = 1,
+                                .ep = 1,
+                                .vp = 1,
+                                .micro_batch = 1,
+                                .schedule = LP_SCHED_1F1B};
+}
+
 /* GPT-3 175B on a DGX A100-like node (hand-set figures, no preset files):
  * TP 8, PP 8, DP 16, SP, selective recomputation, ZeRO-1, 1F1B, batch 1536,
  * bf16, FlashAttention, 300B tokens, Megatron defaults. */

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fixtures.h"
 #include "harness.h"
 #include "llmplan/arch.h"
 #include "llmplan/io.h"
@@ -422,15 +423,8 @@ TEST(recompute_modules_and_block)
 
     /* block: N of L layers fully recomputed; one GPU, one stage: the time
      * is linear in N */
-    par = (struct lp_parallel){.tp = 1,
-                               .pp = 1,
-                               .dp = 1,
-                               .cp = 1,
-                               .ep = 1,
-                               .vp = 1,
-                               .micro_batch = 1,
-                               .zero = 1,
-                               .schedule = LP_SCHED_1F1B};
+    par = lp_fixture_unit_degrees();
+    par.zero = 1;
     sim = megatron_run("gpt3-1.3b", "dgx-h100", par, &r);
     ASSERT_TRUE(sim != NULL);
     r.train.global_batch = 4;

@@ -138,15 +138,9 @@ TEST(deepspeed_memo_keys_one_stage)
     static struct lp_run one, two;
     ds_run(&one, LP_FP16);
     one.model.layers = 8;
-    one.par = (struct lp_parallel){.tp = 1,
-                                   .pp = 1,
-                                   .dp = 8,
-                                   .cp = 1,
-                                   .ep = 1,
-                                   .vp = 1,
-                                   .micro_batch = 1,
-                                   .zero = 0,
-                                   .schedule = LP_SCHED_1F1B};
+    one.par = lp_fixture_unit_degrees();
+    one.par.dp = 8;
+    one.par.zero = 0;
     one.model.seq_len = 1024;
     one.model.hidden = 1024;
     one.model.heads = 16;

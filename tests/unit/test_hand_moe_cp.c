@@ -55,14 +55,10 @@ static void moe_run(struct lp_run *r)
     m->moe.dropless = true;
     m->moe.imbalance = 1.25;
     r->system.gpu.sustained_frac = 1.0;
-    r->par = (struct lp_parallel){.tp = 1,
-                                  .pp = 1,
-                                  .dp = 4,
-                                  .cp = 1,
-                                  .ep = 4,
-                                  .vp = 1,
-                                  .micro_batch = 2,
-                                  .schedule = LP_SCHED_1F1B};
+    r->par = lp_fixture_unit_degrees();
+    r->par.dp = 4;
+    r->par.ep = 4;
+    r->par.micro_batch = 2;
     r->train.global_batch = 64;
     r->fw.ep_overlap = false;
     r->fw.tp_overlap = false;

@@ -49,15 +49,9 @@ static void hf_run(struct lp_run *r)
     m->bias = false;
     m->dropout = false;
     r->system.gpu.sustained_frac = 1.0;
-    r->par = (struct lp_parallel){.tp = 1,
-                                  .pp = 1,
-                                  .dp = 1,
-                                  .cp = 1,
-                                  .ep = 1,
-                                  .vp = 1,
-                                  .micro_batch = 2,
-                                  .recompute = LP_RECOMPUTE_FULL,
-                                  .schedule = LP_SCHED_1F1B};
+    r->par = lp_fixture_unit_degrees();
+    r->par.micro_batch = 2;
+    r->par.recompute = LP_RECOMPUTE_FULL;
     r->train.global_batch = 2;
     lp_framework_defaults(LP_FW_HF, &r->fw);
     r->fw.host_op_s = HOST;

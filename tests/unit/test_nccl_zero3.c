@@ -67,16 +67,10 @@ static void z3_run(struct lp_run *r, int dp)
 {
     lp_fixture_gpt3_run(r);
     lp_framework_defaults(LP_FW_MEGATRON_DEEPSPEED, &r->fw);
-    r->par = (struct lp_parallel){.tp = 1,
-                                  .pp = 1,
-                                  .dp = dp,
-                                  .cp = 1,
-                                  .ep = 1,
-                                  .vp = 1,
-                                  .micro_batch = 1,
-                                  .recompute = LP_RECOMPUTE_FULL,
-                                  .zero = 3,
-                                  .schedule = LP_SCHED_1F1B};
+    r->par = lp_fixture_unit_degrees();
+    r->par.dp = dp;
+    r->par.recompute = LP_RECOMPUTE_FULL;
+    r->par.zero = 3;
     r->train.precision = LP_FP16;
 }
 

@@ -31,15 +31,9 @@ static void nemo_run(struct lp_run *r, enum lp_prec prec)
     r->model.tied_embeddings = false;
     r->system.gpu.peak_flops[LP_FP8] = 2.0 * r->system.gpu.peak_flops[LP_BF16];
     r->system.gpu.sustained_frac = 1.0;
-    r->par = (struct lp_parallel){.tp = 2,
-                                  .pp = 1,
-                                  .dp = 1,
-                                  .cp = 1,
-                                  .ep = 1,
-                                  .vp = 1,
-                                  .micro_batch = 1,
-                                  .sequence_parallel = true,
-                                  .schedule = LP_SCHED_1F1B};
+    r->par = lp_fixture_unit_degrees();
+    r->par.tp = 2;
+    r->par.sequence_parallel = true;
     r->train.global_batch = 4;
     r->train.precision = prec;
     r->train.fp8_scaling = LP_FP8_DELAYED;

@@ -33,14 +33,7 @@ static void qrun(struct lp_run *r, enum lp_prec prec)
     r->model.seq_len = (int)T;
     r->system.gpu.peak_flops[LP_FP8] = 2.0 * r->system.gpu.peak_flops[LP_BF16];
     r->system.gpu.sustained_frac = 1.0;
-    r->par = (struct lp_parallel){.tp = 1,
-                                  .pp = 1,
-                                  .dp = 1,
-                                  .cp = 1,
-                                  .ep = 1,
-                                  .vp = 1,
-                                  .micro_batch = 1,
-                                  .schedule = LP_SCHED_1F1B};
+    r->par = lp_fixture_unit_degrees();
     r->train.global_batch = 2;
     r->train.precision = prec;
     r->train.fp8_scaling = LP_FP8_CURRENT;

@@ -732,15 +732,8 @@ TEST(lora_finetuning)
     struct lp_run r;
     gpt3_run(&r);
     r.model.layers = 1; /* 2.4B parameters: full training fits one 80 GB GPU */
-    r.par = (struct lp_parallel){.tp = 1,
-                                 .pp = 1,
-                                 .dp = 1,
-                                 .cp = 1,
-                                 .ep = 1,
-                                 .vp = 1,
-                                 .micro_batch = 1,
-                                 .recompute = LP_RECOMPUTE_SELECTIVE,
-                                 .schedule = LP_SCHED_1F1B};
+    r.par = lp_fixture_unit_degrees();
+    r.par.recompute = LP_RECOMPUTE_SELECTIVE;
     r.train.global_batch = 8;
     struct lp_sim *sim = roofline_sim(&r);
     ASSERT_TRUE(sim != NULL);

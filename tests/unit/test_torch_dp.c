@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fixtures.h"
 #include "harness.h"
 #include "llmplan/sim.h"
 #include "sim_internal.h"
@@ -37,15 +38,10 @@ static void small_run(struct lp_run *r, enum lp_framework fw, int zero, int dp)
     s->inter.bw_Bps = 6.25e9;
     s->inter.latency_s = 15e-6;
     s->price_per_gpu_hour_usd = 2.0;
-    r->par = (struct lp_parallel){.tp = 1,
-                                  .pp = 1,
-                                  .dp = dp,
-                                  .cp = 1,
-                                  .ep = 1,
-                                  .vp = 1,
-                                  .micro_batch = 4,
-                                  .zero = zero,
-                                  .schedule = LP_SCHED_1F1B};
+    r->par = lp_fixture_unit_degrees();
+    r->par.dp = dp;
+    r->par.micro_batch = 4;
+    r->par.zero = zero;
     r->train.global_batch = 4 * dp;
     r->train.precision = LP_BF16;
     r->train.flash_attention = true;

@@ -3,7 +3,7 @@
 (../shared/validation), set beside llmplan's prediction: a held-out check
 that nothing is fitted to.
 
-usage: scripts/heldout_probe.py [--build DIR] [--csv FILE]
+usage: scripts/heldout_probe.py [--build DIR] [--csv FILE] [--set FW:KEY=VALUE ...]
 
 Each row below is one published run: its source, what was measured, and the
 run description llmplan simulates for it, with every setting the source
@@ -13,10 +13,13 @@ fast), then the mean absolute error per group (source and GPU). No constant
 of llmplan may be tuned on these rows (docs/calibration.md: calibration uses
 the validation set's calib half only); they exist so that each stop can say
 how far the model is from measurements it was not fitted on, with one
-command, instead of a scratch script.
+command, instead of a scratch script. --set overrides a framework option
+on every row of that framework (as scripts/validate's --set), e.g.
+`--set fsdp1:fused_kernels=true` for fms-fsdp's rows with fused kernels.
 """
 import argparse
 import csv
+import json
 import os
 import statistics
 import sys
@@ -112,15 +115,40 @@ ROWS = [  # (id, group, source, run, measured iteration time s, assumed)
 ]
 
 
+def framework_set(runs, items):
+    """Apply FW:KEY=VALUE overrides to the rows whose framework is FW."""
+    for item in items or []:
+        try:
+            fw, kv = item.split(":", 1)
+            key, val = kv.split("=", 1)
+        except ValueError:
+            sys.exit(f"heldout_probe: --set {item!r}: expected FW:KEY=VALUE")
+        val = {"true": True, "false": False}.get(val.lower(), val)
+        if isinstance(val, str):
+            try:
+                val = float(val)
+            except ValueError:
+                pass
+        for run in runs:
+            f = run["framework"]
+            name = f if isinstance(f, str) else f["name"]
+            if name == fw:
+                run["framework"] = dict({"name": name} if isinstance(f, str) else f, **{key: val})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--csv", help="write every row (id, group, measured_s, predicted_s, error)")
+    ap.add_argument("--set", action="append", metavar="FW:KEY=VALUE",
+                    help="a framework option on every row of framework FW")
     a = ap.parse_args()
     llmplan = os.path.join(a.build, "search", "llmplan")
     if not os.path.exists(llmplan):
         sys.exit(f"heldout_probe: {llmplan} not found (build first: scripts/setup.sh)")
-    res = lp_batch.simulate(llmplan, [r[3] for r in ROWS], "heldout_probe")
+    runs = [json.loads(json.dumps(r[3])) for r in ROWS]
+    framework_set(runs, a.set)
+    res = lp_batch.simulate(llmplan, runs, "heldout_probe")
     out, groups = [], {}
     print("held-out probe: published runs not in the validation set, nothing fitted to them")
     print(f"{'row':4} {'group':16} {'measured_s':>10} {'predicted_s':>11} {'error':>7}  source")

@@ -67,11 +67,17 @@ def readme_rows(v, path):
             S, gpus = int(c["SeqLen (T)"]), int(c["# GPUs"])
             mb, gb = int(c["MicroBatchSize"]), int(c["GlobalBatchSize"])
             gpu = "H100" if "h100" in c["GPU"] else "A100-80GB"
+            # the A100 80GB table is two runs: llm-foundry PR #543 (b2a43a147)
+            # replaced every row but the 70b's with 'amp_bf16 | DEFAULT' rows
+            # measured by the H100 BF16 table's sweep; its 70b rows are still
+            # mosaicml/examples PR #271's 'bf16 | PURE'
+            setup = ("foundry-543" if gpu == "A100-80GB" and c["MP Mode"] == "DEFAULT"
+                     else None)
             run, asm, excl = v.mosaic_run(
                 "MPT-" + c["Model"], L, H, A, S, 50368, gpus, mb, gb,
                 "full" if c["Activation Checkpointing"] == "True" else "none", gpu,
                 c["Sharding Strategy"] == "SHARD_GRAD_OP", "fp8" in c["Precision"],
-                f"README section '{sec}'")
+                f"README section '{sec}'", setup)
             r = v.row(f"{README_SECTIONS[sec]}-{n:02d}", sec, c["Model"], run,
                       gb * S / float(c["Throughput (T/s)"]), asm, exclude=excl)
             out.append(r)

@@ -477,6 +477,11 @@ struct lp_framework_opts {
      * autograd function holds outside save_for_backward (bitsandbytes'
      * ctx.tensors: hf_qlora_held_bytes; docs/frameworks.md) */
     bool ckpt_reentrant;
+    /* non-reentrant checkpointing stops the recomputation at the last tensor
+     * the backward needs (PyTorch 2.1+'s default; false for older PyTorch):
+     * a block's final native linear is not recomputed (sim_workload.c
+     * ckpt_early_stop_skips) */
+    bool ckpt_early_stop;
     /* the calibration the defaults came from (its sustained_frac applies to
      * GPUs without their own: lp_run_sustained) */
     struct lp_calib cal;

@@ -356,6 +356,9 @@ void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *ca
      * use_reentrant=True (torch 2.1), Composer's FSDPConfig
      * activation_checkpointing_reentrant=True; hf below */
     o->ckpt_reentrant = true;
+    /* torch.utils.checkpoint's early stop (PyTorch 2.1+, default on); it
+     * acts only where the checkpointing is non-reentrant */
+    o->ckpt_early_stop = true;
     switch (kind) {
     case LP_FW_MEGATRON:
         o->dp_overlap = true;

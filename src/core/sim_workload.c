@@ -1671,6 +1671,33 @@ static void ffn_core(const struct wl *w, double T, double width, double ft, bool
         linear_lora(w, T, width, ft, f, b, adapt);
 }
 
+/* Whether a full recomputation skips the block's final linear (fc2, w2,
+ * down_proj). PyTorch 2.1+'s non-reentrant torch.utils.checkpoint stops
+ * recomputing at the last tensor the backward needs (torch/utils/
+ * checkpoint.py: the recompute's saved-tensor pack hook raises
+ * _StopRecomputationError once every saved tensor is back; early stop is on
+ * unless set_checkpoint_early_stop(False)). A native op packs what it saves
+ * when autograd records it, before its kernel runs (the generated
+ * VariableType code builds the node, whose SavedVariables call the pack
+ * hook, then redispatches to the kernel), so the last saving op of a
+ * pre-norm block, the FFN's down projection as an nn.Linear (mm / addmm
+ * packing its input and weight), stops the recomputation before its GEMM:
+ * that GEMM and the residual add after it are never recomputed. Custom
+ * autograd Functions save after their forward has run (Transformer
+ * Engine's fp8 linears, bitsandbytes' MatMul4Bit, flash-attn's FusedMLP,
+ * a LoRA adapter's mm after its base GEMM): with them nothing is skipped,
+ * nor under reentrant checkpointing (Megatron's CheckpointFunction,
+ * use_reentrant=True), nor before PyTorch 2.1 (ckpt_early_stop false).
+ * TP > 1 (the row-parallel linear's collective) is not modelled here. */
+static bool ckpt_early_stop_skips(const struct wl *w)
+{
+    const struct lp_run *r = w->run;
+    const enum lp_framework k = r->fw.kind;
+    return r->par.recompute == LP_RECOMPUTE_FULL && !r->fw.ckpt_reentrant &&
+           r->fw.ckpt_early_stop && (lp_fw_is_fsdp(k) || k == LP_FW_DDP || k == LP_FW_HF) &&
+           r->train.lora_rank <= 0 && w->q <= 0 && w->t == 1 && !r->fw.fused_mlp;
+}
+
 /* Dense MLP block: norm, fc1, activation, fc2, residual. */
 static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
 {
@@ -1693,7 +1720,13 @@ static void mlp_block(const struct wl *w, struct lp_layer_cost *c)
             op_sac_redo(w, plain, 2, &rc);
         addk(&rc, LP_OPC_MEM, act);
     }
+    const double gemm0 = f.cat[LP_OPC_GEMM];
     close_block(w, c, &f, &b, &rc, comm, comm, ncoll, true);
+    if (ckpt_early_stop_skips(w) && gemm0 > 0) {
+        /* fc2's forward GEMM at the block's throttled rate */
+        const double down = gemm(w, LP_GEMM_FWD, w->T, w->h, ft);
+        c->full_s -= down * f.cat[LP_OPC_GEMM] / gemm0;
+    }
     /* recompute module "mlp" (transformer_layer.py: dense MLPs only): the
      * whole block, as a full recomputation would */
     if (lp_sim_rc_modules(r) & LP_RC_MLP) {

@@ -1608,15 +1608,34 @@ int lp_json_check_graph_scope(const struct lp_jctx *c, const struct lp_model *m,
 int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *path,
                       struct lp_framework_opts *f)
 {
-    static const char *const keys[] = {"name",           "dp_overlap",       "tp_overlap",
-                                       "tp_overlap_rs",  "pp_overlap",       "param_gather_overlap",
-                                       "fused_kernels",  "bucket_MB",        "step_overhead_ms",
-                                       "host_op_us",     "zero3_per_tensor", "cross_entropy",
-                                       "host_overlap",   "grad_fp32",        "optim_bf16",
-                                       "ep_overlap",     "moe_dispatcher",   "moe_dispatcher_sms",
-                                       "cuda_graphs",    "moe_impl",         "hybrid_shard",
-                                       "fused_softmax",  "tp_async_dgrad",   "train_metrics",
-                                       "ckpt_reentrant", "fused_mlp",        NULL};
+    static const char *const keys[] = {"name",
+                                       "dp_overlap",
+                                       "tp_overlap",
+                                       "tp_overlap_rs",
+                                       "pp_overlap",
+                                       "param_gather_overlap",
+                                       "fused_kernels",
+                                       "bucket_MB",
+                                       "step_overhead_ms",
+                                       "host_op_us",
+                                       "zero3_per_tensor",
+                                       "cross_entropy",
+                                       "host_overlap",
+                                       "grad_fp32",
+                                       "optim_bf16",
+                                       "ep_overlap",
+                                       "moe_dispatcher",
+                                       "moe_dispatcher_sms",
+                                       "cuda_graphs",
+                                       "moe_impl",
+                                       "hybrid_shard",
+                                       "fused_softmax",
+                                       "tp_async_dgrad",
+                                       "train_metrics",
+                                       "ckpt_reentrant",
+                                       "fused_mlp",
+                                       "ckpt_early_stop",
+                                       NULL};
     struct lp_err *err = c->err;
     char ex[160];
     const char *expected = NAMES_FN(ex, framework_n);
@@ -1658,6 +1677,7 @@ int lp_json_framework(const struct lp_jctx *c, const cJSON *item, const char *pa
     LP_TRY(err, lp_json_bool(c, item, path, "hybrid_shard", false, &f->hybrid_shard));
     LP_TRY(err, lp_json_bool(c, item, path, "train_metrics", false, &f->train_metrics));
     LP_TRY(err, lp_json_bool(c, item, path, "ckpt_reentrant", false, &f->ckpt_reentrant));
+    LP_TRY(err, lp_json_bool(c, item, path, "ckpt_early_stop", false, &f->ckpt_early_stop));
     int x = (int)f->xent;
     char xe[96];
     LP_TRY(err, lp_json_enum(c, item, path, "cross_entropy", false, parse_xent,

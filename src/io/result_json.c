@@ -22,20 +22,21 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
 {
     struct lp_framework_opts d;
     lp_framework_defaults_cal(f->kind, &f->cal, &d); /* with the run's calibration */
-    const bool same = f->dp_overlap == d.dp_overlap && f->tp_overlap == d.tp_overlap &&
-                      f->tp_overlap_rs == d.tp_overlap_rs && f->pp_overlap == d.pp_overlap &&
-                      f->param_gather_overlap == d.param_gather_overlap &&
-                      f->fused_kernels == d.fused_kernels && f->fused_softmax == d.fused_softmax &&
-                      f->fused_mlp == d.fused_mlp && f->tp_async_dgrad == d.tp_async_dgrad &&
-                      f->bucket_bytes == d.bucket_bytes && f->mcore_buckets == d.mcore_buckets &&
-                      f->step_overhead_s == d.step_overhead_s && f->host_op_s == d.host_op_s &&
-                      f->host_overlap == d.host_overlap &&
-                      f->zero3_per_tensor == d.zero3_per_tensor && f->xent == d.xent &&
-                      f->grad_fp32 == d.grad_fp32 && f->optim_bf16 == d.optim_bf16 &&
-                      f->ep_overlap == d.ep_overlap && f->dispatcher == d.dispatcher &&
-                      f->dispatcher_sms == d.dispatcher_sms && f->cuda_graphs == d.cuda_graphs &&
-                      f->moe_impl == d.moe_impl && f->hybrid_shard == d.hybrid_shard &&
-                      f->train_metrics == d.train_metrics && f->ckpt_reentrant == d.ckpt_reentrant;
+    const bool same =
+        f->dp_overlap == d.dp_overlap && f->tp_overlap == d.tp_overlap &&
+        f->tp_overlap_rs == d.tp_overlap_rs && f->pp_overlap == d.pp_overlap &&
+        f->param_gather_overlap == d.param_gather_overlap && f->fused_kernels == d.fused_kernels &&
+        f->fused_softmax == d.fused_softmax && f->fused_mlp == d.fused_mlp &&
+        f->tp_async_dgrad == d.tp_async_dgrad && f->bucket_bytes == d.bucket_bytes &&
+        f->mcore_buckets == d.mcore_buckets && f->step_overhead_s == d.step_overhead_s &&
+        f->host_op_s == d.host_op_s && f->host_overlap == d.host_overlap &&
+        f->zero3_per_tensor == d.zero3_per_tensor && f->xent == d.xent &&
+        f->grad_fp32 == d.grad_fp32 && f->optim_bf16 == d.optim_bf16 &&
+        f->ep_overlap == d.ep_overlap && f->dispatcher == d.dispatcher &&
+        f->dispatcher_sms == d.dispatcher_sms && f->cuda_graphs == d.cuda_graphs &&
+        f->moe_impl == d.moe_impl && f->hybrid_shard == d.hybrid_shard &&
+        f->train_metrics == d.train_metrics && f->ckpt_reentrant == d.ckpt_reentrant &&
+        f->ckpt_early_stop == d.ckpt_early_stop;
     if (same) return !cJSON_AddStringToObject(c, "framework", lp_framework_name(f->kind));
     cJSON *o = cJSON_AddObjectToObject(c, "framework");
     if (!o) return 1;
@@ -73,6 +74,8 @@ static int add_framework(cJSON *c, const struct lp_framework_opts *f)
      * later: the object stays as it was for every run that keeps it) */
     if (f->ckpt_reentrant != d.ckpt_reentrant)
         bad |= !cJSON_AddBoolToObject(o, "ckpt_reentrant", f->ckpt_reentrant);
+    if (f->ckpt_early_stop != d.ckpt_early_stop)
+        bad |= !cJSON_AddBoolToObject(o, "ckpt_early_stop", f->ckpt_early_stop);
     if (f->dispatcher_sms != d.dispatcher_sms)
         bad |= !cJSON_AddNumberToObject(o, "moe_dispatcher_sms", f->dispatcher_sms);
     return bad;

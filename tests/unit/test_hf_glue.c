@@ -326,6 +326,51 @@ TEST(fused_mlp_epilogue)
     CLOSE(fused.ffn[LP_FFN_DENSE].fwd_s, plain.ffn[LP_FFN_DENSE].fwd_s);
 }
 
+/* PyTorch 2.1+'s non-reentrant checkpointing stops the recomputation at
+ * the last saved tensor: a full recomputation of a dense block under
+ * fsdp1 / fsdp2 (NO_REENTRANT) redoes everything but fc2's forward GEMM
+ * (w2: T x h x f, packed before its kernel runs). Reentrant checkpointing,
+ * ckpt_early_stop false (PyTorch < 2.1) and a LoRA run (the adapter's mm
+ * after the base GEMM saves last) redo the whole forward; nothing else in
+ * the layer changes. */
+TEST(ckpt_early_stop_down_proj)
+{
+    static struct lp_run r;
+    static struct lp_shape_cost stop, whole;
+    hf_run(&r);
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    const double T = 1024, w2 = cm.ops->gemm_s(&cm, LP_GEMM_FWD, LP_BF16, T, 1024, 4096);
+    for (int k = 0; k < 2; k++) {
+        framework(&r, k ? LP_FW_FSDP2 : LP_FW_FSDP1);
+        ASSERT_TRUE(r.fw.ckpt_early_stop && !r.fw.ckpt_reentrant);
+        costs(&r, &stop);
+        r.fw.ckpt_early_stop = false;
+        costs(&r, &whole);
+        const struct lp_layer_cost *s = &stop.ffn[LP_FFN_DENSE], *u = &whole.ffn[LP_FFN_DENSE];
+        CLOSE(u->full_s - s->full_s, w2);
+        CLOSE(u->fwd_s, s->fwd_s);
+        CLOSE(u->bwd_s, s->bwd_s);
+        CLOSE(stop.mix[LP_MIX_ATTN].full_s, whole.mix[LP_MIX_ATTN].full_s);
+    }
+    framework(&r, LP_FW_FSDP2);
+    r.fw.ckpt_reentrant = true;
+    costs(&r, &stop);
+    CLOSE(stop.ffn[LP_FFN_DENSE].full_s, whole.ffn[LP_FFN_DENSE].full_s);
+    /* Composer's fsdp and Megatron: reentrant by default */
+    framework(&r, LP_FW_FSDP);
+    ASSERT_TRUE(r.fw.ckpt_reentrant);
+    framework(&r, LP_FW_MEGATRON);
+    ASSERT_TRUE(r.fw.ckpt_reentrant);
+    framework(&r, LP_FW_FSDP2);
+    r.train.lora_rank = 16;
+    costs(&r, &stop);
+    r.fw.ckpt_early_stop = false;
+    costs(&r, &whole);
+    CLOSE(stop.ffn[LP_FFN_DENSE].full_s, whole.ffn[LP_FFN_DENSE].full_s);
+}
+
 TH_MAIN(TH_CASE(dataset_padding), TH_CASE(hf_attention_varlen), TH_CASE(hf_rotary_eager),
         TH_CASE(hf_moe_eager_syncs), TH_CASE(hf_moe_eager_index_backward),
-        TH_CASE(torchtitan_eager_glue), TH_CASE(fms_eager_glue), TH_CASE(fused_mlp_epilogue))
+        TH_CASE(torchtitan_eager_glue), TH_CASE(fms_eager_glue), TH_CASE(fused_mlp_epilogue),
+        TH_CASE(ckpt_early_stop_down_proj))

@@ -196,7 +196,8 @@ TEST(framework_round_trip)
     snprintf(text, sizeof(text),
              "%s{\"name\": \"fsdp\", \"cross_entropy\": \"fused\", "
              "\"host_overlap\": 2, \"host_op_us\": 30, \"hybrid_shard\": true, "
-             "\"train_metrics\": true, \"moe_dispatcher_sms\": 20, \"fused_mlp\": true}}",
+             "\"train_metrics\": true, \"moe_dispatcher_sms\": 20, \"fused_mlp\": true, "
+             "\"ckpt_early_stop\": false}}",
              base);
     ASSERT_OK(lp_parse_run(text, "b.json", &r, &err));
     ASSERT_OK(lp_result_to_json_line(&r, &res, true, &out, &err));
@@ -212,6 +213,7 @@ TEST(framework_round_trip)
     ASSERT_NEAR(back.fw.host_op_s, 30e-6, 1e-15);
     ASSERT_TRUE(back.fw.dp_overlap == r.fw.dp_overlap && back.fw.kind == LP_FW_FSDP);
     ASSERT_TRUE(back.fw.hybrid_shard && back.fw.train_metrics && back.fw.fused_mlp);
+    ASSERT_TRUE(!back.fw.ckpt_early_stop);
     ASSERT_EQ_INT(back.fw.dispatcher_sms, 20);
 }
 
@@ -329,6 +331,7 @@ TEST(framework_defaults)
          * use_reentrant False), fms-fsdp's and torchtitan's NO_REENTRANT
          * checkpoint wrappers (fsdp1, fsdp2; docs/frameworks.md) */
         ASSERT_TRUE(o.ckpt_reentrant == (k != LP_FW_HF && k != LP_FW_FSDP1 && k != LP_FW_FSDP2));
+        ASSERT_TRUE(o.ckpt_early_stop); /* PyTorch 2.1+; acts where non-reentrant */
     }
     /* FSDP outside Composer: the fsdp family's overlap, eager PyTorch's
      * derived host time (below); FSDP1 reduces in bf16 (fms-fsdp

@@ -138,6 +138,38 @@ def titan_a100(model, recompute, tok_s):
     return run, 8192 / tok_s
 
 
+# Megatron-LM's README benchmark table (NVIDIA/Megatron-LM images/model_table.png,
+# f2e5db402c, 2024-07-15; README "Benchmark Configuration": vocabulary 131,072,
+# sequence 4,096, DP/TP/PP overlap flags --overlap-grad-reduce,
+# --overlap-param-gather, --tp-comm-overlap): GPT models of 1.7B-462B on
+# 48-6,144 H100s, weak scaling at data-parallel size 48, per-GPU TFLOP/s by
+# Megatron's num_floating_point_operations (megatron/training/training.py at
+# 1a76b3cb: 12 B s L h^2 (2 + s/h + f/h + V / (2 L h)) for GPT's MHA and 4h
+# MLP), so the iteration time is that count over GPUs x TFLOP/s. The table
+# gives no micro-batch, precision, recomputation or interleaving: assumed
+# micro-batch 1, bf16 (its MFU is against 989 TFLOP/s), no recomputation, no
+# interleaving; GPT as Megatron's defaults build it (untied embeddings, which
+# the table's parameter counts match: 7.1B = 12 L h^2 + 2 V h; learned
+# positions, biases, LayerNorm, GeLU, dropout 0.1), Transformer Engine's
+# cuDNN attention, DGX H100 (NVIDIA's EOS: 8 x 400 Gb/s per node).
+def megatron_readme(size, heads, hidden, layers, tp, pp, gpus, gb, tflops):
+    V, S = 131072, 4096
+    model = {"name": f"gpt-{size}", "layers": layers, "hidden": hidden, "heads": heads,
+             "ffn_hidden": 4 * hidden, "vocab": V, "seq_len": S, "ffn_act": "gelu",
+             "norm": "layernorm", "position": "learned", "tied_embeddings": False,
+             "bias": True, "dropout": True}
+    run = {"model": model, "system": "dgx-h100",
+           "parallel": {"tp": tp, "pp": pp, "dp": gpus // (tp * pp), "micro_batch": 1,
+                        "recompute": "none", "sequence_parallel": tp > 1, "zero": 1,
+                        "schedule": "1f1b"},
+           "training": {"global_batch": gb, "precision": "bf16", "attention": "cudnn"},
+           "framework": {"name": "megatron", "tp_overlap": tp > 1}}
+    flops = 12 * gb * S * layers * hidden**2 * (2 + S / hidden + 4 + V / (2 * layers * hidden))
+    return run, flops / (gpus * tflops * 1e12)
+
+
+MEGATRON_README = "micro-batch 1, bf16, no recomputation, no interleaving"
+
 ROWS = [  # (id, group, source, run, measured iteration time s, assumed)
     ("H01", "fms-fsdp A100", "IBM 2024-03, 7B, 3,700 tok/s/GPU",
      *fms("llama2-7b", IBM_A100, 128, "none", 3700), "FULL_SHARD (HSDP alike within 2%)"),
@@ -166,6 +198,24 @@ ROWS = [  # (id, group, source, run, measured iteration time s, assumed)
      *titan_a100("llama3-8b", "selective", 2973), "200 Gb/s per GPU; flash2 attention"),
     ("H13", "torchtitan A100", "torchtitan 2024-12, Llama 3 70B, 64 A100, 331 tok/s/GPU",
      *titan_a100("llama3-70b", "full", 331), "200 Gb/s per GPU; flash2 attention"),
+    ("H14", "Megatron-LM H100", "Megatron-LM README 2024-07, GPT 1.7B, 48 H100, 408.8 TFLOP/s",
+     *megatron_readme("1.7b", 16, 2048, 24, 1, 1, 48, 192, 408.8), MEGATRON_README),
+    ("H15", "Megatron-LM H100", "Megatron-LM README 2024-07, GPT 7.1B, 96 H100, 465.9 TFLOP/s",
+     *megatron_readme("7.1b", 32, 4096, 30, 2, 1, 96, 192, 465.9), MEGATRON_README),
+    ("H16", "Megatron-LM H100", "Megatron-LM README 2024-07, GPT 16B, 192 H100, 489.1 TFLOP/s",
+     *megatron_readme("16b", 48, 6144, 32, 4, 1, 192, 192, 489.1), MEGATRON_README),
+    ("H17", "Megatron-LM H100", "Megatron-LM README 2024-07, GPT 32B, 384 H100, 459.6 TFLOP/s",
+     *megatron_readme("32b", 56, 7168, 48, 8, 1, 384, 192, 459.6), MEGATRON_README),
+    ("H18", "Megatron-LM H100", "Megatron-LM README 2024-07, GPT 70B, 768 H100, 419.7 TFLOP/s",
+     *megatron_readme("70b", 64, 8192, 84, 8, 2, 768, 384, 419.7), MEGATRON_README),
+    ("H19", "Megatron-LM H100", "Megatron-LM README 2024-07, GPT 119B, 1536 H100, 420.5 TFLOP/s",
+     *megatron_readme("119b", 80, 10240, 92, 8, 4, 1536, 768, 420.5), MEGATRON_README),
+    ("H20", "Megatron-LM H100", "Megatron-LM README 2024-07, GPT 177B, 2304 H100, 432.8 TFLOP/s",
+     *megatron_readme("177b", 96, 12288, 96, 8, 6, 2304, 1152, 432.8), MEGATRON_README),
+    ("H21", "Megatron-LM H100", "Megatron-LM README 2024-07, GPT 314B, 3072 H100, 474.4 TFLOP/s",
+     *megatron_readme("314b", 128, 16384, 96, 8, 8, 3072, 1536, 474.4), MEGATRON_README),
+    ("H22", "Megatron-LM H100", "Megatron-LM README 2024-07, GPT 462B, 6144 H100, 459.9 TFLOP/s",
+     *megatron_readme("462b", 144, 18432, 112, 8, 16, 6144, 3072, 459.9), MEGATRON_README),
 ]
 
 

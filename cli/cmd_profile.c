@@ -1,5 +1,7 @@
-/* `llmplan profile synth | info | check`: write analytical profiles, inspect
- * and validate HDF5 profiles (docs/profile-format.md). */
+/* `llmplan profile synth | info | check | compare`: write analytical
+ * profiles, inspect and validate HDF5 profiles, set one profile's tables
+ * beside another's (docs/profile-format.md, docs/profiler.md). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +16,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: llmplan profile synth --gpu NAME [--system NAME] [-o FILE]\n"
                "       llmplan profile info FILE\n"
                "       llmplan profile check FILE\n"
+               "       llmplan profile compare MEASURED.h5 MODEL [--csv FILE]\n"
                "\n"
                "Kernel profiles are HDF5 files of operator timings (docs/profile-format.md).\n"
                "\n"
@@ -22,6 +25,9 @@ static void usage(FILE *f)
                "          datasheet figures and constants calibrated on measured kernels\n"
                "  info    print a profile's GPU, provenance, table grids and sample lookups\n"
                "  check   validate a profile (schema, tables, values, checksum); exit 1 if bad\n"
+               "  compare MODEL's value / MEASURED's at every grid point of MEASURED's tables,\n"
+               "          by table and kernel time (MODEL: a profile, or synth: the\n"
+               "          analytical profile of MEASURED's GPU)\n"
                "\n"
                "`llmplan profile <command> --help` for each command.\n");
 }
@@ -82,6 +88,37 @@ static int pick_system_cb(const char *name, const char *path, void *arg)
     return 0;
 }
 
+/* The reference system of an analytical profile of `gpu`: `sys_name`, else
+ * the dgx-* system with this GPU, else the first system with it, else none
+ * (*ref NULL: fixed default links). One rule for synth and compare. */
+static int pick_ref_system(const struct lp_gpu *gpu, const char *sys_name, struct lp_system *sys,
+                           const struct lp_system **ref, struct lp_err *err)
+{
+    char picked[LP_NAME_LEN];
+    *ref = NULL;
+    if (!sys_name) {
+        struct sys_pick sp = {gpu->name, "", ""};
+        LP_TRY(err, lp_list_presets(LP_PRESET_SYSTEM, pick_system_cb, &sp, err));
+        if (sp.dgx[0] || sp.first[0]) {
+            snprintf(picked, sizeof(picked), "%s", sp.dgx[0] ? sp.dgx : sp.first);
+            sys_name = picked;
+        }
+    }
+    if (!sys_name) {
+        fprintf(stderr,
+                "llmplan: note: no system preset has GPU %s; collective fractions use "
+                "fixed default links (see the file's ref_system attribute)\n",
+                gpu->name);
+        return LP_OK;
+    }
+    LP_TRY(err, lp_load_system(sys_name, sys, err));
+    if (strcmp(sys->gpu.name, gpu->name) != 0)
+        fprintf(stderr, "llmplan: note: system %s has GPU %s, not %s; using its links\n", sys->name,
+                sys->gpu.name, gpu->name);
+    *ref = sys;
+    return LP_OK;
+}
+
 static void join_command(int argc, char **argv, char *buf, size_t len)
 {
     size_t off = (size_t)snprintf(buf, len, "llmplan");
@@ -125,32 +162,9 @@ static int cmd_synth(int argc, char **argv)
     }
     struct lp_system sys;
     const struct lp_system *ref = NULL;
-    char picked[LP_NAME_LEN];
-    if (!sys_name) {
-        struct sys_pick sp = {gpu.name, "", ""};
-        if (lp_list_presets(LP_PRESET_SYSTEM, pick_system_cb, &sp, &err) != LP_OK) {
-            lp_cli_error(&err);
-            return 1;
-        }
-        if (sp.dgx[0] || sp.first[0]) {
-            snprintf(picked, sizeof(picked), "%s", sp.dgx[0] ? sp.dgx : sp.first);
-            sys_name = picked;
-        }
-    }
-    if (sys_name) {
-        if (lp_load_system(sys_name, &sys, &err) != LP_OK) {
-            lp_cli_error(&err);
-            return 1;
-        }
-        if (strcmp(sys.gpu.name, gpu.name) != 0)
-            fprintf(stderr, "llmplan: note: system %s has GPU %s, not %s; using its links\n",
-                    sys.name, sys.gpu.name, gpu.name);
-        ref = &sys;
-    } else {
-        fprintf(stderr,
-                "llmplan: note: no system preset has GPU %s; collective fractions use "
-                "fixed default links (see the file's ref_system attribute)\n",
-                gpu.name);
+    if (pick_ref_system(&gpu, sys_name, &sys, &ref, &err) != LP_OK) {
+        lp_cli_error(&err);
+        return 1;
     }
     char path[1024];
     if (!out) {
@@ -251,6 +265,204 @@ static int cmd_file(int argc, char **argv, const char *cmd)
     return 0;
 }
 
+/* ---- compare ---- */
+
+static void usage_compare(FILE *f)
+{
+    fprintf(f, "usage: llmplan profile compare MEASURED.h5 MODEL [--csv FILE]\n"
+               "\n"
+               "Set a profile's tables beside another's: at every grid point of every table\n"
+               "MEASURED.h5 holds, MODEL's value looked up at the same point (its own\n"
+               "interpolation, as the simulator reads it) over MEASURED's value. MODEL is a\n"
+               "profile file, or synth: the analytical profile of MEASURED's GPU preset, built\n"
+               "in memory with the reference system `profile synth` would pick. A ratio above 1\n"
+               "means MODEL is slower there (for the collective tables, which hold bandwidth\n"
+               "fractions, above 1 means MODEL is faster).\n"
+               "\n"
+               "Per table: the points compared, those outside MODEL's grid (skipped), the\n"
+               "geometric mean, minimum and maximum of the ratio, and the geometric mean per\n"
+               "band of MEASURED's time per call (under 10 us, 10-100 us, 0.1-1 ms, 1 ms and\n"
+               "over).\n"
+               "\n"
+               "  --csv FILE   also write every compared point: table, its axis names and\n"
+               "               values, measured, model, ratio\n"
+               "  -h, --help   this text\n");
+}
+
+#define CMP_BANDS 4
+static const double cmp_band_hi[CMP_BANDS] = {10e-6, 100e-6, 1e-3, INFINITY};
+static const char *const cmp_band_name[CMP_BANDS] = {"<10us", "10-100us", "0.1-1ms", ">=1ms"};
+
+struct cmp_acc {
+    long n;
+    double log_sum, lo, hi;
+};
+
+static void cmp_add(struct cmp_acc *a, double r)
+{
+    if (a->n == 0 || r < a->lo) a->lo = r;
+    if (a->n == 0 || r > a->hi) a->hi = r;
+    a->n++;
+    a->log_sum += log(r);
+}
+
+static double cmp_geomean(const struct cmp_acc *a)
+{
+    return a->n > 0 ? exp(a->log_sum / (double)a->n) : NAN;
+}
+
+/* Compare one table: every grid point of `m` (measured) against `x`
+ * (model). Returns the points skipped (outside x's grid). */
+static long compare_table(const char *path, const struct lp_table *m, const struct lp_table *x,
+                          bool time, FILE *csv, struct cmp_acc *all, struct cmp_acc *band)
+{
+    long total = 1, skipped = 0;
+    for (int d = 0; d < m->ndim; d++)
+        total *= m->dims[d];
+    for (long i = 0; i < total; i++) {
+        double at[LP_TABLE_MAX_DIMS];
+        long rest = i;
+        for (int d = m->ndim - 1; d >= 0; d--) { /* row-major: the last axis fastest */
+            at[d] = m->axis[d][rest % m->dims[d]];
+            rest /= m->dims[d];
+        }
+        bool clamped = false;
+        const double mv = m->value[i], xv = lp_table_lookup(x, at, &clamped);
+        if (clamped || !(mv > 0) || !(xv > 0)) {
+            skipped++;
+            continue;
+        }
+        const double r = xv / mv;
+        cmp_add(all, r);
+        int b = 0;
+        while (time && b < CMP_BANDS - 1 && !(mv < cmp_band_hi[b]))
+            b++;
+        cmp_add(&band[time ? b : 0], r);
+        if (csv) {
+            fprintf(csv, "%s,", path);
+            for (int d = 0; d < m->ndim; d++)
+                fprintf(csv, "%s%s", d ? "|" : "", m->axis_name[d]);
+            for (int d = 0; d < LP_TABLE_MAX_DIMS; d++)
+                d < m->ndim ? fprintf(csv, ",%.9g", at[d]) : fprintf(csv, ",");
+            fprintf(csv, ",%.9g,%.9g,%.6f\n", mv, xv, r);
+        }
+    }
+    return skipped;
+}
+
+static int cmd_compare(int argc, char **argv)
+{
+    const char *files[2] = {NULL, NULL}, *csv_path = NULL;
+    int nf = 0;
+    for (int i = 2; i < argc; i++) {
+        if (is_help(argv[i])) {
+            usage_compare(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--csv")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "llmplan profile compare: --csv needs a value\n");
+                return 2;
+            }
+            csv_path = argv[++i];
+            continue;
+        }
+        if (argv[i][0] == '-' || nf == 2) {
+            fprintf(stderr, "llmplan profile compare: unexpected argument '%s' (see --help)\n",
+                    argv[i]);
+            return 2;
+        }
+        files[nf++] = argv[i];
+    }
+    if (nf != 2) {
+        fprintf(stderr, "llmplan profile compare: MEASURED.h5 and MODEL are required (see "
+                        "--help)\n");
+        return 2;
+    }
+    struct lp_err err;
+    lp_err_clear(&err);
+    struct lp_profile *m = NULL, *x = NULL;
+    int rc = 1;
+    FILE *csv = NULL;
+    if (lp_profile_read_h5(files[0], &m, &err) != LP_OK) goto fail;
+    if (!strcmp(files[1], "synth")) {
+        struct lp_gpu gpu;
+        struct lp_system sys;
+        const struct lp_system *ref = NULL;
+        if (lp_load_gpu(m->gpu, &gpu, &err) != LP_OK) goto fail;
+        if (pick_ref_system(&gpu, NULL, &sys, &ref, &err) != LP_OK) goto fail;
+        if (lp_profile_synth(&gpu, ref, &x, &err) != LP_OK) goto fail;
+    } else if (lp_profile_read_h5(files[1], &x, &err) != LP_OK) {
+        goto fail;
+    }
+    if (strcmp(m->gpu, x->gpu) != 0)
+        fprintf(stderr, "llmplan: note: comparing GPU %s (%s) with GPU %s (%s)\n", m->gpu, files[0],
+                x->gpu, files[1]);
+    if (csv_path) {
+        csv = fopen(csv_path, "w");
+        if (!csv) {
+            fprintf(stderr, "llmplan profile compare: cannot write %s\n", csv_path);
+            goto out;
+        }
+        fprintf(csv, "table,axes");
+        for (int d = 0; d < LP_TABLE_MAX_DIMS; d++)
+            fprintf(csv, ",axis%d", d);
+        fprintf(csv, ",measured,model,ratio\n");
+    }
+    printf("model / measured at %s's grid points (%s: %s; model %s: %s)\n", files[0], m->gpu,
+           m->source, files[1], x->source);
+    printf("%-34s %7s %7s %8s %8s %8s", "table", "points", "skipped", "geomean", "min", "max");
+    for (int b = 0; b < CMP_BANDS; b++)
+        printf(" %9s", cmp_band_name[b]);
+    printf("\n");
+    int compared = 0;
+    for (int i = 0; i < LP_PROFILE_SLOTS; i++) {
+        const struct lp_slot *sl = lp_profile_slot(i);
+        const struct lp_table *mt = lp_profile_slot_table_c(m, i);
+        const struct lp_table *xt = lp_profile_slot_table_c(x, i);
+        if (!lp_table_present(mt)) continue;
+        if (!lp_table_present(xt)) {
+            printf("%-34s (not in %s)\n", sl->path, files[1]);
+            continue;
+        }
+        const bool time = !strcmp(sl->unit, "s");
+        struct cmp_acc all = {0}, band[CMP_BANDS] = {{0}};
+        long skipped = compare_table(sl->path, mt, xt, time, csv, &all, band);
+        compared++;
+        printf("%-34s %7ld %7ld %8.3f %8.3f %8.3f", sl->path, all.n, skipped, cmp_geomean(&all),
+               all.n ? all.lo : NAN, all.n ? all.hi : NAN);
+        for (int b = 0; b < CMP_BANDS; b++) {
+            if (!time && b > 0) break;
+            if (band[b].n)
+                printf(" %9.3f", cmp_geomean(&band[b]));
+            else
+                printf(" %9s", "-");
+        }
+        printf("%s\n", time ? "" : "  (bandwidth fractions: one band)");
+    }
+    if (!compared) {
+        fprintf(stderr, "llmplan profile compare: no table in both %s and %s\n", files[0],
+                files[1]);
+        goto out;
+    }
+    if (csv && ferror(csv)) {
+        fprintf(stderr, "llmplan profile compare: error writing %s\n", csv_path);
+        goto out;
+    }
+    rc = 0;
+    goto out;
+fail:
+    lp_cli_error(&err);
+out:
+    if (csv && fclose(csv) != 0 && rc == 0) {
+        fprintf(stderr, "llmplan profile compare: error writing %s\n", csv_path);
+        rc = 1;
+    }
+    lp_profile_destroy(&m);
+    lp_profile_destroy(&x);
+    return rc;
+}
+
 int lp_cmd_profile(int argc, char **argv)
 {
     if (argc < 2) {
@@ -265,6 +477,9 @@ int lp_cmd_profile(int argc, char **argv)
     /* argv[0] is "profile": the subcommand's options start at argv[2] */
     if (!strcmp(cmd, "synth")) return cmd_synth(argc, argv);
     if (!strcmp(cmd, "info") || !strcmp(cmd, "check")) return cmd_file(argc, argv, cmd);
-    fprintf(stderr, "llmplan profile: unknown command '%s' (expected synth, info or check)\n", cmd);
+    if (!strcmp(cmd, "compare")) return cmd_compare(argc, argv);
+    fprintf(stderr,
+            "llmplan profile: unknown command '%s' (expected synth, info, check or compare)\n",
+            cmd);
     return 2;
 }

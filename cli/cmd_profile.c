@@ -16,7 +16,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: llmplan profile synth --gpu NAME [--system NAME] [-o FILE]\n"
                "       llmplan profile info FILE\n"
                "       llmplan profile check FILE\n"
-               "       llmplan profile compare MEASURED.h5 MODEL [--csv FILE]\n"
+               "       llmplan profile compare MEASURED.h5 MODEL [--gpu NAME] [--csv FILE]\n"
                "\n"
                "Kernel profiles are HDF5 files of operator timings (docs/profile-format.md).\n"
                "\n"
@@ -269,21 +269,26 @@ static int cmd_file(int argc, char **argv, const char *cmd)
 
 static void usage_compare(FILE *f)
 {
-    fprintf(f, "usage: llmplan profile compare MEASURED.h5 MODEL [--csv FILE]\n"
+    fprintf(f, "usage: llmplan profile compare MEASURED.h5 MODEL [--gpu NAME] [--csv FILE]\n"
                "\n"
                "Set a profile's tables beside another's: at every grid point of every table\n"
                "MEASURED.h5 holds, MODEL's value looked up at the same point (its own\n"
                "interpolation, as the simulator reads it) over MEASURED's value. MODEL is a\n"
-               "profile file, or synth: the analytical profile of MEASURED's GPU preset, built\n"
-               "in memory with the reference system `profile synth` would pick. A ratio above 1\n"
-               "means MODEL is slower there (for the collective tables, which hold bandwidth\n"
-               "fractions, above 1 means MODEL is faster).\n"
+               "profile file, or synth: the analytical profile of a GPU preset (--gpu, default\n"
+               "the GPU MEASURED.h5 names), built in memory with the reference system `profile\n"
+               "synth` would pick. A ratio above 1 means MODEL is slower there (for the\n"
+               "collective tables, which hold bandwidth fractions, above 1 means MODEL is\n"
+               "faster). Either file may lack tables a simulation needs (a measured run that\n"
+               "left some out): the tables present are checked and compared.\n"
                "\n"
-               "Per table: the points compared, those outside MODEL's grid (skipped), the\n"
-               "geometric mean, minimum and maximum of the ratio, and the geometric mean per\n"
-               "band of MEASURED's time per call (under 10 us, 10-100 us, 0.1-1 ms, 1 ms and\n"
-               "over).\n"
+               "Per table: the points compared, those skipped (outside MODEL's grid, or a value\n"
+               "not positive), the geometric mean, minimum and maximum of the ratio, and the\n"
+               "geometric mean per band of MEASURED's time per call (under 10 us, 10-100 us,\n"
+               "0.1-1 ms, 1 ms and over).\n"
                "\n"
+               "  --gpu NAME   the GPU preset of the synth model (data/gpus/NAME.json); needed\n"
+               "               when MEASURED.h5 names its GPU as the CUDA device does\n"
+               "               (llmplan-profile: e.g. \"NVIDIA H100 80GB HBM3\")\n"
                "  --csv FILE   also write every compared point: table, its axis names and\n"
                "               values, measured, model, ratio\n"
                "  -h, --help   this text\n");
@@ -312,7 +317,8 @@ static double cmp_geomean(const struct cmp_acc *a)
 }
 
 /* Compare one table: every grid point of `m` (measured) against `x`
- * (model). Returns the points skipped (outside x's grid). */
+ * (model). Returns the points skipped (outside x's grid, or a value not
+ * positive). */
 static long compare_table(const char *path, const struct lp_table *m, const struct lp_table *x,
                           bool time, FILE *csv, struct cmp_acc *all, struct cmp_acc *band)
 {
@@ -352,19 +358,20 @@ static long compare_table(const char *path, const struct lp_table *m, const stru
 
 static int cmd_compare(int argc, char **argv)
 {
-    const char *files[2] = {NULL, NULL}, *csv_path = NULL;
+    const char *files[2] = {NULL, NULL}, *csv_path = NULL, *gpu_name = NULL;
     int nf = 0;
     for (int i = 2; i < argc; i++) {
         if (is_help(argv[i])) {
             usage_compare(stdout);
             return 0;
         }
-        if (!strcmp(argv[i], "--csv")) {
+        if (!strcmp(argv[i], "--csv") || !strcmp(argv[i], "--gpu")) {
             if (i + 1 >= argc) {
-                fprintf(stderr, "llmplan profile compare: --csv needs a value\n");
+                fprintf(stderr, "llmplan profile compare: %s needs a value\n", argv[i]);
                 return 2;
             }
-            csv_path = argv[++i];
+            *(!strcmp(argv[i], "--csv") ? &csv_path : &gpu_name) = argv[i + 1];
+            i++;
             continue;
         }
         if (argv[i][0] == '-' || nf == 2) {
@@ -384,15 +391,30 @@ static int cmd_compare(int argc, char **argv)
     struct lp_profile *m = NULL, *x = NULL;
     int rc = 1;
     FILE *csv = NULL;
-    if (lp_profile_read_h5(files[0], &m, &err) != LP_OK) goto fail;
+    if (lp_profile_read_h5_partial(files[0], &m, &err) != LP_OK) goto fail;
+    if (gpu_name && strcmp(files[1], "synth") != 0) {
+        fprintf(stderr,
+                "llmplan profile compare: --gpu names the synth model's GPU; MODEL is "
+                "the file %s\n",
+                files[1]);
+        goto out;
+    }
     if (!strcmp(files[1], "synth")) {
         struct lp_gpu gpu;
         struct lp_system sys;
         const struct lp_system *ref = NULL;
-        if (lp_load_gpu(m->gpu, &gpu, &err) != LP_OK) goto fail;
+        if (lp_load_gpu(gpu_name ? gpu_name : m->gpu, &gpu, &err) != LP_OK) {
+            lp_cli_error(&err);
+            if (!gpu_name)
+                fprintf(stderr,
+                        "llmplan profile compare: %s names its GPU '%s', which is not a GPU "
+                        "preset; give the preset of the synth model with --gpu NAME\n",
+                        files[0], m->gpu);
+            goto out;
+        }
         if (pick_ref_system(&gpu, NULL, &sys, &ref, &err) != LP_OK) goto fail;
         if (lp_profile_synth(&gpu, ref, &x, &err) != LP_OK) goto fail;
-    } else if (lp_profile_read_h5(files[1], &x, &err) != LP_OK) {
+    } else if (lp_profile_read_h5_partial(files[1], &x, &err) != LP_OK) {
         goto fail;
     }
     if (strcmp(m->gpu, x->gpu) != 0)

@@ -148,10 +148,11 @@ def titan_a100(model, recompute, tok_s):
 # MLP), so the iteration time is that count over GPUs x TFLOP/s. The table
 # gives no micro-batch, precision, recomputation or interleaving: assumed
 # micro-batch 1, bf16 (its MFU is against 989 TFLOP/s), no recomputation, no
-# interleaving; GPT as Megatron's defaults build it (untied embeddings, which
-# the table's parameter counts match: 7.1B = 12 L h^2 + 2 V h; learned
-# positions, biases, LayerNorm, GeLU, dropout 0.1), Transformer Engine's
-# cuDNN attention, DGX H100 (NVIDIA's EOS: 8 x 400 Gb/s per node).
+# interleaving; untied embeddings (Megatron ties them by default, but the
+# table's parameter counts are untied ones: 7.1B = 12 L h^2 + 2 V h), and
+# otherwise GPT as Megatron's defaults build it (learned positions, biases,
+# LayerNorm, GeLU, dropout 0.1), Transformer Engine's cuDNN attention, DGX
+# H100 (NVIDIA's EOS: 8 x 400 Gb/s per node).
 def megatron_readme(size, heads, hidden, layers, tp, pp, gpus, gb, tflops):
     V, S = 131072, 4096
     model = {"name": f"gpt-{size}", "layers": layers, "hidden": hidden, "heads": heads,

@@ -123,6 +123,9 @@ struct lp_kv {
     const char *value;
 };
 int lp_profile_read_h5(const char *path, struct lp_profile **out, struct lp_err *err);
+/* The same, without requiring any table (lp_profile_check_opt): what a
+ * measured run left out stays absent. Only for reading, never simulating. */
+int lp_profile_read_h5_partial(const char *path, struct lp_profile **out, struct lp_err *err);
 int lp_profile_write_h5(const char *path, const struct lp_profile *p, const struct lp_kv *attrs,
                         int nattrs, struct lp_err *err);
 /* Set one root attribute of an existing profile file in place, as a string

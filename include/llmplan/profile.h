@@ -203,6 +203,11 @@ int lp_profile_coll_ref(const struct lp_profile *p, struct lp_profile_coll_ref *
  * every mem kind; collectives optional). Monotonicity of time in size is also
  * checked (warnings counted into *nonmonotone if not NULL). */
 int lp_profile_check(const struct lp_profile *p, int *nonmonotone, struct lp_err *err);
+/* The same, with `require` false: the tables present are checked, none is
+ * required (a measured profile whose run left some out, for `llmplan
+ * profile compare`). */
+int lp_profile_check_opt(const struct lp_profile *p, bool require, int *nonmonotone,
+                         struct lp_err *err);
 
 /* Build an analytical profile for a GPU (the `llmplan profile synth` model;
  * formulas and constants in docs/profile-format.md and the file's attrs). */

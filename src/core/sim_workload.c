@@ -1682,20 +1682,26 @@ static void ffn_core(const struct wl *w, double T, double width, double ft, bool
  * hook, then redispatches to the kernel), so the last saving op of a
  * pre-norm block, the FFN's down projection as an nn.Linear (mm / addmm
  * packing its input and weight), stops the recomputation before its GEMM:
- * that GEMM and the residual add after it are never recomputed. Custom
- * autograd Functions save after their forward has run (Transformer
- * Engine's fp8 linears, bitsandbytes' MatMul4Bit, flash-attn's FusedMLP,
- * a LoRA adapter's mm after its base GEMM): with them nothing is skipped,
- * nor under reentrant checkpointing (Megatron's CheckpointFunction,
- * use_reentrant=True), nor before PyTorch 2.1 (ckpt_early_stop false).
- * TP > 1 (the row-parallel linear's collective) is not modelled here. */
+ * that GEMM is never recomputed (nor the residual add after it, one
+ * elementwise kernel, left in the count). Custom autograd Functions save
+ * after their forward has run (Transformer Engine's fp8 linears,
+ * bitsandbytes' MatMul4Bit, flash-attn's FusedMLP, a LoRA adapter's mm
+ * after its base GEMM): with them nothing is skipped, nor under reentrant
+ * checkpointing (Megatron's CheckpointFunction, use_reentrant=True), nor
+ * before PyTorch 2.1 (ckpt_early_stop false), nor with dropout after fc2
+ * (native_dropout saves its mask after running, so the rerun passes fc2).
+ * Only a checkpoint's last layer stops early: every layer is its own
+ * checkpoint unless a uniform recomputation groups several. TP > 1 (the
+ * row-parallel linear's collective) is not modelled here. */
 static bool ckpt_early_stop_skips(const struct wl *w)
 {
     const struct lp_run *r = w->run;
     const enum lp_framework k = r->fw.kind;
     return r->par.recompute == LP_RECOMPUTE_FULL && !r->fw.ckpt_reentrant &&
            r->fw.ckpt_early_stop && (lp_fw_is_fsdp(k) || k == LP_FW_DDP || k == LP_FW_HF) &&
-           r->train.lora_rank <= 0 && w->q <= 0 && w->t == 1 && !r->fw.fused_mlp;
+           r->train.lora_rank <= 0 && w->q <= 0 && w->t == 1 && !r->fw.fused_mlp &&
+           !r->model.dropout &&
+           (r->par.recompute_method == LP_RC_BLOCK || r->par.recompute_layers <= 1);
 }
 
 /* Dense MLP block: norm, fc1, activation, fc2, residual. */

@@ -687,6 +687,12 @@ static int count_nonmonotone(const struct lp_table *t)
 
 int lp_profile_check(const struct lp_profile *p, int *nonmonotone, struct lp_err *err)
 {
+    return lp_profile_check_opt(p, true, nonmonotone, err);
+}
+
+int lp_profile_check_opt(const struct lp_profile *p, bool require, int *nonmonotone,
+                         struct lp_err *err)
+{
     int nm = 0;
     for (int i = 0; i < LP_PROFILE_SLOTS; i++) {
         const struct lp_slot *s = lp_profile_slot(i);
@@ -698,7 +704,7 @@ int lp_profile_check(const struct lp_profile *p, int *nonmonotone, struct lp_err
             const bool fp16_instead = s->required && i > 0 &&
                                       (s->family == LP_FAM_GEMM || s->family == LP_FAM_ATTN) &&
                                       lp_table_present(lp_profile_slot_table_c(p, i - 1));
-            if (s->required && !fp16_instead)
+            if (require && s->required && !fp16_instead)
                 LP_FAIL(err, LP_EFORMAT, "profile %s: required table %s is missing",
                         p->path[0] ? p->path : p->gpu, s->path);
             continue;

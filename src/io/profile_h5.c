@@ -161,7 +161,11 @@ static int read_attr_text(hid_t loc, const char *name, char *buf, size_t len, bo
                 rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "%s: out of memory", path);
                 goto done;
             }
-            if (H5Tset_size(mt, sz) < 0 || H5Aread(a, mt, v) < 0) {
+            /* read as NULLPAD into sz + 1 zeroed bytes: a fixed-length
+             * string that fills its size (h5py writes NULLPAD, no NUL)
+             * keeps its last character, a NUL-terminated one stops at it */
+            if (H5Tset_size(mt, sz) < 0 || H5Tset_strpad(mt, H5T_STR_NULLPAD) < 0 ||
+                H5Aread(a, mt, v) < 0) {
                 free(v);
                 rc = H5FAIL("H5Aread", name);
                 goto done;
@@ -622,7 +626,19 @@ static int read_root(hid_t file, struct lp_profile *p, uint64_t *sum_file, const
     return LP_OK;
 }
 
+static int read_h5(const char *path, bool require, struct lp_profile **out, struct lp_err *err);
+
 int lp_profile_read_h5(const char *path, struct lp_profile **out, struct lp_err *err)
+{
+    return read_h5(path, true, out, err);
+}
+
+int lp_profile_read_h5_partial(const char *path, struct lp_profile **out, struct lp_err *err)
+{
+    return read_h5(path, false, out, err);
+}
+
+static int read_h5(const char *path, bool require, struct lp_profile **out, struct lp_err *err)
 {
     h5_quiet();
     *out = NULL;
@@ -653,7 +669,7 @@ int lp_profile_read_h5(const char *path, struct lp_profile **out, struct lp_err 
         if (!exists) continue;
         LP_TRY_GOTO(err, rc, read_table(file, slot, lp_profile_slot_table(p, i), path, err), done);
     }
-    rc = with_file(err, lp_profile_check(p, NULL, err), path);
+    rc = with_file(err, lp_profile_check_opt(p, require, NULL, err), path);
     if (rc < 0) {
         lp_err_trace(err, __FILE__, __LINE__);
         goto done;

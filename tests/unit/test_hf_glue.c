@@ -362,6 +362,22 @@ TEST(ckpt_early_stop_down_proj)
     ASSERT_TRUE(r.fw.ckpt_reentrant);
     framework(&r, LP_FW_MEGATRON);
     ASSERT_TRUE(r.fw.ckpt_reentrant);
+    /* dropout after fc2 (its mask saved after it runs), or a checkpoint of
+     * two layers (only its last stops early): the whole forward again */
+    framework(&r, LP_FW_FSDP2);
+    r.model.dropout = true;
+    costs(&r, &stop);
+    r.fw.ckpt_early_stop = false;
+    costs(&r, &whole);
+    CLOSE(stop.ffn[LP_FFN_DENSE].full_s, whole.ffn[LP_FFN_DENSE].full_s);
+    r.model.dropout = false;
+    framework(&r, LP_FW_FSDP2);
+    r.par.recompute_layers = 2;
+    costs(&r, &stop);
+    r.fw.ckpt_early_stop = false;
+    costs(&r, &whole);
+    CLOSE(stop.ffn[LP_FFN_DENSE].full_s, whole.ffn[LP_FFN_DENSE].full_s);
+    r.par.recompute_layers = 1;
     framework(&r, LP_FW_FSDP2);
     r.train.lora_rank = 16;
     costs(&r, &stop);

@@ -330,9 +330,9 @@ TEST(fused_mlp_epilogue)
  * the last saved tensor: a full recomputation of a dense block under
  * fsdp1 / fsdp2 (NO_REENTRANT) redoes everything but fc2's forward GEMM
  * (w2: T x h x f, packed before its kernel runs). Reentrant checkpointing,
- * ckpt_early_stop false (PyTorch < 2.1) and a LoRA run (the adapter's mm
- * after the base GEMM saves last) redo the whole forward; nothing else in
- * the layer changes. */
+ * ckpt_early_stop false (PyTorch < 2.1), dropout, a multi-layer checkpoint
+ * and a LoRA run (the adapter's mm after the base GEMM saves last) redo the
+ * whole forward; nothing else in the layer changes. */
 TEST(ckpt_early_stop_down_proj)
 {
     static struct lp_run r;
@@ -362,28 +362,18 @@ TEST(ckpt_early_stop_down_proj)
     ASSERT_TRUE(r.fw.ckpt_reentrant);
     framework(&r, LP_FW_MEGATRON);
     ASSERT_TRUE(r.fw.ckpt_reentrant);
-    /* dropout after fc2 (its mask saved after it runs), or a checkpoint of
-     * two layers (only its last stops early): the whole forward again */
-    framework(&r, LP_FW_FSDP2);
-    r.model.dropout = true;
-    costs(&r, &stop);
-    r.fw.ckpt_early_stop = false;
-    costs(&r, &whole);
-    CLOSE(stop.ffn[LP_FFN_DENSE].full_s, whole.ffn[LP_FFN_DENSE].full_s);
-    r.model.dropout = false;
-    framework(&r, LP_FW_FSDP2);
-    r.par.recompute_layers = 2;
-    costs(&r, &stop);
-    r.fw.ckpt_early_stop = false;
-    costs(&r, &whole);
-    CLOSE(stop.ffn[LP_FFN_DENSE].full_s, whole.ffn[LP_FFN_DENSE].full_s);
-    r.par.recompute_layers = 1;
-    framework(&r, LP_FW_FSDP2);
-    r.train.lora_rank = 16;
-    costs(&r, &stop);
-    r.fw.ckpt_early_stop = false;
-    costs(&r, &whole);
-    CLOSE(stop.ffn[LP_FFN_DENSE].full_s, whole.ffn[LP_FFN_DENSE].full_s);
+    /* dropout after fc2 (its mask saved after it runs), a checkpoint of two
+     * layers (only its last stops early), a LoRA run: the whole forward */
+    for (int k = 0; k < 3; k++) {
+        framework(&r, LP_FW_FSDP2);
+        r.model.dropout = k == 0;
+        r.par.recompute_layers = k == 1 ? 2 : 1;
+        r.train.lora_rank = k == 2 ? 16 : 0;
+        costs(&r, &stop);
+        r.fw.ckpt_early_stop = false;
+        costs(&r, &whole);
+        CLOSE(stop.ffn[LP_FFN_DENSE].full_s, whole.ffn[LP_FFN_DENSE].full_s);
+    }
 }
 
 TH_MAIN(TH_CASE(dataset_padding), TH_CASE(hf_attention_varlen), TH_CASE(hf_rotary_eager),

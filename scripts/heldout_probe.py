@@ -4,6 +4,7 @@
 that nothing is fitted to.
 
 usage: scripts/heldout_probe.py [--build DIR] [--csv FILE] [--set FW:KEY=VALUE ...]
+                               [--whole-batch]
 
 Each row below is one published run: its source, what was measured, and the
 run description llmplan simulates for it, with every setting the source
@@ -16,6 +17,9 @@ how far the model is from measurements it was not fitted on, with one
 command, instead of a scratch script. --set overrides a framework option
 on every row of that framework (as scripts/validate's --set), e.g.
 `--set fsdp1:fused_kernels=true` for fms-fsdp's rows with fused kernels.
+--whole-batch gives the rows whose source leaves the micro-batch unstated
+(UNSTATED_MB: Megatron-LM's table) the rank's whole batch as one micro-batch
+where they have no pipeline: the other end from the assumed 1.
 """
 import argparse
 import csv
@@ -170,6 +174,7 @@ def megatron_readme(size, heads, hidden, layers, tp, pp, gpus, gb, tflops):
 
 
 MEGATRON_README = "micro-batch 1, bf16, no recomputation, no interleaving"
+UNSTATED_MB = {"Megatron-LM H100"}  # groups whose source states no micro-batch
 
 ROWS = [  # (id, group, source, run, measured iteration time s, assumed)
     ("H01", "fms-fsdp A100", "IBM 2024-03, 7B, 3,700 tok/s/GPU",
@@ -241,23 +246,39 @@ def framework_set(runs, items):
                 run["framework"] = dict({"name": name} if isinstance(f, str) else f, **{key: val})
 
 
+def whole_batch(runs):
+    """--whole-batch: UNSTATED_MB's rows without a pipeline run the rank's
+    batch as one micro-batch."""
+    for row, run in zip(ROWS, runs):
+        p = run["parallel"]
+        if row[1] in UNSTATED_MB and p["pp"] == 1:
+            p["micro_batch"] = run["training"]["global_batch"] // p["dp"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--csv", help="write every row (id, group, measured_s, predicted_s, error)")
     ap.add_argument("--set", action="append", metavar="FW:KEY=VALUE",
                     help="a framework option on every row of framework FW")
+    ap.add_argument("--whole-batch", action="store_true",
+                    help="rows whose source states no micro-batch (and have no pipeline): "
+                         "the rank's whole batch as one")
     a = ap.parse_args()
     llmplan = os.path.join(a.build, "search", "llmplan")
     if not os.path.exists(llmplan):
         sys.exit(f"heldout_probe: {llmplan} not found (build first: scripts/setup.sh)")
     runs = [json.loads(json.dumps(r[3])) for r in ROWS]
     framework_set(runs, a.set)
+    if a.whole_batch:
+        whole_batch(runs)
     res = lp_batch.simulate(llmplan, runs, "heldout_probe")
     out, groups = [], {}
     print("held-out probe: published runs not in the validation set, nothing fitted to them")
     print(f"{'row':4} {'group':16} {'measured_s':>10} {'predicted_s':>11} {'error':>7}  source")
-    for (rid, group, src, _, meas, assumed), r in zip(ROWS, res):
+    for (rid, group, src, _, meas, assumed), run, r in zip(ROWS, runs, res):
+        if group in UNSTATED_MB and a.whole_batch:
+            assumed = assumed.replace("micro-batch 1", f"micro-batch {run['parallel']['micro_batch']}")
         if not r.get("feasible"):
             sys.exit(f"heldout_probe: {rid} ({src}) infeasible: {r.get('reason')}")
         pred = r["iteration_time_s"]

@@ -7,17 +7,26 @@
 # the data/ presets, and wrapper scripts that point the loader and Open MPI
 # at the bundle.
 #
-# usage: scripts/profiler-bundle.sh [BUILD_DIR [OUT_DIR]]
+# usage: scripts/profiler-bundle.sh [--profiler-only] [BUILD_DIR [OUT_DIR]]
 #        (defaults: build-gpu, bundle; run from the source tree)
+# --profiler-only: llmplan-profile alone, without llmplan and the presets
+# (LLMPLAN_DATA then points at a source tree's data/): small enough to travel
+# beside the working tree to the device machine (64 MiB in all; docs/profiler.md)
 # then:  OUT_DIR/llmplan-profile --help      (any directory, any environment)
 #        OUT_DIR/mpirun -np 8 OUT_DIR/llmplan-profile ...
 set -euo pipefail
 
 src=$(cd "$(dirname "$0")/.." && pwd)
+only=0
+if [ "${1:-}" = --profiler-only ]; then
+    only=1
+    shift
+fi
 build=${1:-$src/build-gpu}
 out=${2:-bundle}
 
-bins=("$build/profiler/llmplan-profile" "$build/search/llmplan")
+bins=("$build/profiler/llmplan-profile")
+[ "$only" = 1 ] || bins+=("$build/search/llmplan")
 for b in "${bins[@]}"; do
     [ -x "$b" ] || { echo "profiler-bundle: $b not built" >&2; exit 1; }
 done
@@ -50,7 +59,7 @@ fi
 [ -d /usr/share/pmix ] && cp -rL /usr/share/pmix "$out/share/pmix"
 [ -n "$pkgdatadir" ] && [ -d "$pkgdatadir" ] && cp -rL "$pkgdatadir" "$out/share/openmpi"
 [ -n "$sysconfdir" ] && [ -d "$sysconfdir" ] && cp -rL "$sysconfdir" "$out/etc/openmpi"
-cp -r "$src/data" "$out/data"
+[ "$only" = 1 ] || cp -r "$src/data" "$out/data"
 
 # Every shared library loaded by the binaries and the plugins, transitively
 # (ldd resolves the closure), except the excluded ones.
@@ -93,7 +102,7 @@ EOF
     chmod +x "$out/$1"
 }
 wrapper llmplan-profile llmplan-profile
-wrapper llmplan llmplan
+[ "$only" = 1 ] || wrapper llmplan llmplan
 [ -x "$out/bin/orterun" ] && wrapper mpirun orterun
 
 du -sh "$out" | awk '{print "profiler-bundle: " $2 " (" $1 ")"}'

@@ -413,7 +413,7 @@ static const struct lp_shape_cost *shape_cost(struct lp_sim *s, const struct lp_
               ((int)r->fw.dispatcher << 5) | (int)(r->fw.cuda_graphs << 7) |
               (r->fw.fused_softmax << 24) | (r->fw.tp_async_dgrad << 25) |
               (r->fw.train_metrics << 26) | ((int)r->fw.tp_overlap_rs << 27) |
-              (r->fw.fused_mlp << 28) | ((r->fw.ckpt_early_stop && !r->fw.ckpt_reentrant) << 29);
+              (r->fw.fused_mlp << 28) | ((int)lp_sim_ckpt_early_stop(r) << 29);
     k.lora_rank = r->train.lora_rank;
     k.lora_bits = r->train.lora_base_bits;
     k.etp = r->par.etp;

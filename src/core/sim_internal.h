@@ -57,6 +57,21 @@ static inline unsigned lp_sim_rc_modules(const struct lp_run *r)
     return r->par.recompute_modules ? r->par.recompute_modules : (unsigned)LP_RC_CORE_ATTN;
 }
 
+/* The run's part of checkpointing's early stop (sim_workload.c
+ * ckpt_early_stop_skips, which adds the block's own conditions: no TP, no
+ * quantised GEMMs): a full recomputation under non-reentrant PyTorch 2.1+
+ * checkpointing, each layer its own checkpoint, a framework whose linears
+ * are native nn.Linear, no adapters, no dropout after fc2, no FusedMLP.
+ * One rule for the cost and the memo key. */
+static inline bool lp_sim_ckpt_early_stop(const struct lp_run *r)
+{
+    const enum lp_framework k = r->fw.kind;
+    return r->par.recompute == LP_RECOMPUTE_FULL && !r->fw.ckpt_reentrant &&
+           r->fw.ckpt_early_stop && (lp_fw_is_fsdp(k) || k == LP_FW_DDP || k == LP_FW_HF) &&
+           r->train.lora_rank <= 0 && !r->fw.fused_mlp && !r->model.dropout &&
+           (r->par.recompute_method == LP_RC_BLOCK || r->par.recompute_layers <= 1);
+}
+
 /* Key of the memo: the fields that change per-layer shapes or costs. */
 struct lp_shape_key {
     uint64_t model_hash;

@@ -1695,13 +1695,7 @@ static void ffn_core(const struct wl *w, double T, double width, double ft, bool
  * row-parallel linear's collective) is not modelled here. */
 static bool ckpt_early_stop_skips(const struct wl *w)
 {
-    const struct lp_run *r = w->run;
-    const enum lp_framework k = r->fw.kind;
-    return r->par.recompute == LP_RECOMPUTE_FULL && !r->fw.ckpt_reentrant &&
-           r->fw.ckpt_early_stop && (lp_fw_is_fsdp(k) || k == LP_FW_DDP || k == LP_FW_HF) &&
-           r->train.lora_rank <= 0 && w->q <= 0 && w->t == 1 && !r->fw.fused_mlp &&
-           !r->model.dropout &&
-           (r->par.recompute_method == LP_RC_BLOCK || r->par.recompute_layers <= 1);
+    return lp_sim_ckpt_early_stop(w->run) && w->q <= 0 && w->t == 1;
 }
 
 /* Dense MLP block: norm, fc1, activation, fc2, residual. */

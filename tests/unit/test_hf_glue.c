@@ -25,6 +25,7 @@
 #include <math.h>
 
 #include "fixtures.h"
+#include "llmplan/sim.h"
 #include "harness.h"
 #include "sim_internal.h"
 
@@ -376,7 +377,35 @@ TEST(ckpt_early_stop_down_proj)
     }
 }
 
+/* The simulator's layer-cost memo keys on what the early stop depends on: a
+ * run that differs from a cached one only in its checkpoint grouping
+ * (recompute_layers) gets its own costs, as a fresh simulator gives them. */
+TEST(ckpt_early_stop_memo_key)
+{
+    static struct lp_run r;
+    hf_run(&r);
+    framework(&r, LP_FW_FSDP2);
+    r.par.dp = 2;
+    r.par.zero = 3;
+    r.train.global_batch = 4;
+    struct lp_cost_model cm;
+    lp_cost_model_roofline(&cm, &r.system.gpu);
+    struct lp_sim *warm = NULL, *fresh = NULL;
+    ASSERT_TRUE(lp_sim_create(&cm, &warm, NULL) == LP_OK);
+    ASSERT_TRUE(lp_sim_create(&cm, &fresh, NULL) == LP_OK);
+    struct lp_result one, two, two_fresh;
+    lp_sim_run(warm, &r, &one); /* fills the memo with the early stop applied */
+    r.par.recompute_layers = 2;
+    lp_sim_run(warm, &r, &two);
+    lp_sim_run(fresh, &r, &two_fresh);
+    ASSERT_TRUE(one.feasible && two.feasible && two_fresh.feasible);
+    ASSERT_TRUE(two.iteration_time_s == two_fresh.iteration_time_s);
+    ASSERT_TRUE(two.iteration_time_s > one.iteration_time_s); /* fc2 redone in layer 1 of 2 */
+    lp_sim_destroy(&warm);
+    lp_sim_destroy(&fresh);
+}
+
 TH_MAIN(TH_CASE(dataset_padding), TH_CASE(hf_attention_varlen), TH_CASE(hf_rotary_eager),
         TH_CASE(hf_moe_eager_syncs), TH_CASE(hf_moe_eager_index_backward),
         TH_CASE(torchtitan_eager_glue), TH_CASE(fms_eager_glue), TH_CASE(fused_mlp_epilogue),
-        TH_CASE(ckpt_early_stop_down_proj))
+        TH_CASE(ckpt_early_stop_down_proj), TH_CASE(ckpt_early_stop_memo_key))

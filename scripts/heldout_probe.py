@@ -121,6 +121,11 @@ TORCHTITAN = {"model": "llama3-8b", "system": GRAND_TETON,
                            "recompute": "selective", "recompute_modules": ["op"], "zero": 3},
               "training": {"global_batch": 16, "precision": "bf16", "flash_attention": True},
               "framework": "fsdp2"}
+# its Table 3: the same run on 128 GPUs (16 hosts, 400 Gb/s per GPU between
+# them), local batch 2, global 256: 5,605 tokens/s/GPU
+TORCHTITAN_128 = json.loads(json.dumps(TORCHTITAN))
+TORCHTITAN_128["parallel"]["dp"] = 128
+TORCHTITAN_128["training"]["global_batch"] = 256
 
 # torchtitan on 64 A100 80GB (docs/performance.md at 4d88a8a44, 2024-12-03,
 # "Llama 3 performance numbers", FSDP2, local batch 1 of 8,192 tokens, eager,
@@ -192,6 +197,9 @@ ROWS = [  # (id, group, source, run, measured iteration time s, assumed)
     ("H07", "torchtitan H100", "torchtitan 9dec370, Llama 3.1 8B, 8 H100 (500 W, HBM2e), "
      "5,762 tok/s/GPU", TORCHTITAN, 2 * 8192 / 5762,
      "flash2 attention (PyTorch 2.6 nightly's SDPA order); peak halfway SXM-NVL"),
+    ("H23", "torchtitan H100", "torchtitan 9dec370, Llama 3.1 8B, 128 H100 (500 W, HBM2e), "
+     "5,605 tok/s/GPU", TORCHTITAN_128, 2 * 8192 / 5605,
+     "as H07; FULL_SHARD over the 128 GPUs"),
     ("H08", "MT-NLG A100", "Smith et al. 2022, 280 nodes, 60.1 s", mtnlg(8), 60.1,
      "fp16, ZeRO 0, no partition_activations"),
     ("H09", "MT-NLG A100", "Smith et al. 2022, 350 nodes, 50.2 s", mtnlg(10), 50.2,

@@ -391,7 +391,6 @@ static int cmd_compare(int argc, char **argv)
     struct lp_profile *m = NULL, *x = NULL;
     int rc = 1;
     FILE *csv = NULL;
-    if (lp_profile_read_h5_partial(files[0], &m, &err) != LP_OK) goto fail;
     if (gpu_name && strcmp(files[1], "synth") != 0) {
         fprintf(stderr,
                 "llmplan profile compare: --gpu names the synth model's GPU; MODEL is "
@@ -399,6 +398,7 @@ static int cmd_compare(int argc, char **argv)
                 files[1]);
         goto out;
     }
+    if (lp_profile_read_h5_partial(files[0], &m, &err) != LP_OK) goto fail;
     if (!strcmp(files[1], "synth")) {
         struct lp_gpu gpu;
         struct lp_system sys;

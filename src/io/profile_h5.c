@@ -626,18 +626,6 @@ static int read_root(hid_t file, struct lp_profile *p, uint64_t *sum_file, const
     return LP_OK;
 }
 
-static int read_h5(const char *path, bool require, struct lp_profile **out, struct lp_err *err);
-
-int lp_profile_read_h5(const char *path, struct lp_profile **out, struct lp_err *err)
-{
-    return read_h5(path, true, out, err);
-}
-
-int lp_profile_read_h5_partial(const char *path, struct lp_profile **out, struct lp_err *err)
-{
-    return read_h5(path, false, out, err);
-}
-
 static int read_h5(const char *path, bool require, struct lp_profile **out, struct lp_err *err)
 {
     h5_quiet();
@@ -691,6 +679,16 @@ done:
     }
     *out = p;
     return LP_OK;
+}
+
+int lp_profile_read_h5(const char *path, struct lp_profile **out, struct lp_err *err)
+{
+    return read_h5(path, true, out, err);
+}
+
+int lp_profile_read_h5_partial(const char *path, struct lp_profile **out, struct lp_err *err)
+{
+    return read_h5(path, false, out, err);
 }
 
 int lp_profile_patch_attr_h5(const char *path, const char *key, const char *value, bool as_int,

@@ -678,34 +678,6 @@ static bool project(const struct lp_sim *s, const struct lp_run *r, struct lp_re
     return budget > 0;
 }
 
-/* Lower bounds on the ends of the first and the last pipeline stage,
- * without solving the schedule. A stage runs its operations one at a time,
- * so it ends no earlier than its busy time (every chunk of every
- * micro-batch); the last stage cannot start before the first micro-batch's
- * forward pass has crossed virtual stages 0..p-2 (data dependencies, p2p
- * hops >= 0 left out). The closed form (scratch too small) is at least the
- * busiest stage's m micro-batches, so there only the busy times bound it.
- * Rounding: the solvers add in another order than the busy times here, so
- * with no bubble at all (pp 1) a computed end can fall an ulp or so below
- * the busy time. A finish time is a chain of at most 4 p v m <= 2^22
- * additions (lp_sched_exact_fits: p v m <= 2^20), each rounding by at most
- * 2^-53 relative, the closed form and the busy times a few operations: the
- * computed ends are at least (1 - 2^-30) of the busy times, which the
- * margin 2^-18 covers (tests/unit/test_sim_bound.c fails without it). */
-static void ends_bound(const struct lp_sim *s, const struct lp_sched_in *in, double busy_first,
-                       double busy_last, double *end_first, double *end_last)
-{
-    const double margin = 1.0 - 0x1p-18;
-    double fill = 0;
-    if (in->p > 1 && lp_sched_exact_fits(s, in)) {
-        fill = in->f_first_extra;
-        for (int vs = 0; vs < in->p - 1; vs++)
-            fill += in->f[vs];
-    }
-    *end_first = busy_first * margin;
-    *end_last = (fill + busy_last) * margin;
-}
-
 /* A layer kind's cost: its mixer's plus its FFN's (under a full
  * recomputation of every layer, the whole forward again). */
 static void kind_cost(const struct lp_shape_cost *sc, int k, bool full_all, struct lp_layer_cost *z)
@@ -1113,7 +1085,7 @@ static void simulate_tail(struct lp_sim *s, const struct lp_run *r, const struct
     in.ends_only = ev == NULL; /* a trace wants every op */
     double end_first, end_last;
     if (bound)
-        ends_bound(s, &in, busy_first, busy_last, &end_first, &end_last);
+        lp_sched_ends_bound(s, &in, busy_first, busy_last, &end_first, &end_last);
     else
         schedule(s, &in, ev, cap, nev, &end_first, &end_last);
 

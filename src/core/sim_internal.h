@@ -259,6 +259,26 @@ int lp_sched_zb_ref(const struct lp_sched_in *in, struct lp_sched_out *out, doub
  * Sec 2.2.2). Extras included. */
 double lp_sched_closed_form(const struct lp_sched_in *in);
 
+/* Lower bounds on the ends of the first and the last stage without solving
+ * the schedule (lp_sim_bound, issue #20), for every schedule the exact
+ * solvers run; busy_first / busy_last: each stage's operations summed (it
+ * runs them one at a time). The last device cannot start before the first
+ * forward pass has crossed virtual stages 0..p-2 (the fill, hops
+ * included), it then runs every F and B pass of every micro-batch, and the
+ * last of those is a B on virtual stage p-1 whose gradient must still cross
+ * virtual stages p-2..0 (the drain; and stage 0's W under zb). With
+ * uniform 1F1B stages that is the solved end, (m + p - 1)(f + b) plus the
+ * hops. Where the closed form stands in (scratch too small) only the busy
+ * times bound it. Rounding: the solvers add in another order, so a solved
+ * end can fall an ulp or so below a sum of the same durations (with no
+ * bubble at all, pp 1, it does); a finish time is a chain of at most
+ * 4 p v m <= 2^22 additions (lp_sched_exact_fits), each rounding by at
+ * most 2^-53 relative, the bound a few operations: solved ends are at least
+ * (1 - 2^-30) of it, which the margin 2^-18 covers
+ * (tests/unit/test_sim_bound.c and test_sched_fast.c fail without it). */
+void lp_sched_ends_bound(const struct lp_sim *sim, const struct lp_sched_in *in, double busy_first,
+                         double busy_last, double *end_first, double *end_last);
+
 struct lp_sim {
     struct lp_cost_model cm;
     struct lp_shape_key key[LP_SIM_MEMO];
@@ -315,6 +335,9 @@ struct lp_sim {
      * ctx_gen and a par is keyed on the whole run. Off for bench_baseline
      * and bench_no_hoist (bench_sim: this stop's shortcuts off). */
     bool bench_no_hoist;
+    /* bench_sim: lp_sched_ends_bound as stops 27-34 had it (the busy times
+     * and the fill without hops; no drain) */
+    bool bench_no_drain;
     uint64_t ctx_gen;
     struct lp_system ctx_system;
     struct lp_training ctx_train;

@@ -58,6 +58,37 @@ static struct lp_sched_in random_in(enum lp_schedule kind, int p, int m, int v, 
 #define MAXV 256
 #define EVCAP 40000
 
+/* A random pipeline of any schedule: 1-12 stages (1-64 one time in five),
+ * interleaved with 2-4 chunks and a multiple of pp micro-batches
+ * (lp_sim_validate's rule), else 1..max_m; uniform stage costs one time in
+ * three (*uniform), W parts of every size; false for an interleaved draw
+ * the arrays cannot hold (skip it). */
+static bool random_pipeline(int max_m, double *f, double *b, double *w, struct lp_sched_in *in,
+                            bool *uniform)
+{
+    static const enum lp_schedule kinds[] = {LP_SCHED_GPIPE, LP_SCHED_1F1B, LP_SCHED_INTERLEAVED,
+                                             LP_SCHED_ZB};
+    const enum lp_schedule kind = kinds[pick(4)];
+    const int p = pick(5) == 0 ? 1 + pick(64) : 1 + pick(12);
+    int v = 1;
+    if (kind == LP_SCHED_INTERLEAVED) {
+        v = 2 + pick(3);
+        if (p == 1 || p * v > MAXV) return false;
+    }
+    int m = 1 + pick(max_m);
+    if (kind == LP_SCHED_INTERLEAVED) m = p * (1 + pick(6));
+    const bool uni = pick(3) == 0;
+    const double fu = cost(), bu = cost();
+    for (int i = 0; i < p * v; i++) {
+        f[i] = uni ? fu : cost();
+        b[i] = uni ? bu : cost();
+        w[i] = pick(4) == 0 ? 0.0 : b[i] * (pick(2) ? 0.5 : (double)(rng() >> 11) * 0x1.0p-53);
+    }
+    *in = random_in(kind, p, m, v, f, b, w);
+    if (uniform) *uniform = uni;
+    return true;
+}
+
 static int same_events(const struct lp_event *a, const struct lp_event *b, int n)
 {
     for (int i = 0; i < n; i++)
@@ -75,29 +106,13 @@ TEST(fast_equals_reference)
     ASSERT_TRUE(sim != NULL);
     static struct lp_event ev1[EVCAP], ev2[EVCAP];
     static struct lp_sched_out o1, o2;
-    const enum lp_schedule kinds[] = {LP_SCHED_GPIPE, LP_SCHED_1F1B, LP_SCHED_INTERLEAVED,
-                                      LP_SCHED_ZB};
     int checked = 0;
     for (int t = 0; t < 3000; t++) {
-        const enum lp_schedule kind = kinds[pick(4)];
-        const int p = pick(5) == 0 ? 1 + pick(64) : 1 + pick(12);
-        int v = 1;
-        if (kind == LP_SCHED_INTERLEAVED) {
-            v = 2 + pick(3);
-            if (p == 1 || p * v > MAXV) continue;
-        }
-        /* interleaving needs micro-batches divisible by pp (lp_sim_validate) */
-        int m = 1 + pick(40);
-        if (kind == LP_SCHED_INTERLEAVED) m = p * (1 + pick(6));
         double f[MAXV], b[MAXV], w[MAXV];
-        const bool uniform = pick(3) == 0;
-        const double fu = cost(), bu = cost();
-        for (int i = 0; i < p * v; i++) {
-            f[i] = uniform ? fu : cost();
-            b[i] = uniform ? bu : cost();
-            w[i] = pick(4) == 0 ? 0.0 : b[i] * (pick(2) ? 0.5 : (double)(rng() >> 11) * 0x1.0p-53);
-        }
-        struct lp_sched_in in = random_in(kind, p, m, v, f, b, w);
+        struct lp_sched_in in;
+        if (!random_pipeline(40, f, b, w, &in, NULL)) continue;
+        const enum lp_schedule kind = in.kind;
+        const int p = in.p, m = in.m, v = in.v;
         const bool trace = pick(4) == 0;
         int n1 = 0, n2 = 0;
         ASSERT_OK(lp_sched_exact_ref(sim, &in, &o1, trace ? ev1 : NULL, EVCAP, &n1));
@@ -497,6 +512,63 @@ TEST(advance1_equals_advance)
     lp_sim_destroy(&sim);
 }
 
+/* Issue #20: lp_sched_ends_bound (the search's --prune) never above a solved
+ * end, on random pipelines of every schedule (extras, p2p, blocking sends,
+ * W parts), and equal to it up to its margin where the fill and drain are
+ * the whole bubble: uniform 1F1B and GPipe stages without extras or hops. */
+TEST(ends_bound_below_solved)
+{
+    struct lp_sim *sim = lp_fixture_schedule_sim();
+    ASSERT_TRUE(sim != NULL);
+    static struct lp_sched_out o;
+    int checked = 0, tight = 0;
+    double ratio = 0;
+    for (int t = 0; t < 4000; t++) {
+        double f[MAXV], b[MAXV], w[MAXV];
+        struct lp_sched_in in;
+        bool uniform;
+        if (!random_pipeline(60, f, b, w, &in, &uniform)) continue;
+        const enum lp_schedule kind = in.kind;
+        const int p = in.p, m = in.m, v = in.v;
+        const bool bare = uniform && pick(2) && kind != LP_SCHED_INTERLEAVED && kind != LP_SCHED_ZB;
+        if (bare) /* (with hops a 1F1B stage may wait in the steady state too) */
+            in.f_first_extra = in.b_first_extra = in.f_last_extra = in.b_last_extra = in.p2p_s =
+                0.0;
+        in.ends_only = pick(2);
+        ASSERT_OK(lp_sched_exact(sim, &in, &o, NULL, 0, NULL));
+        /* each stage's operations summed, as simulate_head sums them */
+        double busy[2] = {0, 0};
+        for (int d = 0; d < 2; d++) {
+            const int st = d == 0 ? 0 : p - 1;
+            for (int c = 0; c < v; c++)
+                busy[d] += f[c * p + st] + b[c * p + st];
+            if (st == 0) busy[d] += in.f_first_extra + in.b_first_extra;
+            if (st == p - 1) busy[d] += in.f_last_extra + in.b_last_extra;
+            busy[d] *= m;
+        }
+        double ef, el;
+        lp_sched_ends_bound(sim, &in, busy[0], busy[1], &ef, &el);
+        if (!(ef <= o.stage_end_s[0] && el <= o.stage_end_s[p - 1])) {
+            fprintf(stderr,
+                    "  case %d: kind %d p %d v %d m %d: bound %.17g %.17g, solved %.17g %.17g\n", t,
+                    (int)kind, p, v, m, ef, el, o.stage_end_s[0], o.stage_end_s[p - 1]);
+            ASSERT_TRUE(0);
+        }
+        ratio += ef / o.stage_end_s[0];
+        if (bare) {
+            ASSERT_TRUE(ef >= o.stage_end_s[0] * (1.0 - 0x1p-17));
+            tight++;
+        }
+        checked++;
+    }
+    printf("  %d pipelines, %d uniform 1F1B / GPipe (bound equal to the solve); mean bound / "
+           "solved end of stage 0 %.3f\n",
+           checked, tight, ratio / checked);
+    ASSERT_TRUE(checked > 3000 && tight > 100);
+    lp_sim_destroy(&sim);
+}
+
 TH_MAIN(TH_CASE(fast_equals_reference), TH_CASE(advance1_equals_advance),
         TH_CASE(steady_state_equals_reference), TH_CASE(zb_ring_periods_equal_reference),
-        TH_CASE(zb_worklist_equals_reference), TH_CASE(memo_returns_the_solution))
+        TH_CASE(zb_worklist_equals_reference), TH_CASE(memo_returns_the_solution),
+        TH_CASE(ends_bound_below_solved))

@@ -335,7 +335,7 @@ static int once_ranked(const struct lp_cost_model *cm, const struct lp_run *list
     return rc;
 }
 
-/* Pruning on one list, alternately with the full run, each as the three
+/* Pruning on one list, alternately with the full run, each as the four
  * trees ran it, best of rounds. */
 static int bench_prune(const struct lp_cost_model *cm, const struct lp_run *base, int gpus,
                        int rounds)

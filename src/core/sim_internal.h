@@ -267,15 +267,14 @@ double lp_sched_closed_form(const struct lp_sched_in *in);
  * included), it then runs every F and B pass of every micro-batch, and the
  * last of those is a B on virtual stage p-1 whose gradient must still cross
  * virtual stages p-2..0 (the drain; and stage 0's W under zb). With
- * uniform 1F1B stages that is the solved end, (m + p - 1)(f + b) plus the
- * hops. Where the closed form stands in (scratch too small) only the busy
- * times bound it. Rounding: the solvers add in another order, so a solved
- * end can fall an ulp or so below a sum of the same durations (with no
- * bubble at all, pp 1, it does); a finish time is a chain of at most
- * 4 p v m <= 2^22 additions (lp_sched_exact_fits), each rounding by at
- * most 2^-53 relative, the bound a few operations: solved ends are at least
- * (1 - 2^-30) of it, which the margin 2^-18 covers
- * (tests/unit/test_sim_bound.c and test_sched_fast.c fail without it). */
+ * uniform 1F1B or GPipe stages and no hops that is the solved end,
+ * (m + p - 1)(f + b) (with hops a 1F1B stage may also wait in the steady
+ * state, which the bound leaves out). Where the closed form stands in (scratch too small) only the
+ * busy times bound it. Rounding: the solvers add in another order, so a solved end can fall an ulp
+ * or so below a sum of the same durations (with no bubble at all, pp 1, it does); a finish time is
+ * a chain of at most 4 p v m <= 2^22 additions (lp_sched_exact_fits), each rounding by at most
+ * 2^-53 relative, the bound a few operations: solved ends are at least (1 - 2^-30) of it, which the
+ * margin 2^-18 covers (tests/unit/test_sim_bound.c and test_sched_fast.c fail without it). */
 void lp_sched_ends_bound(const struct lp_sim *sim, const struct lp_sched_in *in, double busy_first,
                          double busy_last, double *end_first, double *end_last);
 

@@ -291,39 +291,6 @@ double lp_sched_closed_form(const struct lp_sched_in *in)
     return in->m * busiest + (pass - busiest / v) + 2.0 * (p - 1.0) * in->p2p_s;
 }
 
-void lp_sched_ends_bound(const struct lp_sim *sim, const struct lp_sched_in *in, double busy_first,
-                         double busy_last, double *end_first, double *end_last)
-{
-    const double margin = 1.0 - 0x1p-18;
-    const int p = in->p, pv = in->p * in->v;
-    double fill = 0, chain = 0;
-    if (p > 1 && lp_sched_exact_fits(sim, in) && sim->bench_no_drain) {
-        for (int vs = 0; vs < p - 1; vs++)
-            fill += op_dur(in, false, vs);
-    } else if (p > 1 && lp_sched_exact_fits(sim, in)) {
-        const bool zb = in->kind == LP_SCHED_ZB;
-        /* an operation on virtual stage vs waits for vs - 1's (forward) or
-         * vs + 1's (backward) output plus a hop (run_op, zb_ready) */
-        for (int vs = 0; vs < p - 1; vs++)
-            fill += op_dur(in, false, vs) + in->p2p_s;
-        /* the last device's F and B passes (B without W under zb: a W may
-         * follow the last B), every micro-batch, one at a time */
-        double fb = 0;
-        for (int vs = p - 1; vs < pv; vs += p)
-            fb += op_dur(in, false, vs) + op_dur(in, true, vs) - (zb ? in->w[vs] : 0.0);
-        /* for each micro-batch, B on virtual stage p - 1 (chunk 0 of the
-         * last device) is its last pass there: every later chunk's B comes
-         * before it and every F before that; the last of them crosses
-         * virtual stages p - 2 .. 0 backwards, then stage 0's W under zb */
-        double drain = zb ? in->w[0] : 0.0;
-        for (int vs = p - 2; vs >= 0; vs--)
-            drain += in->p2p_s + op_dur(in, true, vs) - (zb ? in->w[vs] : 0.0);
-        chain = fill + in->m * fb + drain;
-    }
-    *end_first = fmax(busy_first, chain) * margin;
-    *end_last = (fill + busy_last) * margin;
-}
-
 /* zb, after Qi et al. 2024 ('Zero Bubble Pipeline Parallelism', Sec 3): the
  * backward of a micro-batch is split into B (input gradient: what the
  * previous stage waits for) and W (weight gradient: nobody waits for it).
@@ -359,6 +326,41 @@ static double zb_dur(const struct lp_sched_in *in, int s, bool bwd)
                (s == p - 1 ? in->f_last_extra : 0.0);
     return in->b[s] - in->w[s] + (s == 0 ? in->b_first_extra : 0.0) +
            (s == p - 1 ? in->b_last_extra : 0.0);
+}
+
+void lp_sched_ends_bound(const struct lp_sim *sim, const struct lp_sched_in *in, double busy_first,
+                         double busy_last, double *end_first, double *end_last)
+{
+    const double margin = 1.0 - 0x1p-18;
+    const int p = in->p, pv = in->p * in->v;
+    double fill = 0, chain = 0;
+    if (p > 1 && lp_sched_exact_fits(sim, in) && sim->bench_no_drain) {
+        for (int vs = 0; vs < p - 1; vs++)
+            fill += op_dur(in, false, vs);
+    } else if (p > 1 && lp_sched_exact_fits(sim, in)) {
+        const bool zb = in->kind == LP_SCHED_ZB;
+        /* an operation on virtual stage vs waits for vs - 1's (forward) or
+         * vs + 1's (backward) output plus a hop (run_op, zb_ready) */
+        for (int vs = 0; vs < p - 1; vs++)
+            fill += op_dur(in, false, vs) + in->p2p_s;
+        /* the last device's F and B passes (B without W under zb: a W may
+         * follow the last B; zb_dur's own expression, so that no
+         * cancellation rounds it above the solver's), every micro-batch,
+         * one at a time */
+        double fb = 0;
+        for (int vs = p - 1; vs < pv; vs += p)
+            fb += op_dur(in, false, vs) + (zb ? zb_dur(in, vs, true) : op_dur(in, true, vs));
+        /* for each micro-batch, B on virtual stage p - 1 (chunk 0 of the
+         * last device) is its last pass there: every later chunk's B comes
+         * before it and every F before that; the last of them crosses
+         * virtual stages p - 2 .. 0 backwards, then stage 0's W under zb */
+        double drain = zb ? in->w[0] : 0.0;
+        for (int vs = p - 2; vs >= 0; vs--)
+            drain += in->p2p_s + (zb ? zb_dur(in, vs, true) : op_dur(in, true, vs));
+        chain = fill + in->m * fb + drain;
+    }
+    *end_first = fmax(busy_first, chain) * margin;
+    *end_last = (fill + busy_last) * margin;
 }
 
 /* zb: stage s's F or B pass o starting at start: its duration, its finish

@@ -561,6 +561,25 @@ TEST(ends_bound_below_solved)
         }
         checked++;
     }
+    /* zb with a B part near zero: the bound must take zb_dur's own
+     * expression (b - w + extras), not (b + extras) - w, whose cancellation
+     * rounds above the solver's (found in review: bound 2.24e-16 against a
+     * solved 1.69e-16) */
+    {
+        const double f2[2] = {0x1p-60, 0x1p-60}, b2[2] = {0x1p-60, 1.0}, w2[2] = {0.0, 1.0};
+        struct lp_sched_in in = {.p = 2,
+                                 .m = 1,
+                                 .v = 1,
+                                 .kind = LP_SCHED_ZB,
+                                 .f = f2,
+                                 .b = b2,
+                                 .w = w2,
+                                 .b_last_extra = 0.75 * 0x1p-52};
+        ASSERT_OK(lp_sched_exact(sim, &in, &o, NULL, 0, NULL));
+        double ef, el;
+        lp_sched_ends_bound(sim, &in, f2[0] + b2[0], f2[1] + b2[1] + in.b_last_extra, &ef, &el);
+        ASSERT_TRUE(ef <= o.stage_end_s[0] && el <= o.stage_end_s[1]);
+    }
     printf("  %d pipelines, %d uniform 1F1B / GPipe (bound equal to the solve); mean bound / "
            "solved end of stage 0 %.3f\n",
            checked, tight, ratio / checked);

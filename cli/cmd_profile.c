@@ -1,6 +1,7 @@
-/* `llmplan profile synth | info | check | compare`: write analytical
- * profiles, inspect and validate HDF5 profiles, set one profile's tables
- * beside another's (docs/profile-format.md, docs/profiler.md). */
+/* `llmplan profile synth | info | check | compare | lookup`: write
+ * analytical profiles, inspect and validate HDF5 profiles, set one profile's
+ * tables beside another's, read one table at one point
+ * (docs/profile-format.md, docs/profiler.md). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@ static void usage(FILE *f)
                "       llmplan profile info FILE\n"
                "       llmplan profile check FILE\n"
                "       llmplan profile compare MEASURED.h5 MODEL [--gpu NAME] [--csv FILE]\n"
+               "       llmplan profile lookup PROFILE TABLE X... [--gpu NAME]\n"
                "\n"
                "Kernel profiles are HDF5 files of operator timings (docs/profile-format.md).\n"
                "\n"
@@ -28,6 +30,7 @@ static void usage(FILE *f)
                "  compare MODEL's value / MEASURED's at every grid point of MEASURED's tables,\n"
                "          by table and kernel time (MODEL: a profile, or synth: the\n"
                "          analytical profile of MEASURED's GPU)\n"
+               "  lookup  one table's value at one point, as the simulator reads it\n"
                "\n"
                "`llmplan profile <command> --help` for each command.\n");
 }
@@ -485,6 +488,148 @@ out:
     return rc;
 }
 
+/* ---- lookup ---- */
+
+static void usage_lookup(FILE *f)
+{
+    fprintf(f, "usage: llmplan profile lookup PROFILE TABLE X... [--gpu NAME]\n"
+               "\n"
+               "One table of a profile at one point, interpolated as the simulator reads it\n"
+               "(multilinear in log space between grid points; beyond an axis's last point\n"
+               "the edge value scaled by the axis's extrapolation power; below its first,\n"
+               "the edge value), before the run's sustained fraction, contention or host\n"
+               "time are applied (docs/profile-format.md, docs/simulator.md).\n"
+               "\n"
+               "  PROFILE     an HDF5 profile, or synth: the analytical profile of --gpu\n"
+               "  TABLE       a table's path as `llmplan profile info` lists it, e.g.\n"
+               "              /gemm/fwd/bf16 (the leading / may be left out)\n"
+               "  X...        one value per axis, in the table's order: gemm m n k;\n"
+               "              attention batch_heads seq head_dim; mem bytes; coll\n"
+               "              msg_bytes ranks\n"
+               "  --gpu NAME  the GPU preset of synth (data/gpus/NAME.json)\n"
+               "  -h, --help  this text\n"
+               "\n"
+               "Prints the value with its unit (seconds per call; a collective's bus\n"
+               "bandwidth fraction), the rate it implies (GEMM: TFLOP/s as 2 m n k / time;\n"
+               "memory-bound: GB/s moved) and whether the point lies outside the grid.\n");
+}
+
+static int cmd_lookup(int argc, char **argv)
+{
+    const char *file = NULL, *table = NULL, *gpu_name = NULL;
+    double x[LP_TABLE_MAX_DIMS];
+    int nx = 0;
+    for (int i = 2; i < argc; i++) {
+        if (is_help(argv[i])) {
+            usage_lookup(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--gpu")) {
+            if (i + 1 >= argc) {
+                fprintf(stderr, "llmplan profile lookup: --gpu needs a value\n");
+                return 2;
+            }
+            gpu_name = argv[++i];
+            continue;
+        }
+        if (!file) {
+            file = argv[i];
+        } else if (!table) {
+            table = argv[i];
+        } else {
+            char *end = NULL;
+            const double v = strtod(argv[i], &end);
+            if (end == argv[i] || *end != '\0' || !isfinite(v) || !(v > 0)) {
+                fprintf(stderr,
+                        "llmplan profile lookup: '%s' is not a coordinate (a positive "
+                        "number)\n",
+                        argv[i]);
+                return 2;
+            }
+            if (nx == LP_TABLE_MAX_DIMS) {
+                fprintf(stderr, "llmplan profile lookup: more than %d coordinates\n",
+                        LP_TABLE_MAX_DIMS);
+                return 2;
+            }
+            x[nx++] = v;
+        }
+    }
+    if (!file || !table) {
+        fprintf(stderr, "llmplan profile lookup: PROFILE and TABLE are required (see --help)\n");
+        return 2;
+    }
+    const bool synth = !strcmp(file, "synth");
+    if (synth != (gpu_name != NULL)) {
+        fprintf(stderr,
+                synth ? "llmplan profile lookup: synth needs --gpu NAME\n"
+                      : "llmplan profile lookup: --gpu names synth's GPU; PROFILE is "
+                        "the file %s\n",
+                file);
+        return 2;
+    }
+    int slot = -1;
+    for (int i = 0; i < LP_PROFILE_SLOTS && slot < 0; i++) {
+        const char *path = lp_profile_slot(i)->path;
+        if (!strcmp(table, path) || (table[0] != '/' && !strcmp(table, path + 1))) slot = i;
+    }
+    if (slot < 0) {
+        fprintf(stderr,
+                "llmplan profile lookup: no table '%s' in the profile schema (e.g. "
+                "/gemm/fwd/bf16, /attention/fused/causal/fwd/bf16, /mem/copy, "
+                "/coll/allreduce/inter; `llmplan profile info FILE` lists a file's)\n",
+                table);
+        return 2;
+    }
+    const struct lp_slot *sl = lp_profile_slot(slot);
+    if (nx != sl->ndim) {
+        fprintf(stderr, "llmplan profile lookup: %s has %d axes (", sl->path, sl->ndim);
+        for (int d = 0; d < sl->ndim; d++)
+            fprintf(stderr, "%s%s", d ? " " : "", sl->axis_names[d]);
+        fprintf(stderr, "), %d coordinates given\n", nx);
+        return 2;
+    }
+    struct lp_err err;
+    lp_err_clear(&err);
+    struct lp_profile *p = NULL;
+    int rc = 1;
+    if (synth) {
+        struct lp_gpu gpu;
+        struct lp_system sys;
+        const struct lp_system *ref = NULL;
+        if (lp_load_gpu(gpu_name, &gpu, &err) != LP_OK ||
+            pick_ref_system(&gpu, NULL, &sys, &ref, &err) != LP_OK ||
+            lp_profile_synth(&gpu, ref, &p, &err) != LP_OK)
+            goto fail;
+    } else if (lp_profile_read_h5_partial(file, &p, &err) != LP_OK) {
+        goto fail;
+    }
+    const struct lp_table *t = lp_profile_slot_table_c(p, slot);
+    if (!lp_table_present(t)) {
+        fprintf(stderr, "llmplan profile lookup: %s has no table %s\n", file, sl->path);
+        goto out;
+    }
+    bool clamped = false;
+    const double v = lp_table_lookup(t, x, &clamped);
+    const bool time = !strcmp(sl->unit, "s");
+    printf("%s %s at", p->gpu, sl->path);
+    for (int d = 0; d < t->ndim; d++)
+        printf(" %s %g", t->axis_name[d], x[d]);
+    if (time)
+        printf(": %.6g s (%.3f us)", v, v * 1e6);
+    else
+        printf(": %.6g of the nominal bus bandwidth", v);
+    if (sl->family == LP_FAM_GEMM) printf(", %.1f TFLOP/s", 2.0 * x[0] * x[1] * x[2] / v / 1e12);
+    if (sl->family == LP_FAM_MEM) printf(", %.1f GB/s", x[0] / v / 1e9);
+    printf("%s\n", clamped ? " (outside the grid: edge value, or extrapolated)" : "");
+    rc = 0;
+    goto out;
+fail:
+    lp_cli_error(&err);
+out:
+    lp_profile_destroy(&p);
+    return rc;
+}
+
 int lp_cmd_profile(int argc, char **argv)
 {
     if (argc < 2) {
@@ -500,8 +645,10 @@ int lp_cmd_profile(int argc, char **argv)
     if (!strcmp(cmd, "synth")) return cmd_synth(argc, argv);
     if (!strcmp(cmd, "info") || !strcmp(cmd, "check")) return cmd_file(argc, argv, cmd);
     if (!strcmp(cmd, "compare")) return cmd_compare(argc, argv);
+    if (!strcmp(cmd, "lookup")) return cmd_lookup(argc, argv);
     fprintf(stderr,
-            "llmplan profile: unknown command '%s' (expected synth, info, check or compare)\n",
+            "llmplan profile: unknown command '%s' (expected synth, info, check, compare or "
+            "lookup)\n",
             cmd);
     return 2;
 }

@@ -8,13 +8,7 @@
 # without the table; bad input is refused with the file named.
 #   profile_compare.sh LLMPLAN SRCDIR SCRATCH
 set -u
-bin=$1 src=$2 dir=$3
-rm -rf "$dir" && mkdir -p "$dir"
-export LLMPLAN_DATA=${LLMPLAN_DATA:-$src/data}
-fails=0
-ok() { echo "ok   $*"; }
-bad() { echo "FAIL $*"; fails=$((fails + 1)); }
-has() { case "$1" in *"$2"*) return 0 ;; esac; return 1; }
+. "$(dirname "$0")/checks.bash" "$@"
 
 # 1. a written synth profile against synth built in memory: every ratio 1
 "$bin" profile synth --gpu a100-80gb -o "$dir/a.h5" >/dev/null || bad "profile synth"
@@ -53,10 +47,7 @@ fi
 # 3. profiles as llmplan-profile writes them: the GPU named as the CUDA
 # device names it (no preset: --gpu picks the synth model's), and a run that
 # left a required table out (compared without it; the other side says so)
-py=""
-for p in python3 /usr/bin/python3; do
-    if "$p" -c "import h5py" 2>/dev/null; then py=$p && break; fi
-done
+py=$(h5py_python)
 if [ -z "$py" ]; then
     bad "no python3 with h5py (apt-get install python3-h5py)"
 else

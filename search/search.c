@@ -325,8 +325,28 @@ static int restore(struct lp_search *s, bool *resumed, struct lp_err *err)
     return LP_OK;
 }
 
+/* The ranks' schedule work (lp_sim_sched_stats of every simulator) summed
+ * on rank 0. Collective. Since the processes started: a resumed sweep's
+ * earlier runs are not in it, and how much the memo answers depends on how
+ * the indices were dealt, so it goes to the summary, not to plans.json. */
+static void sched_stats(const struct lp_search *s, struct lp_sched_stats *total)
+{
+    uint64_t mine[4] = {0, 0, 0, 0}, all[4] = {0, 0, 0, 0};
+    for (int i = 0; i < LP_SWEEP_MAX_VALUES; i++) {
+        if (!s->sim[i]) continue;
+        struct lp_sched_stats st;
+        lp_sim_sched_stats(s->sim[i], &st);
+        mine[0] += st.solved;
+        mine[1] += st.memo;
+        mine[2] += st.ops;
+        mine[3] += st.extrapolated;
+    }
+    MPI_Reduce(mine, all, 4, MPI_UINT64_T, MPI_SUM, 0, s->comm);
+    *total = (struct lp_sched_stats){all[0], all[1], all[2], all[3]};
+}
+
 static void summary(const struct lp_search *s, const struct lp_counts *t,
-                    const struct lp_results *r, double wall)
+                    const struct lp_results *r, const struct lp_sched_stats *sc, double wall)
 {
     const uint64_t *v = t->v;
     const enum lp_search_note S = LP_SEARCH_NOTE_SUMMARY;
@@ -378,6 +398,12 @@ static void summary(const struct lp_search *s, const struct lp_counts *t,
                       b->run.par.pp, b->run.par.dp, b->run.par.cp, b->run.par.micro_batch,
                       b->res.iteration_time_s, cost, extra);
     }
+    lp_search_say(s, S,
+                  "search: schedules: %llu solved, %llu answered by the memo; %llu operations "
+                  "in the solved ones, %.1f%% extrapolated by the steady-state shortcuts",
+                  (unsigned long long)sc->solved, (unsigned long long)sc->memo,
+                  (unsigned long long)sc->ops,
+                  sc->ops ? 100.0 * (double)sc->extrapolated / (double)sc->ops : 0.0);
     if (s->size > 1)
         lp_search_say(s, S, "search: rank 0 answered %llu work requests, %.1f us each (%.3f s)",
                       (unsigned long long)s->served,
@@ -433,6 +459,8 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_search_outcom
     struct lp_counts total;
     memset(&total, 0, sizeof(total));
     if ((rc = agree(s, lp_reduce(s, &all, &total, err))) < 0) return rc;
+    struct lp_sched_stats sched;
+    sched_stats(s, &sched);
     double wall = lp_search_wall_s(s);
     MPI_Bcast(&wall, 1, MPI_DOUBLE, 0, s->comm);
     MPI_Bcast(total.v, LP_COUNT_N, MPI_UINT64_T, 0, s->comm);
@@ -468,7 +496,7 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_search_outcom
         lp_results_free(&all);
         return rc;
     }
-    if (s->rank == 0 && !s->opt.quiet && !interrupted) summary(s, &total, &all, wall);
+    if (s->rank == 0 && !s->opt.quiet && !interrupted) summary(s, &total, &all, &sched, wall);
     lp_results_free(&all);
     out->done = total.v[LP_COUNT_DONE];
     out->size = lp_space_size(&s->space);

@@ -151,6 +151,16 @@ struct lp_sim;
 int lp_sim_create(const struct lp_cost_model *cm, struct lp_sim **out, struct lp_err *err);
 void lp_sim_destroy(struct lp_sim **s);
 
+/* What a simulator's pipeline schedules cost since it was created (issue
+ * #20: where a sweep's time goes, by a command): schedules solved, those
+ * the memo answered instead, the operations of the solved ones and, of
+ * those, the ones the exact steady-state shortcuts extrapolated. Sums over
+ * simulators add (llmplan search sums its ranks'). */
+struct lp_sched_stats {
+    uint64_t solved, memo, ops, extrapolated;
+};
+void lp_sim_sched_stats(const struct lp_sim *s, struct lp_sched_stats *out);
+
 /* Structural validity only (divisibility, counts): cheap, no costs. */
 enum lp_reason lp_sim_validate(const struct lp_run *run);
 

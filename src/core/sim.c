@@ -351,6 +351,12 @@ static const struct lp_run *views(const struct lp_run *run, struct lp_run *tmp_m
     return lp_sim_dataset_view(run, tmp_time, false);
 }
 
+void lp_sim_sched_stats(const struct lp_sim *s, struct lp_sched_stats *out)
+{
+    *out = (struct lp_sched_stats){s->sched_misses, s->sched_hits, s->sched_ops_total,
+                                   s->sched_ops_skipped};
+}
+
 int lp_sim_create(const struct lp_cost_model *cm, struct lp_sim **out, struct lp_err *err)
 {
     struct lp_sim *s = calloc(1, sizeof(*s));

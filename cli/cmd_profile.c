@@ -494,11 +494,12 @@ static void usage_lookup(FILE *f)
 {
     fprintf(f, "usage: llmplan profile lookup PROFILE TABLE X... [--gpu NAME]\n"
                "\n"
-               "One table of a profile at one point, interpolated as the simulator reads it\n"
-               "(multilinear in log space between grid points; beyond an axis's last point\n"
-               "the edge value scaled by the axis's extrapolation power; below its first,\n"
-               "the edge value), before the run's sustained fraction, contention or host\n"
-               "time are applied (docs/profile-format.md, docs/simulator.md).\n"
+               "One table of a profile at one point, as the simulator's cost model reads it\n"
+               "(the profile's table backend: multilinear in log space between grid points;\n"
+               "beyond the last point of a size-like axis the edge value scaled with the work;\n"
+               "a collective below the smallest message at that message's time), before the\n"
+               "run's sustained fraction, contention or host time are applied\n"
+               "(docs/profile-format.md, docs/simulator.md).\n"
                "\n"
                "  PROFILE     an HDF5 profile, or synth: the analytical profile of --gpu\n"
                "  TABLE       a table's path as `llmplan profile info` lists it, e.g.\n"
@@ -511,7 +512,43 @@ static void usage_lookup(FILE *f)
                "\n"
                "Prints the value with its unit (seconds per call; a collective's bus\n"
                "bandwidth fraction), the rate it implies (GEMM: TFLOP/s as 2 m n k / time;\n"
-               "memory-bound: GB/s moved) and whether the point lies outside the grid.\n");
+               "memory-bound: GB/s moved) and whether the point lies outside the grid. A\n"
+               "table the profile lacks is refused (the simulator would take another table\n"
+               "or the roofline model in its place).\n");
+}
+
+/* The cost model's value at slot `i` of the canonical order (gemm[layout]
+ * [prec], attn[impl][causal][pass][prec], mem[kind], coll[op][tier]); -1
+ * when the slot does not decode to the table it names (a schema change). */
+static double lookup_slot(const struct lp_cost_model *cm, const struct lp_profile *p, int i,
+                          const double *x)
+{
+    const struct lp_table *t = lp_profile_slot_table_c(p, i);
+    const int ng = LP_GEMM_LAYOUT_COUNT * LP_PREC_TABLES;
+    const int na = LP_ATTN_IMPL_COUNT * 2 * LP_PASS_COUNT * LP_PREC_TABLES;
+    if (i < ng) {
+        const int l = i / LP_PREC_TABLES, q = i % LP_PREC_TABLES;
+        if (t != &p->gemm[l][q]) return -1;
+        return cm->ops->gemm_s(cm, (enum lp_gemm_layout)l, (enum lp_prec)q, x[0], x[1], x[2]);
+    }
+    i -= ng;
+    if (i < na) {
+        const int q = i % LP_PREC_TABLES, ps = i / LP_PREC_TABLES % LP_PASS_COUNT;
+        const int c = i / (LP_PREC_TABLES * LP_PASS_COUNT) % 2;
+        const int im = i / (LP_PREC_TABLES * LP_PASS_COUNT * 2);
+        if (t != &p->attn[im][c][ps][q]) return -1;
+        return cm->ops->attn_s(cm, (enum lp_attn_impl)im, c == 1, (enum lp_pass)ps, (enum lp_prec)q,
+                               x[0], x[1], x[2]);
+    }
+    i -= na;
+    if (i < LP_MEM_KIND_COUNT) {
+        if (t != &p->mem[i]) return -1;
+        return cm->ops->mem_s(cm, (enum lp_mem_kind)i, x[0]);
+    }
+    i -= LP_MEM_KIND_COUNT;
+    const int op = i / LP_TIER_COUNT, tier = i % LP_TIER_COUNT;
+    if (t != &p->coll[op][tier]) return -1;
+    return cm->ops->coll_eff(cm, (enum lp_coll)op, (enum lp_tier)tier, x[0], (int)x[1]);
 }
 
 static int cmd_lookup(int argc, char **argv)
@@ -532,14 +569,20 @@ static int cmd_lookup(int argc, char **argv)
             gpu_name = argv[++i];
             continue;
         }
+        char *end = NULL;
+        const double v = strtod(argv[i], &end);
+        const bool number = end != argv[i] && *end == '\0';
+        if (argv[i][0] == '-' && !number) {
+            fprintf(stderr, "llmplan profile lookup: unexpected argument '%s' (see --help)\n",
+                    argv[i]);
+            return 2;
+        }
         if (!file) {
             file = argv[i];
         } else if (!table) {
             table = argv[i];
         } else {
-            char *end = NULL;
-            const double v = strtod(argv[i], &end);
-            if (end == argv[i] || *end != '\0' || !isfinite(v) || !(v > 0)) {
+            if (!number || !isfinite(v) || !(v > 0)) {
                 fprintf(stderr,
                         "llmplan profile lookup: '%s' is not a coordinate (a positive "
                         "number)\n",
@@ -591,9 +634,12 @@ static int cmd_lookup(int argc, char **argv)
     struct lp_err err;
     lp_err_clear(&err);
     struct lp_profile *p = NULL;
+    /* the GPU only serves the cost model's fallbacks, which a present table
+     * never reaches: a measured profile's device name needs no preset */
+    struct lp_gpu gpu;
+    memset(&gpu, 0, sizeof(gpu));
     int rc = 1;
     if (synth) {
-        struct lp_gpu gpu;
         struct lp_system sys;
         const struct lp_system *ref = NULL;
         if (lp_load_gpu(gpu_name, &gpu, &err) != LP_OK ||
@@ -605,17 +651,30 @@ static int cmd_lookup(int argc, char **argv)
     }
     const struct lp_table *t = lp_profile_slot_table_c(p, slot);
     if (!lp_table_present(t)) {
-        fprintf(stderr, "llmplan profile lookup: %s has no table %s\n", file, sl->path);
+        fprintf(stderr,
+                "llmplan profile lookup: %s (%s) has no table %s (the simulator would take "
+                "another table or the roofline model in its place)\n",
+                synth ? "the analytical profile" : file, p->gpu, sl->path);
         goto out;
     }
+    struct lp_cost_model cm;
+    lp_cost_model_table(&cm, p, &gpu);
+    const double v = lookup_slot(&cm, p, slot, x);
     bool clamped = false;
-    const double v = lp_table_lookup(t, x, &clamped);
+    lp_table_lookup(t, x, &clamped);
+    if (!isfinite(v) || !(v > 0)) {
+        fprintf(stderr,
+                "llmplan profile lookup: %s gives no finite positive value at that point "
+                "(%g: coordinates far beyond its grid?)\n",
+                sl->path, v);
+        goto out;
+    }
     const bool time = !strcmp(sl->unit, "s");
     printf("%s %s at", p->gpu, sl->path);
     for (int d = 0; d < t->ndim; d++)
         printf(" %s %g", t->axis_name[d], x[d]);
     if (time)
-        printf(": %.6g s (%.3f us)", v, v * 1e6);
+        printf(": %.6g s (%.6g us)", v, v * 1e6);
     else
         printf(": %.6g of the nominal bus bandwidth", v);
     if (sl->family == LP_FAM_GEMM) printf(", %.1f TFLOP/s", 2.0 * x[0] * x[1] * x[2] / v / 1e12);

@@ -14,7 +14,8 @@ fails=0
 ok() { echo "ok   $*"; }
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 has() { case "$1" in *"$2"*) return 0 ;; esac; return 1; }
-# a python3 that imports h5py (Debian: python3-h5py), or "" with a failed check
+# a python3 that imports h5py (Debian: python3-h5py); none: prints nothing and
+# returns 1 (the caller counts the failed check)
 h5py_python() {
     local p
     for p in python3 /usr/bin/python3; do

@@ -122,6 +122,16 @@ static int pick_ref_system(const struct lp_gpu *gpu, const char *sys_name, struc
     return LP_OK;
 }
 
+/* The analytical profile of `gpu` built in memory with the reference system
+ * `profile synth` picks by default (compare's and lookup's `synth`). */
+static int synth_default(const struct lp_gpu *gpu, struct lp_profile **out, struct lp_err *err)
+{
+    struct lp_system sys;
+    const struct lp_system *ref = NULL;
+    LP_TRY(err, pick_ref_system(gpu, NULL, &sys, &ref, err));
+    return lp_profile_synth(gpu, ref, out, err);
+}
+
 static void join_command(int argc, char **argv, char *buf, size_t len)
 {
     size_t off = (size_t)snprintf(buf, len, "llmplan");
@@ -404,8 +414,6 @@ static int cmd_compare(int argc, char **argv)
     if (lp_profile_read_h5_partial(files[0], &m, &err) != LP_OK) goto fail;
     if (!strcmp(files[1], "synth")) {
         struct lp_gpu gpu;
-        struct lp_system sys;
-        const struct lp_system *ref = NULL;
         if (lp_load_gpu(gpu_name ? gpu_name : m->gpu, &gpu, &err) != LP_OK) {
             lp_cli_error(&err);
             if (!gpu_name)
@@ -415,8 +423,7 @@ static int cmd_compare(int argc, char **argv)
                         files[0], m->gpu);
             goto out;
         }
-        if (pick_ref_system(&gpu, NULL, &sys, &ref, &err) != LP_OK) goto fail;
-        if (lp_profile_synth(&gpu, ref, &x, &err) != LP_OK) goto fail;
+        if (synth_default(&gpu, &x, &err) != LP_OK) goto fail;
     } else if (lp_profile_read_h5_partial(files[1], &x, &err) != LP_OK) {
         goto fail;
     }
@@ -640,11 +647,7 @@ static int cmd_lookup(int argc, char **argv)
     memset(&gpu, 0, sizeof(gpu));
     int rc = 1;
     if (synth) {
-        struct lp_system sys;
-        const struct lp_system *ref = NULL;
-        if (lp_load_gpu(gpu_name, &gpu, &err) != LP_OK ||
-            pick_ref_system(&gpu, NULL, &sys, &ref, &err) != LP_OK ||
-            lp_profile_synth(&gpu, ref, &p, &err) != LP_OK)
+        if (lp_load_gpu(gpu_name, &gpu, &err) != LP_OK || synth_default(&gpu, &p, &err) != LP_OK)
             goto fail;
     } else if (lp_profile_read_h5_partial(file, &p, &err) != LP_OK) {
         goto fail;

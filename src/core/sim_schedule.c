@@ -328,36 +328,44 @@ static double zb_dur(const struct lp_sched_in *in, int s, bool bwd)
            (s == p - 1 ? in->b_last_extra : 0.0);
 }
 
+/* The backward pass on virtual stage vs that the next stage down waits for
+ * (zb: B without its W part, zb_dur's own expression, so that no
+ * cancellation rounds it above the solver's). */
+static double b_pass(const struct lp_sched_in *in, bool zb, int vs)
+{
+    return zb ? zb_dur(in, vs, true) : op_dur(in, true, vs);
+}
+
 void lp_sched_ends_bound(const struct lp_sim *sim, const struct lp_sched_in *in, double busy_first,
                          double busy_last, double *end_first, double *end_last)
 {
     const double margin = 1.0 - 0x1p-18;
     const int p = in->p, pv = in->p * in->v;
     double fill = 0, chain = 0;
-    if (p > 1 && lp_sched_exact_fits(sim, in) && sim->bench_no_drain) {
-        for (int vs = 0; vs < p - 1; vs++)
-            fill += op_dur(in, false, vs);
-    } else if (p > 1 && lp_sched_exact_fits(sim, in)) {
+    if (p > 1 && lp_sched_exact_fits(sim, in)) {
         const bool zb = in->kind == LP_SCHED_ZB;
+        /* bench_sim's stops 27-34: the fill without hops, no drain */
+        const bool drain_too = !sim->bench_no_drain;
         /* an operation on virtual stage vs waits for vs - 1's (forward) or
          * vs + 1's (backward) output plus a hop (run_op, zb_ready) */
         for (int vs = 0; vs < p - 1; vs++)
-            fill += op_dur(in, false, vs) + in->p2p_s;
-        /* the last device's F and B passes (B without W under zb: a W may
-         * follow the last B; zb_dur's own expression, so that no
-         * cancellation rounds it above the solver's), every micro-batch,
-         * one at a time */
-        double fb = 0;
-        for (int vs = p - 1; vs < pv; vs += p)
-            fb += op_dur(in, false, vs) + (zb ? zb_dur(in, vs, true) : op_dur(in, true, vs));
-        /* for each micro-batch, B on virtual stage p - 1 (chunk 0 of the
-         * last device) is its last pass there: every later chunk's B comes
-         * before it and every F before that; the last of them crosses
-         * virtual stages p - 2 .. 0 backwards, then stage 0's W under zb */
-        double drain = zb ? in->w[0] : 0.0;
-        for (int vs = p - 2; vs >= 0; vs--)
-            drain += in->p2p_s + (zb ? zb_dur(in, vs, true) : op_dur(in, true, vs));
-        chain = fill + in->m * fb + drain;
+            fill += op_dur(in, false, vs) + (drain_too ? in->p2p_s : 0.0);
+        if (drain_too) {
+            /* the last device's F and B passes (B without W under zb: a W
+             * may follow the last B), every micro-batch, one at a time */
+            double fb = 0;
+            for (int vs = p - 1; vs < pv; vs += p)
+                fb += op_dur(in, false, vs) + b_pass(in, zb, vs);
+            /* for each micro-batch, B on virtual stage p - 1 (chunk 0 of the
+             * last device) is its last pass there: every later chunk's B
+             * comes before it and every F before that; the last of them
+             * crosses virtual stages p - 2 .. 0 backwards, then stage 0's W
+             * under zb */
+            double drain = zb ? in->w[0] : 0.0;
+            for (int vs = p - 2; vs >= 0; vs--)
+                drain += in->p2p_s + b_pass(in, zb, vs);
+            chain = fill + in->m * fb + drain;
+        }
     }
     *end_first = fmax(busy_first, chain) * margin;
     *end_last = (fill + busy_last) * margin;

@@ -34,8 +34,9 @@
  * search --prune`): the list once, in its order, on a fresh simulator, each result offered to a
  * top-10 by time and by cost and the Pareto front (lp_results_offer), first every configuration
  * simulated, then each bounded first (lp_sim_bound) and simulated only when the bound could still
- * rank (lp_results_wants), each as the trees before stops 27, 28 and 35 of #20 ran it and as it
- * runs now (enum tree); the kept plans compared. Every pass presents the list as a sweep does:
+ * rank (lp_results_wants), each as the trees before stops 27, 28, 35 and 36 of #20 ran it and as
+ * it runs now (enum tree: the bounds still wanted held and decided best first); the kept plans
+ * compared. Every pass presents the list as a sweep does:
  * one run, its layout rewritten per configuration (at_index). bench_sim [PROFILE.h5] [SECONDS]
  * [ROUNDS] */
 #include <stdbool.h>
@@ -280,15 +281,19 @@ static uint64_t kept_hash(const struct lp_results *r)
  * (before stop 28: parameters, per-stage memory and DP collectives computed
  * for each configuration: sim->bench_no_hoist), c71d0c1 (before stop 35:
  * the bound without the drain, sim->bench_no_drain; the three older trees
- * had that bound too) and now. */
-enum tree { D7DEBED, E5B412F, C71D0C1, NOW, TREES };
+ * had that bound too), c7c3c0c (before stop 36: each configuration decided
+ * in the list's order, simulated at once when its bound is wanted) and now
+ * (the wanted bounds held, LP_BOUNDS_BATCH at a time, and decided best first
+ * by lp_bounds_order, as search/eval.c's decide_held). */
+enum tree { D7DEBED, E5B412F, C71D0C1, C7C3C0C, NOW, TREES };
 enum ranked { ALL, PRUNE };
+static struct lp_bounds held; /* once_ranked's, freed by main */
 
 static void tree_set(struct lp_sim *sim, enum tree t)
 {
     sim->bench_baseline = t == D7DEBED;
     sim->bench_no_hoist = t == E5B412F;
-    sim->bench_no_drain = t != NOW;
+    sim->bench_no_drain = t < C7C3C0C;
 }
 
 /* The list once in one of those ways: configurations per CPU-second, how
@@ -306,12 +311,36 @@ static int once_ranked(const struct lp_cost_model *cm, const struct lp_run *list
         lp_sim_destroy(&sim);
         return -1;
     }
+    /* now: the wanted bounds held and decided best first, as
+     * search/eval.c's decide_held does (the list is one range) */
+    if (!held.v && lp_bounds_init(&held, NULL) < 0) {
+        lp_results_free(&res);
+        lp_sim_destroy(&sim);
+        return -1;
+    }
+    const bool best_first = prune && tree == NOW;
     *pruned = 0;
     int rc = 0;
     static struct lp_run cur; /* the sweep's one run (at_index) */
     cur = list[0];
     const double t0 = now();
-    for (int i = 0; i < n && rc == 0; i++) {
+    for (int i = 0; i <= n && rc == 0; i++) {
+        if (best_first && (i == n || held.n == held.cap)) {
+            lp_bounds_order(&held, &res);
+            for (size_t j = 0; j < held.n && rc == 0; j++) {
+                const struct lp_bound_item *it = &held.v[held.order[j]];
+                if (!lp_results_wants(&res, it->index, &it->lb)) {
+                    (*pruned)++;
+                    continue;
+                }
+                struct lp_result r;
+                const struct lp_run *run = at_index(&cur, list, (int)it->index);
+                lp_sim_run(sim, run, &r);
+                rc = lp_results_offer(&res, it->index, run, &r, NULL);
+            }
+            held.n = 0;
+        }
+        if (i == n) break;
         struct lp_result r;
         enum lp_bound b = LP_BOUND_NONE;
         const struct lp_run *run = at_index(&cur, list, i);
@@ -319,6 +348,10 @@ static int once_ranked(const struct lp_cost_model *cm, const struct lp_run *list
             b = lp_sim_bound(sim, run, &r);
             if (b == LP_BOUND_LOWER && !lp_results_wants(&res, (uint64_t)i, &r)) {
                 (*pruned)++;
+                continue;
+            }
+            if (b == LP_BOUND_LOWER && best_first) {
+                lp_bounds_push(&held, (uint64_t)i, &r);
                 continue;
             }
         }
@@ -366,13 +399,13 @@ static int bench_prune(const struct lp_cost_model *cm, const struct lp_run *base
            n, pruned, 100.0 * (double)pruned / n);
     const char *what[2] = {"every one simulated:", "with pruning:       "};
     for (int h = 0; h < 2; h++)
-        printf("    %s %8.0f d7debed, %8.0f e5b412f, %8.0f c71d0c1, %8.0f now: x%.2f over c71d0c1, "
-               "x%.2f over e5b412f, x%.2f over d7debed\n",
-               what[h], best[h][D7DEBED], best[h][E5B412F], best[h][C71D0C1], best[h][NOW],
-               best[h][NOW] / best[h][C71D0C1], best[h][NOW] / best[h][E5B412F],
+        printf("    %s %8.0f d7debed, %8.0f e5b412f, %8.0f c71d0c1, %8.0f c7c3c0c, %8.0f now: "
+               "x%.2f over c7c3c0c, x%.2f over c71d0c1, x%.2f over d7debed\n",
+               what[h], best[h][D7DEBED], best[h][E5B412F], best[h][C71D0C1], best[h][C7C3C0C],
+               best[h][NOW], best[h][NOW] / best[h][C7C3C0C], best[h][NOW] / best[h][C71D0C1],
                best[h][NOW] / best[h][D7DEBED]);
     printf("    pruning now / every one simulated now: x%.2f\n", best[PRUNE][NOW] / best[ALL][NOW]);
-    printf("    plans identical (all eight): %s\n", same ? "yes" : "NO");
+    printf("    plans identical (all ten): %s\n", same ? "yes" : "NO");
     return same ? 0 : 1;
 }
 
@@ -483,6 +516,7 @@ int main(int argc, char **argv)
     if (rc == 0) rc = bench_prune(&cm, &base, 1024, rounds);
     if (rc == 0) rc = bench_prune(&cm, &base, 128, rounds);
     printf("  (checksum %.6g)\n", sink);
+    lp_bounds_free(&held);
     lp_profile_destroy(&prof);
     return rc == 0 ? 0 : 1;
 }

@@ -137,20 +137,23 @@ static void fill_row(struct lp_row *w, uint64_t index, const int *digit, const s
     }
 }
 
-/* --prune (issue #20): whether the configuration's bounds (lp_sim_bound)
- * prove that its exact result would change nothing this rank keeps: it
- * breaks a constraint (every constraint is monotone in the bounded figures:
- * a deadline, a budget or an MFU floor the bound misses, the exact result
- * misses too; GPUs and memory are exact), or no top-k, front or group would
- * want it (lp_results_wants is monotone). This rank's state then is the one
- * the exact solve would leave, so the reduction, a checkpoint and a resume
- * see the same results with pruning or without; only the counters differ.
- * *exact: lp_sim_bound gave the exact result (refused before timing). */
+/* --prune (issue #20): whether the configuration's bound (lp_sim_bound)
+ * settles it before any ranking: *exact when the bound is the exact result
+ * (refused before timing); pruned (true) when the bound breaks a constraint
+ * (every constraint is monotone in the bounded figures: a deadline, a budget
+ * or an MFU floor the bound misses, the exact result misses too; GPUs and
+ * memory are exact); otherwise *held when it is a lower bound the ranking
+ * must decide (decide_held: no top-k, front or group wanting it proves the
+ * exact result would change nothing this rank keeps, lp_results_wants being
+ * monotone). This rank's state then is the one the exact solves would leave,
+ * so the reduction, a checkpoint and a resume see the same results with
+ * pruning or without; only the counters differ. */
 static bool pruned(struct lp_search *s, uint64_t index, struct lp_sim *sim,
-                   const struct lp_run *run, struct lp_result *lb, bool *exact)
+                   const struct lp_run *run, struct lp_result *lb, bool *exact, bool *held)
 {
     const enum lp_bound b = lp_sim_bound(sim, run, lb);
     *exact = b == LP_BOUND_EXACT;
+    *held = false;
     if (b != LP_BOUND_LOWER) return false;
     /* the cost objective is cost_usd when positive (pareto.c): a bound
      * rounded to 0 would switch to the per-iteration cost */
@@ -162,12 +165,81 @@ static bool pruned(struct lp_search *s, uint64_t index, struct lp_sim *sim,
         cnt[LP_COUNT_PRUNED_CONSTRAINT]++;
     } else if (!lp_results_wants(&s->res, index, lb)) {
         cnt[LP_COUNT_PRUNED_RANKING]++;
-    } else {
+    } else { /* wanted now: held, to be decided best first */
+        *held = true;
         return false;
     }
     cnt[LP_COUNT_PRUNED]++;
     cnt[LP_COUNT_DONE]++;
     return true;
+}
+
+/* One evaluated configuration: counted, its row kept, offered. */
+static int take(struct lp_search *s, uint64_t i, const int *digit, const struct lp_run *run,
+                struct lp_result *res, uint64_t *rows, struct lp_err *err)
+{
+    uint64_t *cnt = s->counts.v;
+    /* the loss objective (issue #17): the fit's loss on the budget */
+    if (res->feasible && s->sweep->objectives[LP_OBJ_LOSS])
+        res->loss = lp_loss_run((enum lp_loss_fit)s->sweep->loss_fit, run);
+    cnt[LP_COUNT_DONE]++;
+    cnt[LP_COUNT_EVALUATED]++;
+    if (res->feasible)
+        cnt[LP_COUNT_FEASIBLE]++;
+    else
+        cnt[LP_COUNT_INFEASIBLE_BY_REASON + res->reason]++;
+    if (s->opt.dataset) {
+        LP_TRY(err, lp_rows_reserve(&s->rows, s->rows.n + 1, err));
+        fill_row(&s->rows.r[s->rows.n++], i, digit, s->sweep, run, res);
+        (*rows)++;
+    }
+    /* constraints before any ranking: an excluded plan stays a feasible
+     * dataset row but is never offered to the front, top-k or groups */
+    const enum lp_constraint why_not =
+        res->feasible ? lp_constraints_check(&s->sweep->cons, run, res) : LP_CONS_NONE;
+    if (why_not != LP_CONS_NONE) {
+        cnt[LP_COUNT_EXCLUDED_BY_CONSTRAINT + why_not]++;
+        return LP_OK;
+    }
+    return lp_results_offer(&s->res, i, run, res, err);
+}
+
+/* The held bounds, best first (lp_bounds_order): pruned when nothing wants
+ * them any more, else simulated (decoded again into bounds_run, so that the
+ * walk's run and its digits stay as they were), then the batch emptied. */
+static int decide_held(struct lp_search *s, uint64_t *rows, struct lp_err *err)
+{
+    struct lp_bounds *h = &s->bounds;
+    if (h->n == 0) return LP_OK;
+    lp_bounds_order(h, &s->res);
+    uint64_t *cnt = s->counts.v;
+    int rc = LP_OK;
+    for (size_t j = 0; j < h->n && rc == LP_OK; j++) {
+        const struct lp_bound_item *it = &h->v[h->order[j]];
+        if (!lp_results_wants(&s->res, it->index, &it->lb)) {
+            cnt[LP_COUNT_PRUNED_RANKING]++;
+            cnt[LP_COUNT_PRUNED]++;
+            cnt[LP_COUNT_DONE]++;
+            continue;
+        }
+        int digit[LP_DIM_COUNT];
+        enum lp_reason why = LP_REASON_NONE;
+        uint64_t span = 1;
+        lp_space_digits(&s->space, it->index, digit);
+        if (lp_space_decode_next(&s->space, it->index, digit, NULL, &s->bounds_run, &why, &span) ==
+            LP_SPACE_SKIP) {
+            rc = lp_err_set_at(err, LP_EINVAL, __FILE__, __LINE__,
+                               "configuration %llu bounded but no longer valid",
+                               (unsigned long long)it->index);
+            break;
+        }
+        const int sys = s->sweep->values[LP_DIM_SYSTEM][digit[LP_DIM_SYSTEM]];
+        struct lp_result res;
+        lp_space_evaluate(s->sim[sys], &s->bounds_run, &res);
+        rc = take(s, it->index, digit, &s->bounds_run, &res, rows, err);
+    }
+    h->n = 0;
+    return rc;
 }
 
 int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_evals,
@@ -184,6 +256,9 @@ int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_ev
     /* the digits of the valid configuration *run holds (lp_space_decode_next) */
     int held[LP_DIM_COUNT];
     bool holds = false;
+    /* --prune: every index below i is decided when the walk returns, so the
+     * held bounds are decided at every exit (a poll's stop included) and
+     * whenever the batch is full */
     while (i < hi) {
         if (++steps % POLL_EVERY == 0 && poll && poll(s)) break;
         enum lp_reason why = LP_REASON_NONE;
@@ -202,8 +277,15 @@ int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_ev
         memcpy(held, digit, sizeof(held));
         holds = true;
         int sys = s->sweep->values[LP_DIM_SYSTEM][digit[LP_DIM_SYSTEM]];
-        bool exact = false;
-        if (s->opt.prune && pruned(s, i, s->sim[sys], run, &res, &exact)) {
+        bool exact = false, hold = false;
+        if (s->opt.prune && pruned(s, i, s->sim[sys], run, &res, &exact, &hold)) {
+            i++;
+            if (max_evals && ++evals >= max_evals) break;
+            continue;
+        }
+        if (hold) {
+            if (lp_bounds_push(&s->bounds, i, &res))
+                LP_TRY_GOTO(err, rc, decide_held(s, &rows, err), out);
             i++;
             if (max_evals && ++evals >= max_evals) break;
             continue;
@@ -212,32 +294,13 @@ int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_ev
             lp_sim_finish(s->sim[sys], run, &res);
         else if (!exact)
             lp_space_evaluate(s->sim[sys], run, &res);
-        /* the loss objective (issue #17): the fit's loss on the budget */
-        if (res.feasible && s->sweep->objectives[LP_OBJ_LOSS])
-            res.loss = lp_loss_run((enum lp_loss_fit)s->sweep->loss_fit, run);
-        cnt[LP_COUNT_DONE]++;
-        cnt[LP_COUNT_EVALUATED]++;
-        if (res.feasible)
-            cnt[LP_COUNT_FEASIBLE]++;
-        else
-            cnt[LP_COUNT_INFEASIBLE_BY_REASON + res.reason]++;
-        if (s->opt.dataset) {
-            LP_TRY_GOTO(err, rc, lp_rows_reserve(&s->rows, s->rows.n + 1, err), out);
-            fill_row(&s->rows.r[s->rows.n++], i, digit, s->sweep, run, &res);
-            rows++;
-        }
-        /* constraints before any ranking: an excluded plan stays a feasible
-         * dataset row but is never offered to the front, top-k or groups */
-        const enum lp_constraint why_not =
-            res.feasible ? lp_constraints_check(&s->sweep->cons, run, &res) : LP_CONS_NONE;
-        if (why_not != LP_CONS_NONE)
-            cnt[LP_COUNT_EXCLUDED_BY_CONSTRAINT + why_not]++;
-        else
-            LP_TRY_GOTO(err, rc, lp_results_offer(&s->res, i, run, &res, err), out);
+        LP_TRY_GOTO(err, rc, take(s, i, digit, run, &res, &rows, err), out);
         i++;
         if (max_evals && ++evals >= max_evals) break;
     }
+    if (rc == LP_OK) rc = decide_held(s, &rows, err);
 out:
+    if (rc != LP_OK) s->bounds.n = 0;
     *reached = i;
     *rows_out = rows;
     return rc;

@@ -438,6 +438,7 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_search_outcom
     if ((rc = agree(s, lp_results_init(&s->res, s->sweep->top_k, err))) < 0) return rc;
     lp_results_group_by(&s->res, &s->space);
     lp_results_objectives(&s->res, s->sweep);
+    if (s->opt.prune && (rc = agree(s, lp_bounds_init(&s->bounds, err))) < 0) return rc;
     bool resumed = false;
     if ((rc = restore(s, &resumed, err)) < 0) return rc;
     if (s->rank == 0 && !s->opt.quiet)
@@ -513,6 +514,7 @@ static void search_free(struct lp_search *s)
         lp_profile_destroy(&s->prof[i]);
     }
     lp_results_free(&s->res);
+    lp_bounds_free(&s->bounds);
     lp_rows_free(&s->rows);
     lp_ranges_free(&s->mine);
     lp_ranges_free(&s->done);

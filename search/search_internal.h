@@ -97,6 +97,10 @@ struct lp_search {
     int lock_fd;               /* the output directory's lock (rank 0; -1 = none) */
     bool h5_unclosable;        /* HDF5 failed to close sweep.h5.partial */
     struct lp_run scratch_run; /* decode target (large; kept off the stack) */
+    /* --prune: the range's bounds held to be decided best first (eval.c),
+     * and the decode target of their configurations */
+    struct lp_bounds bounds;
+    struct lp_run bounds_run;
 };
 
 /* ---- search.c ---- */

@@ -135,6 +135,32 @@ int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *
  * bound (lp_sim_bound) that is not wanted proves the configuration is not. */
 bool lp_results_wants(const struct lp_results *r, uint64_t index, const struct lp_result *res);
 
+/* Lower bounds held back by --prune (issue #20) so that a range's
+ * configurations are decided best first: every bound of a batch is taken,
+ * then lp_bounds_order sorts them by their best rank in any ranked objective
+ * (time and cost always, tokens per dollar and loss where the sweep ranks
+ * them; ties by index) and the walk simulates them in that order while
+ * lp_results_wants still wants them. Simulating the likely winners first
+ * fills the top-k and the front early, so more of the rest is pruned; the
+ * results are the same in any order (above). */
+struct lp_bound_item {
+    uint64_t index;
+    struct lp_result lb; /* lp_sim_bound's lower bound */
+};
+struct lp_bounds {
+    struct lp_bound_item *v;
+    size_t n, cap;   /* held, room (LP_BOUNDS_BATCH) */
+    uint32_t *order; /* after lp_bounds_order: the items best first */
+    void *scratch;   /* lp_bounds_order's sort keys */
+};
+#define LP_BOUNDS_BATCH 8192
+int lp_bounds_init(struct lp_bounds *b, struct lp_err *err);
+void lp_bounds_free(struct lp_bounds *b);
+/* Hold one bound; true when the batch is full: order and decide it before the next push (a
+ * push onto a full batch holds nothing and returns true again). */
+bool lp_bounds_push(struct lp_bounds *b, uint64_t index, const struct lp_result *lb);
+void lp_bounds_order(struct lp_bounds *b, const struct lp_results *r);
+
 /* Merge src into dst: the result depends only on the union of the entries
  * offered, not on the order of offers or merges. */
 int lp_results_merge(struct lp_results *dst, const struct lp_results *src, struct lp_err *err);

@@ -62,6 +62,13 @@ struct key {
     uint64_t index;
 };
 
+/* lp_bounds_order's sort item: a key, the index breaking ties, the item */
+struct bound_key {
+    double k;
+    uint64_t index;
+    uint32_t slot;
+};
+
 static struct key key_of_result(uint64_t index, const struct lp_result *res)
 {
     struct key k;
@@ -616,6 +623,66 @@ int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *
     e.run = *run;
     e.res = *res;
     return lp_results_add(r, &e, err);
+}
+
+int lp_bounds_init(struct lp_bounds *b, struct lp_err *err)
+{
+    memset(b, 0, sizeof(*b));
+    b->v = malloc(LP_BOUNDS_BATCH * sizeof(*b->v));
+    b->order = malloc(LP_BOUNDS_BATCH * sizeof(*b->order));
+    b->scratch = malloc(LP_BOUNDS_BATCH * sizeof(struct bound_key));
+    if (!b->v || !b->order || !b->scratch) {
+        lp_bounds_free(b);
+        LP_FAIL(err, LP_ENOMEM, "out of memory (a batch of %d bounds)", LP_BOUNDS_BATCH);
+    }
+    b->cap = LP_BOUNDS_BATCH;
+    return LP_OK;
+}
+
+void lp_bounds_free(struct lp_bounds *b)
+{
+    free(b->v);
+    free(b->order);
+    free(b->scratch);
+    memset(b, 0, sizeof(*b));
+}
+
+bool lp_bounds_push(struct lp_bounds *b, uint64_t index, const struct lp_result *lb)
+{
+    if (b->n < b->cap) b->v[b->n++] = (struct lp_bound_item){index, *lb};
+    return b->n >= b->cap;
+}
+
+static int cmp_bound_key(const void *a, const void *b)
+{
+    const struct bound_key *x = a, *y = b;
+    if (x->k != y->k) return x->k < y->k ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+void lp_bounds_order(struct lp_bounds *b, const struct lp_results *r)
+{
+    struct bound_key *k = b->scratch;
+    const uint32_t n = (uint32_t)b->n;
+    for (uint32_t i = 0; i < n; i++)
+        b->order[i] = UINT32_MAX; /* the best rank so far, per item */
+    for (int o = 0; o < LP_OBJ_COUNT; o++) {
+        if (!r->active[o]) continue;
+        for (uint32_t i = 0; i < n; i++) {
+            double obj[LP_OBJ_COUNT];
+            objectives_of(&b->v[i].lb, obj);
+            /* NaN (no loss) last */
+            k[i] = (struct bound_key){isnan(obj[o]) ? INFINITY : obj[o], b->v[i].index, i};
+        }
+        qsort(k, n, sizeof(*k), cmp_bound_key);
+        for (uint32_t j = 0; j < n; j++)
+            if (j < b->order[k[j].slot]) b->order[k[j].slot] = j;
+    }
+    for (uint32_t i = 0; i < n; i++)
+        k[i] = (struct bound_key){(double)b->order[i], b->v[i].index, i};
+    qsort(k, n, sizeof(*k), cmp_bound_key);
+    for (uint32_t j = 0; j < n; j++)
+        b->order[j] = k[j].slot;
 }
 
 int lp_results_merge(struct lp_results *dst, const struct lp_results *src, struct lp_err *err)

@@ -1,6 +1,7 @@
 /* Pareto front and top-k: correctness against brute force on random points
  * (with many ties), and independence from the order of insertion and of
  * merges (what makes plans.json rank-count invariant). */
+#include <math.h>
 #include <stdlib.h>
 
 #include "harness.h"
@@ -365,6 +366,89 @@ TEST(groups_vs_brute_force)
     lp_results_free(&m);
 }
 
+/* --prune's batch (issue #20): lp_bounds_order puts each held bound at its
+ * best rank over the ranked objectives (each ranked by value then index, a
+ * missing loss last; ties of that best rank by index), against brute force;
+ * and deciding the batch in that order, simulating (here: offering) only
+ * what is still wanted, keeps exactly what offering every point keeps. */
+TEST(bounds_best_first)
+{
+    for (int trial = 0; trial < 6; trial++) {
+        make_points(900 + (unsigned)trial, trial % 2 ? 1e9 : 0);
+        struct lp_results ref, r;
+        ASSERT_OK(trial < 3 ? init_all(&ref, 3) : lp_results_init(&ref, 3, NULL));
+        ASSERT_OK(trial < 3 ? init_all(&r, 3) : lp_results_init(&r, 3, NULL));
+        struct lp_bounds b;
+        ASSERT_OK(lp_bounds_init(&b, NULL));
+        int n = 0;
+        for (int i = 0; i < N; i++)
+            if (pts[i].res.feasible) {
+                ASSERT_TRUE(!lp_bounds_push(&b, pts[i].index, &pts[i].res));
+                n++;
+            }
+        ASSERT_EQ_INT(b.n, n);
+        lp_bounds_order(&b, &r);
+        /* brute force: the best rank of each held item */
+        static int best[N];
+        for (int i = 0; i < n; i++) {
+            best[i] = N;
+            const struct lp_entry *a = &pts[0];
+            for (int k = 0; k < N; k++)
+                if (pts[k].index == b.v[i].index) a = &pts[k];
+            for (int o = 0; o < LP_OBJ_COUNT; o++) {
+                if (!r.active[o]) continue;
+                int rank = 0;
+                for (int j = 0; j < n; j++) {
+                    const struct lp_result *x = &b.v[j].lb;
+                    double vx = o == LP_OBJ_TIME ? x->iteration_time_s
+                                : o == LP_OBJ_COST
+                                    ? (x->cost_usd > 0 ? x->cost_usd : x->cost_per_iteration_usd)
+                                : o == LP_OBJ_TOKENS_PER_USD ? -x->tokens_per_usd
+                                : x->loss > 0                ? x->loss
+                                                             : INFINITY;
+                    double va = lp_entry_objective(a, (enum lp_objective)o);
+                    if (o == LP_OBJ_LOSS && !(a->res.loss > 0)) va = INFINITY;
+                    if (vx < va || (vx == va && b.v[j].index < a->index)) rank++;
+                }
+                if (rank < best[i]) best[i] = rank;
+            }
+        }
+        for (int j = 1; j < n; j++) {
+            const uint32_t p = b.order[j - 1], q = b.order[j];
+            ASSERT_TRUE(best[p] < best[q] || (best[p] == best[q] && b.v[p].index < b.v[q].index));
+        }
+        /* decided in that order: what is kept is what offering all keeps */
+        int offered = 0;
+        for (int j = 0; j < n; j++) {
+            const struct lp_bound_item *it = &b.v[b.order[j]];
+            if (!lp_results_wants(&r, it->index, &it->lb)) continue;
+            struct lp_run run;
+            memset(&run, 0, sizeof(run));
+            ASSERT_OK(lp_results_offer(&r, it->index, &run, &it->lb, NULL));
+            offered++;
+        }
+        for (int i = 0; i < N; i++)
+            ASSERT_OK(lp_results_add(&ref, &pts[i], NULL));
+        ASSERT_TRUE(same(&r, &ref));
+        ASSERT_TRUE(same_top(&r, &ref, LP_OBJ_TOKENS_PER_USD) && same_top(&r, &ref, LP_OBJ_LOSS));
+        ASSERT_TRUE(same_set(&r.front_loss, &ref.front_loss));
+        ASSERT_TRUE(offered < n); /* something was left out (or nothing is shown) */
+        lp_bounds_free(&b);
+        lp_results_free(&ref);
+        lp_results_free(&r);
+    }
+    /* a batch says when it is full, and holds no more than its room */
+    struct lp_bounds b;
+    ASSERT_OK(lp_bounds_init(&b, NULL));
+    for (int i = 0; i < LP_BOUNDS_BATCH - 1; i++)
+        ASSERT_TRUE(!lp_bounds_push(&b, (uint64_t)i, &pts[0].res));
+    ASSERT_TRUE(lp_bounds_push(&b, LP_BOUNDS_BATCH, &pts[0].res));
+    ASSERT_TRUE(lp_bounds_push(&b, LP_BOUNDS_BATCH + 1, &pts[0].res));
+    ASSERT_EQ_INT(b.n, LP_BOUNDS_BATCH);
+    ASSERT_EQ_INT(b.v[LP_BOUNDS_BATCH - 1].index, LP_BOUNDS_BATCH);
+    lp_bounds_free(&b);
+}
+
 TH_MAIN(TH_CASE(front_and_topk_vs_brute_force), TH_CASE(order_and_merge_independence),
         TH_CASE(offer_matches_add), TH_CASE(infeasible_and_nan_ignored),
-        TH_CASE(groups_vs_brute_force))
+        TH_CASE(groups_vs_brute_force), TH_CASE(bounds_best_first))

@@ -73,6 +73,8 @@ static void usage(FILE *f)
             "                     configuration whose lower bounds prove it can enter no\n"
             "                     ranking nor meet the constraints; plans identical,\n"
             "                     counted in stats.pruned (docs/search.md, section 10)\n"
+            "  --prune-batch N    bounds a rank holds before deciding them best first\n"
+            "                     (default %d; about 480 bytes each; plans identical)\n"
             "  --profile P        override the sweep's \"profile\": FILE.h5, roofline or synth\n"
             "  --allow-profile-mismatch\n"
             "                     use profiles measured on another GPU than the system's\n"
@@ -94,8 +96,8 @@ static void usage(FILE *f)
             "SIGTERM or SIGUSR1 stops the sweep at the next step, writes a checkpoint and\n"
             "exits with status 3. Under mpirun send SIGUSR1 (mpirun forwards it; SIGTERM\n"
             "makes mpirun kill the ranks); under Slurm use --signal=B:USR1@120.\n",
-            DEFAULT_CHUNK, (unsigned long long)DEFAULT_SEGMENT, DEFAULT_CHECKPOINT_S,
-            DEFAULT_PROGRESS_S);
+            LP_BOUNDS_BATCH, DEFAULT_CHUNK, (unsigned long long)DEFAULT_SEGMENT,
+            DEFAULT_CHECKPOINT_S, DEFAULT_PROGRESS_S);
 }
 
 static int parse_u64(const char *s, uint64_t min, uint64_t *out)
@@ -150,6 +152,9 @@ static int parse_args(int argc, char **argv, struct lp_search_opts *o, const cha
             if (!end || *end || !(o->sustained > 0 && o->sustained <= 1)) goto bad_value;
         } else if (!strcmp(a, "--chunk") && more) {
             if (parse_u64(argv[++i], 1, &o->min_chunk)) goto bad_value;
+        } else if (!strcmp(a, "--prune-batch") && more) {
+            if (parse_u64(argv[++i], 1, &o->prune_batch) || o->prune_batch > LP_BOUNDS_MAX)
+                goto bad_value;
         } else if (!strcmp(a, "--segment") && more) {
             if (parse_u64(argv[++i], 1, &o->segment)) goto bad_value;
         } else if (!strcmp(a, "--trace-top") && more) {

@@ -284,10 +284,13 @@ int lp_eval_range(struct lp_search *s, uint64_t lo, uint64_t hi, uint64_t max_ev
             continue;
         }
         if (hold) {
-            if (lp_bounds_push(&s->bounds, i, &res))
-                LP_TRY_GOTO(err, rc, decide_held(s, &rows, err), out);
+            const bool full = lp_bounds_push(&s->bounds, i, &res);
+            if (full) LP_TRY_GOTO(err, rc, decide_held(s, &rows, err), out);
             i++;
             if (max_evals && ++evals >= max_evals) break;
+            /* a full batch took a while: the other ranks' requests (rank
+             * 0's poll) or a stop first */
+            if (full && poll && poll(s)) break;
             continue;
         }
         if (s->opt.prune && !exact) /* from the bound's work: nothing computed twice */

@@ -438,7 +438,11 @@ static int run(struct lp_search *s, const char *out_arg, struct lp_search_outcom
     if ((rc = agree(s, lp_results_init(&s->res, s->sweep->top_k, err))) < 0) return rc;
     lp_results_group_by(&s->res, &s->space);
     lp_results_objectives(&s->res, s->sweep);
-    if (s->opt.prune && (rc = agree(s, lp_bounds_init(&s->bounds, err))) < 0) return rc;
+    if (s->opt.prune &&
+        (rc = agree(s, lp_bounds_init(&s->bounds,
+                                      s->opt.prune_batch ? s->opt.prune_batch : LP_BOUNDS_BATCH,
+                                      err))) < 0)
+        return rc;
     bool resumed = false;
     if ((rc = restore(s, &resumed, err)) < 0) return rc;
     if (s->rank == 0 && !s->opt.quiet)

@@ -149,12 +149,14 @@ struct lp_bound_item {
 };
 struct lp_bounds {
     struct lp_bound_item *v;
-    size_t n, cap;   /* held, room (LP_BOUNDS_BATCH) */
+    size_t n, cap;   /* held, room */
     uint32_t *order; /* after lp_bounds_order: the items best first */
     void *scratch;   /* lp_bounds_order's sort keys */
 };
-#define LP_BOUNDS_BATCH 8192
-int lp_bounds_init(struct lp_bounds *b, struct lp_err *err);
+#define LP_BOUNDS_BATCH 8192     /* the default room */
+#define LP_BOUNDS_MAX (1u << 20) /* the most room (the order is uint32_t) */
+/* A batch with room for cap bounds (1 .. LP_BOUNDS_MAX). */
+int lp_bounds_init(struct lp_bounds *b, size_t cap, struct lp_err *err);
 void lp_bounds_free(struct lp_bounds *b);
 /* Hold one bound; true when the batch is full: order and decide it before the next push (a
  * push onto a full batch holds nothing and returns true again). */

@@ -33,15 +33,16 @@ struct lp_search_opts {
     char out_dir[LP_SWEEP_PATH_LEN];
     const char *profile; /* --profile override, or NULL */
     bool resume, dataset, quiet;
-    bool allow_mismatch; /* --allow-profile-mismatch */
-    bool prune;          /* --prune (needs !dataset): bound before solving (issue #20) */
-    uint64_t min_chunk;  /* --chunk */
-    uint64_t segment;    /* --segment: indices per scheduling segment */
-    double checkpoint_s; /* --checkpoint: rows + checkpoint at least this often */
-    double progress_s;   /* --progress; 0 = off */
-    uint64_t stop_after; /* --stop-after (testing): rank 0 raises SIGUSR1 after N indices */
-    double sustained;    /* --sustained-frac: every GPU's sustained fraction; 0 = presets' */
-    uint64_t trace_top;  /* --trace-top: timelines of the N fastest plans */
+    bool allow_mismatch;  /* --allow-profile-mismatch */
+    bool prune;           /* --prune (needs !dataset): bound before solving (issue #20) */
+    uint64_t prune_batch; /* --prune-batch: bounds held before deciding; 0 = LP_BOUNDS_BATCH */
+    uint64_t min_chunk;   /* --chunk */
+    uint64_t segment;     /* --segment: indices per scheduling segment */
+    double checkpoint_s;  /* --checkpoint: rows + checkpoint at least this often */
+    double progress_s;    /* --progress; 0 = off */
+    uint64_t stop_after;  /* --stop-after (testing): rank 0 raises SIGUSR1 after N indices */
+    double sustained;     /* --sustained-frac: every GPU's sustained fraction; 0 = presets' */
+    uint64_t trace_top;   /* --trace-top: timelines of the N fastest plans */
     enum lp_trace_detail trace_detail; /* --trace-detail */
     char cmdline[4096];
     lp_search_note_fn note; /* NULL: notes are dropped */

@@ -625,17 +625,19 @@ int lp_results_offer(struct lp_results *r, uint64_t index, const struct lp_run *
     return lp_results_add(r, &e, err);
 }
 
-int lp_bounds_init(struct lp_bounds *b, struct lp_err *err)
+int lp_bounds_init(struct lp_bounds *b, size_t cap, struct lp_err *err)
 {
     memset(b, 0, sizeof(*b));
-    b->v = malloc(LP_BOUNDS_BATCH * sizeof(*b->v));
-    b->order = malloc(LP_BOUNDS_BATCH * sizeof(*b->order));
-    b->scratch = malloc(LP_BOUNDS_BATCH * sizeof(struct bound_key));
+    if (cap < 1 || cap > LP_BOUNDS_MAX)
+        LP_FAIL(err, LP_EINVAL, "a batch of %zu bounds: expected 1 to %u", cap, LP_BOUNDS_MAX);
+    b->v = malloc(cap * sizeof(*b->v));
+    b->order = malloc(cap * sizeof(*b->order));
+    b->scratch = malloc(cap * sizeof(struct bound_key));
     if (!b->v || !b->order || !b->scratch) {
         lp_bounds_free(b);
-        LP_FAIL(err, LP_ENOMEM, "out of memory (a batch of %d bounds)", LP_BOUNDS_BATCH);
+        LP_FAIL(err, LP_ENOMEM, "out of memory (a batch of %zu bounds)", cap);
     }
-    b->cap = LP_BOUNDS_BATCH;
+    b->cap = cap;
     return LP_OK;
 }
 

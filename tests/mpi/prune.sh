@@ -8,7 +8,9 @@
 # timing. Its counters add up (space_size = evaluated + skipped + pruned),
 # out-of-memory configurations are still counted exactly (memory comes
 # before any bound), and something is pruned (or the test proves nothing).
-# Four sweeps: time and cost only; constraints (deadline, MFU floor);
+# The held bounds are decided best first in batches (--prune-batch; 3 here
+# fills them again and again, and 2 across the interruption). Four sweeps:
+# time and cost only; constraints (deadline, MFU floor);
 # best_by groups with the tokens-per-dollar and loss objectives; top_k 1 on
 # MoE, hybrid and MTP models with cp and ep.
 source "$(dirname "$0")/lib.bash" "$@"
@@ -82,6 +84,11 @@ for s in plain cons groups top1; do
         --chunk 64 --segment 4096 || fail "$s pruned on 3 ranks exited $?"
     counts_add_up "$SCRATCH/$s-ref" "$SCRATCH/$s-p3"
     same_plans "$SCRATCH/$s-ref" "$SCRATCH/$s-p3"
+    # a batch of 3 held bounds: full again and again, decided mid-range
+    mpi 3 "$LLMPLAN" search "$SCRATCH/$s.json" -o "$SCRATCH/$s-b3" --quiet --no-dataset --prune \
+        --prune-batch 3 --chunk 64 --segment 4096 || fail "$s with --prune-batch 3 exited $?"
+    counts_add_up "$SCRATCH/$s-ref" "$SCRATCH/$s-b3"
+    same_plans "$SCRATCH/$s-ref" "$SCRATCH/$s-b3"
 done
 python3 - "$SCRATCH/cons-p1/plans.json" <<'PY' || fail "no configuration pruned by a constraint"
 import json, sys
@@ -90,7 +97,7 @@ PY
 
 check "interrupted on 2 ranks and resumed on 1: the same plans"
 mpi 2 "$LLMPLAN" search "$SCRATCH/cons.json" -o "$SCRATCH/res" --quiet --no-dataset --prune \
-    --segment 4096 --checkpoint 1e-9 --stop-after 20000 2>/dev/null
+    --prune-batch 2 --segment 4096 --checkpoint 1e-9 --stop-after 20000 2>/dev/null
 rc=$?
 [ $rc -eq 3 ] || fail "expected exit status 3, got $rc"
 out=$("$LLMPLAN" search "$SCRATCH/cons.json" -o "$SCRATCH/res" --quiet --no-dataset --resume \
@@ -106,4 +113,11 @@ check "--prune with the dataset is a usage error"
 rc=$?
 [ $rc -eq 2 ] || fail "expected exit status 2, got $rc"
 grep -q -- "--prune needs --no-dataset" "$SCRATCH/usage.err" || fail "$(cat "$SCRATCH/usage.err")"
+for bad in 0 -1 x 1048577; do
+    "$LLMPLAN" search "$SCRATCH/plain.json" -o "$SCRATCH/usage" --quiet --no-dataset --prune \
+        --prune-batch $bad 2>"$SCRATCH/usage.err"
+    rc=$?
+    [ $rc -eq 2 ] || fail "--prune-batch $bad: expected exit status 2, got $rc"
+    grep -q -- "--prune-batch" "$SCRATCH/usage.err" || fail "$(cat "$SCRATCH/usage.err")"
+done
 echo "PASS"

@@ -379,7 +379,7 @@ TEST(bounds_best_first)
         ASSERT_OK(trial < 3 ? init_all(&ref, 3) : lp_results_init(&ref, 3, NULL));
         ASSERT_OK(trial < 3 ? init_all(&r, 3) : lp_results_init(&r, 3, NULL));
         struct lp_bounds b;
-        ASSERT_OK(lp_bounds_init(&b, NULL));
+        ASSERT_OK(lp_bounds_init(&b, LP_BOUNDS_BATCH, NULL));
         int n = 0;
         for (int i = 0; i < N; i++)
             if (pts[i].res.feasible) {
@@ -439,7 +439,9 @@ TEST(bounds_best_first)
     }
     /* a batch says when it is full, and holds no more than its room */
     struct lp_bounds b;
-    ASSERT_OK(lp_bounds_init(&b, NULL));
+    ASSERT_TRUE(lp_bounds_init(&b, 0, NULL) == LP_EINVAL);
+    ASSERT_TRUE(lp_bounds_init(&b, LP_BOUNDS_MAX + 1, NULL) == LP_EINVAL);
+    ASSERT_OK(lp_bounds_init(&b, LP_BOUNDS_BATCH, NULL));
     for (int i = 0; i < LP_BOUNDS_BATCH - 1; i++)
         ASSERT_TRUE(!lp_bounds_push(&b, (uint64_t)i, &pts[0].res));
     ASSERT_TRUE(lp_bounds_push(&b, LP_BOUNDS_BATCH, &pts[0].res));

@@ -7,22 +7,76 @@ docs/calibration.md: the per-micro-batch cost does not depend on DP, and it
 barely grows from micro-batch 1 to 2 (a host-side floor) before the GPU work
 takes over.
 
+With --per-layer ROWS.csv (the --rows output of scripts/validate: its V rows
+are vTrain's rows in file order), the other cut: for every (hidden, TP, DP,
+micro-batch, global batch) group with PP = 1 and at least two layer counts, a
+least-squares line through iteration time against the layer count, measured
+and predicted, printed per layer and per micro-batch (the slope over the
+micro-batches of the iteration) and as the fixed part (the intercept: the
+embedding, logits and loss, the optimizer, the DP reduction, per-iteration
+host work). Where the host is hidden (large micro-batches) the measured slope
+is the GPU's time per layer.
+
 usage: scripts/vtrain_per_microbatch.py [--layers 24]
+       scripts/vtrain_per_microbatch.py --per-layer ROWS.csv [--gb 32]
 """
 import argparse
 import csv
 import os
+import sys
 from collections import defaultdict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+def fit(pts):
+    """least-squares slope and intercept of [(x, y), ...]"""
+    n = len(pts)
+    mx = sum(x for x, _ in pts) / n
+    my = sum(y for _, y in pts) / n
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    sxy = sum((x - mx) * (y - my) for x, y in pts)
+    return sxy / sxx, my - sxy / sxx * mx
+
+
+def per_layer(rows, path, gb):
+    pred = {}
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            if r["source"] == "vtrain":
+                pred[int(r["row_id"][1:]) - 1] = 1e3 * float(r["predicted_s"])
+    if len(pred) != len(rows):
+        sys.exit(f"vtrain_per_microbatch: {path}: {len(pred)} vtrain rows, expected {len(rows)}")
+    groups = defaultdict(list)
+    for i, (gpus, g, mb, h, heads, l, s, tp, dp, pp, ms) in enumerate(rows):
+        if pp != "1" or int(g) != gb:
+            continue
+        groups[(int(h), int(tp), int(dp), int(mb))].append((int(l), float(ms), pred[i]))
+    print(f"global batch {gb}, PP 1; ms per layer per micro-batch and fixed ms per iteration")
+    print(f"{'hidden':>6} {'TP':>3} {'DP':>3} {'mb':>3} {'layers':>8} {'measured':>9} {'llmplan':>8} "
+          f"{'ratio':>6} {'fixed meas':>11} {'llmplan':>8}")
+    for (h, tp, dp, mb), pts in sorted(groups.items()):
+        if len({l for l, _, _ in pts}) < 2:
+            continue
+        m = gb // (mb * dp)
+        sm, im = fit([(l, t) for l, t, _ in pts])
+        sp, ip = fit([(l, p) for l, _, p in pts])
+        ls = sorted({l for l, _, _ in pts})
+        print(f"{h:>6} {tp:>3} {dp:>3} {mb:>3} {ls[0]:>3}-{ls[-1]:<4} {sm / m:>9.2f} {sp / m:>8.2f} "
+              f"{sm / sp:>6.2f} {im:>11.1f} {ip:>8.1f}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", default="24")
+    ap.add_argument("--per-layer", metavar="ROWS.csv")
+    ap.add_argument("--gb", type=int, default=32)
     a = ap.parse_args()
     rows = list(csv.reader(open(os.path.join(ROOT, "data", "validation",
                                              "vtrain_single_node_a100.csv"))))[1:]
+    if a.per_layer:
+        per_layer(rows, a.per_layer, a.gb)
+        return
     groups = defaultdict(list)
     for gpus, gb, mb, h, heads, l, s, tp, dp, pp, ms in rows:
         if pp != "1" or l != a.layers:

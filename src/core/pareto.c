@@ -666,8 +666,9 @@ void lp_bounds_order(struct lp_bounds *b, const struct lp_results *r)
 {
     struct bound_key *k = b->scratch;
     const uint32_t n = (uint32_t)b->n;
+    uint32_t *best = b->order; /* per item: its best rank so far */
     for (uint32_t i = 0; i < n; i++)
-        b->order[i] = UINT32_MAX; /* the best rank so far, per item */
+        best[i] = UINT32_MAX;
     for (int o = 0; o < LP_OBJ_COUNT; o++) {
         if (!r->active[o]) continue;
         for (uint32_t i = 0; i < n; i++) {
@@ -678,13 +679,31 @@ void lp_bounds_order(struct lp_bounds *b, const struct lp_results *r)
         }
         qsort(k, n, sizeof(*k), cmp_bound_key);
         for (uint32_t j = 0; j < n; j++)
-            if (j < b->order[k[j].slot]) b->order[k[j].slot] = j;
+            if (j < best[k[j].slot]) best[k[j].slot] = j;
     }
+    /* by best rank (0 .. n-1): a counting sort into the scratch (24 bytes
+     * an item hold its n + 1 counters and the n slots), then the few items
+     * of one rank (one per objective at most) by index */
+    uint32_t *start = (uint32_t *)b->scratch, *out = start + n + 1;
+    memset(start, 0, (n + 1) * sizeof(*start));
+    for (uint32_t i = 0; i < n; i++) {
+        if (best[i] >= n) best[i] = n - 1; /* no objective ranked it (none is off: time) */
+        start[best[i] + 1]++;
+    }
+    for (uint32_t j = 1; j <= n; j++)
+        start[j] += start[j - 1];
     for (uint32_t i = 0; i < n; i++)
-        k[i] = (struct bound_key){(double)b->order[i], b->v[i].index, i};
-    qsort(k, n, sizeof(*k), cmp_bound_key);
-    for (uint32_t j = 0; j < n; j++)
-        b->order[j] = k[j].slot;
+        out[start[best[i]]++] = i;
+    for (uint32_t j = 1; j < n; j++) {
+        const uint32_t x = out[j];
+        uint32_t at = j;
+        while (at > 0 && best[out[at - 1]] == best[x] && b->v[out[at - 1]].index > b->v[x].index) {
+            out[at] = out[at - 1];
+            at--;
+        }
+        out[at] = x;
+    }
+    memcpy(b->order, out, n * sizeof(*out));
 }
 
 int lp_results_merge(struct lp_results *dst, const struct lp_results *src, struct lp_err *err)

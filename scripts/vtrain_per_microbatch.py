@@ -8,14 +8,15 @@ barely grows from micro-batch 1 to 2 (a host-side floor) before the GPU work
 takes over.
 
 With --per-layer ROWS.csv (the --rows output of scripts/validate: its V rows
-are vTrain's rows in file order), the other cut: for every (hidden, TP, DP,
-micro-batch, global batch) group with PP = 1 and at least two layer counts, a
+are vTrain's rows in file order), the other cut: for every (hidden, PP, TP, DP,
+micro-batch, global batch) group with at least two layer counts, a
 least-squares line through iteration time against the layer count, measured
 and predicted, printed per layer and per micro-batch (the slope over the
 micro-batches of the iteration) and as the fixed part (the intercept: the
 embedding, logits and loss, the optimizer, the DP reduction, per-iteration
-host work). Where the host is hidden (large micro-batches) the measured slope
-is the GPU's time per layer.
+host work; with PP > 1 also the fill, as the layers per stage set it),
+whole and per token of a model replica. Where the host is hidden (large
+micro-batches) the measured slope is the GPU's time per layer.
 
 usage: scripts/vtrain_per_microbatch.py [--layers 24]
        scripts/vtrain_per_microbatch.py --per-layer ROWS.csv [--gb 32]
@@ -49,21 +50,26 @@ def per_layer(rows, path, gb):
         sys.exit(f"vtrain_per_microbatch: {path}: {len(pred)} vtrain rows, expected {len(rows)}")
     groups = defaultdict(list)
     for i, (gpus, g, mb, h, heads, l, s, tp, dp, pp, ms) in enumerate(rows):
-        if pp != "1" or int(g) != gb:
+        if int(g) != gb:
             continue
-        groups[(int(h), int(tp), int(dp), int(mb))].append((int(l), float(ms), pred[i]))
-    print(f"global batch {gb}, PP 1; ms per layer per micro-batch and fixed ms per iteration")
-    print(f"{'hidden':>6} {'TP':>3} {'DP':>3} {'mb':>3} {'layers':>8} {'measured':>9} {'llmplan':>8} "
-          f"{'ratio':>6} {'fixed meas':>11} {'llmplan':>8}")
-    for (h, tp, dp, mb), pts in sorted(groups.items()):
+        groups[(int(h), int(pp), int(tp), int(dp), int(mb), int(s))].append(
+            (int(l), float(ms), pred[i]))
+    print(f"global batch {gb}; ms per layer per micro-batch, fixed ms per iteration and "
+          f"fixed us per token of a replica")
+    print(f"{'hidden':>6} {'PP':>3} {'TP':>3} {'DP':>3} {'mb':>3} {'layers':>8} {'measured':>9} "
+          f"{'llmplan':>8} {'ratio':>6} {'fixed meas':>11} {'llmplan':>8} {'us/tok':>7} "
+          f"{'llmplan':>8}")
+    for (h, pp, tp, dp, mb, s), pts in sorted(groups.items()):
         if len({l for l, _, _ in pts}) < 2:
             continue
         m = gb // (mb * dp)
+        tok = gb // dp * s
         sm, im = fit([(l, t) for l, t, _ in pts])
         sp, ip = fit([(l, p) for l, _, p in pts])
         ls = sorted({l for l, _, _ in pts})
-        print(f"{h:>6} {tp:>3} {dp:>3} {mb:>3} {ls[0]:>3}-{ls[-1]:<4} {sm / m:>9.2f} {sp / m:>8.2f} "
-              f"{sm / sp:>6.2f} {im:>11.1f} {ip:>8.1f}")
+        print(f"{h:>6} {pp:>3} {tp:>3} {dp:>3} {mb:>3} {ls[0]:>3}-{ls[-1]:<4} {sm / m:>9.2f} "
+              f"{sp / m:>8.2f} {sm / sp:>6.2f} {im:>11.1f} {ip:>8.1f} {1e3 * im / tok:>7.2f} "
+              f"{1e3 * ip / tok:>8.2f}")
 
 
 def main():

@@ -297,9 +297,11 @@ static void tree_set(struct lp_sim *sim, enum tree t)
 }
 
 /* The list once in one of those ways: configurations per CPU-second, how
- * many were pruned, and the kept plans' hash. */
+ * many were pruned, the schedules solved and answered by the memo
+ * (lp_sim_sched_stats), and the kept plans' hash. */
 static int once_ranked(const struct lp_cost_model *cm, const struct lp_run *list, int n,
-                       enum ranked how, enum tree tree, double *rate, long *pruned, uint64_t *kept)
+                       enum ranked how, enum tree tree, double *rate, long *pruned,
+                       struct lp_sched_stats *sched, uint64_t *kept)
 {
     struct lp_sim *sim = NULL;
     struct lp_results res;
@@ -365,6 +367,7 @@ static int once_ranked(const struct lp_cost_model *cm, const struct lp_run *list
         rc = lp_results_offer(&res, (uint64_t)i, run, &r, NULL);
     }
     *rate = (double)n / (now() - t0);
+    lp_sim_sched_stats(sim, sched);
     *kept = rc == 0 ? kept_hash(&res) : 0;
     lp_results_free(&res);
     lp_sim_destroy(&sim);
@@ -379,7 +382,8 @@ static int bench_prune(const struct lp_cost_model *cm, const struct lp_run *base
     static struct lp_run list[20000];
     const int n = build_list(base, gpus, list, 20000);
     double best[2][TREES] = {{0}};
-    long pruned = 0;
+    long pruned[TREES] = {0};
+    struct lp_sched_stats sched[TREES] = {{0}};
     uint64_t kept[2][TREES] = {{0}};
     /* one pass takes milliseconds: ten per round, so that the best of them
      * is a pass the machine's other load left alone */
@@ -388,18 +392,19 @@ static int bench_prune(const struct lp_cost_model *cm, const struct lp_run *base
             for (int t = 0; t < TREES; t++) {
                 double rate;
                 long p;
-                if (once_ranked(cm, list, n, (enum ranked)h, (enum tree)t, &rate, &p, &kept[h][t]) <
-                    0)
+                struct lp_sched_stats st;
+                if (once_ranked(cm, list, n, (enum ranked)h, (enum tree)t, &rate, &p, &st,
+                                &kept[h][t]) < 0)
                     return -1;
                 if (rate > best[h][t]) best[h][t] = rate;
-                if (h == PRUNE && t == NOW) pruned = p;
+                if (h == PRUNE) pruned[t] = p, sched[t] = st; /* the same every pass */
             }
     bool same = true;
     for (int h = 0; h < 2; h++)
         for (int t = 0; t < TREES; t++)
             same = same && kept[h][t] && kept[h][t] == kept[0][0];
     printf("  %4d GPUs, %5d configurations (%ld pruned, %.1f%%), configs per CPU-second:\n", gpus,
-           n, pruned, 100.0 * (double)pruned / n);
+           n, pruned[NOW], 100.0 * (double)pruned[NOW] / n);
     const char *what[2] = {"every one simulated:", "with pruning:       "};
     for (int h = 0; h < 2; h++)
         printf("    %s %8.0f d7debed, %8.0f e5b412f, %8.0f c71d0c1, %8.0f c7c3c0c, %8.0f now: "
@@ -408,6 +413,12 @@ static int bench_prune(const struct lp_cost_model *cm, const struct lp_run *base
                best[h][NOW], best[h][NOW] / best[h][C7C3C0C], best[h][NOW] / best[h][C71D0C1],
                best[h][NOW] / best[h][D7DEBED]);
     printf("    pruning now / every one simulated now: x%.2f\n", best[PRUNE][NOW] / best[ALL][NOW]);
+    printf("    with pruning, pruned / schedules solved / answered by the memo:");
+    for (int t = 0; t < TREES; t++)
+        printf(" %s %ld / %llu / %llu%s",
+               (const char *[]){"d7debed", "e5b412f", "c71d0c1", "c7c3c0c", "now"}[t], pruned[t],
+               (unsigned long long)sched[t].solved, (unsigned long long)sched[t].memo,
+               t + 1 < TREES ? "," : "\n");
     printf("    plans identical (all ten): %s\n", same ? "yes" : "NO");
     return same ? 0 : 1;
 }

@@ -16,7 +16,9 @@ micro-batches of the iteration) and as the fixed part (the intercept: the
 embedding, logits and loss, the optimizer, the DP reduction, per-iteration
 host work; with PP > 1 also the fill, as the layers per stage set it),
 whole and per token of a model replica. Where the host is hidden (large
-micro-batches) the measured slope is the GPU's time per layer.
+micro-batches) the measured slope is the GPU's time per layer; "kernels" is llmplan's kernel time for one
+layer and one micro-batch (ROWS.csv's layer_kernel_ms: GEMM, attention,
+memory-bound and collectives, forward and backward, no host time).
 
 usage: scripts/vtrain_per_microbatch.py [--layers 24]
        scripts/vtrain_per_microbatch.py --per-layer ROWS.csv [--gb 32]
@@ -41,11 +43,13 @@ def fit(pts):
 
 
 def per_layer(rows, path, gb):
-    pred = {}
+    pred, kern = {}, {}
     with open(path) as f:
         for r in csv.DictReader(f):
             if r["source"] == "vtrain":
-                pred[int(r["row_id"][1:]) - 1] = 1e3 * float(r["predicted_s"])
+                i = int(r["row_id"][1:]) - 1
+                pred[i] = 1e3 * float(r["predicted_s"])
+                kern[i] = float(r.get("layer_kernel_ms") or "nan")
     if len(pred) != len(rows):
         sys.exit(f"vtrain_per_microbatch: {path}: {len(pred)} vtrain rows, expected {len(rows)}")
     groups = defaultdict(list)
@@ -53,23 +57,24 @@ def per_layer(rows, path, gb):
         if int(g) != gb:
             continue
         groups[(int(h), int(pp), int(tp), int(dp), int(mb), int(s))].append(
-            (int(l), float(ms), pred[i]))
+            (int(l), float(ms), pred[i], kern[i]))
     print(f"global batch {gb}; ms per layer per micro-batch, fixed ms per iteration and "
           f"fixed us per token of a replica")
     print(f"{'hidden':>6} {'PP':>3} {'TP':>3} {'DP':>3} {'mb':>3} {'layers':>8} {'measured':>9} "
-          f"{'llmplan':>8} {'ratio':>6} {'fixed meas':>11} {'llmplan':>8} {'us/tok':>7} "
-          f"{'llmplan':>8}")
+          f"{'llmplan':>8} {'ratio':>6} {'kernels':>8} {'fixed meas':>11} {'llmplan':>8} "
+          f"{'us/tok':>7} {'llmplan':>8}")
     for (h, pp, tp, dp, mb, s), pts in sorted(groups.items()):
-        if len({l for l, _, _ in pts}) < 2:
+        if len({l for l, _, _, _ in pts}) < 2:
             continue
         m = gb // (mb * dp)
         tok = gb // dp * s
-        sm, im = fit([(l, t) for l, t, _ in pts])
-        sp, ip = fit([(l, p) for l, _, p in pts])
-        ls = sorted({l for l, _, _ in pts})
+        sm, im = fit([(l, t) for l, t, _, _ in pts])
+        sp, ip = fit([(l, p) for l, _, p, _ in pts])
+        ls = sorted({l for l, _, _, _ in pts})
+        kms = sum(k for _, _, _, k in pts) / len(pts)
         print(f"{h:>6} {pp:>3} {tp:>3} {dp:>3} {mb:>3} {ls[0]:>3}-{ls[-1]:<4} {sm / m:>9.2f} "
-              f"{sp / m:>8.2f} {sm / sp:>6.2f} {im:>11.1f} {ip:>8.1f} {1e3 * im / tok:>7.2f} "
-              f"{1e3 * ip / tok:>8.2f}")
+              f"{sp / m:>8.2f} {sm / sp:>6.2f} {kms:>8.2f} {im:>11.1f} {ip:>8.1f} "
+              f"{1e3 * im / tok:>7.2f} {1e3 * ip / tok:>8.2f}")
 
 
 def main():

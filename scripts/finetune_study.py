@@ -39,6 +39,22 @@ def gsm8k():
                 "source": "data/datasets/gsm8k-xia2024.json"}
 
 
+# Commonsense-15K (median 79 tokens) rebuilt from its eight tasks
+# (scripts/dataset_lengths.py; scripts/validate's X10-X13 use the same file)
+COMMONSENSE = os.path.join(ROOT, "data", "datasets", "commonsense15k-xia2024.json")
+
+
+def shape(median):
+    """The length distribution of a series: Commonsense-15K's own for its
+    median 79, else GSM8K's scaled to the series' median (MATH's
+    math_14k.json is not readable)."""
+    if median == 79:
+        with open(COMMONSENSE) as f:
+            return {"histogram": json.load(f)["histogram"],
+                    "source": "data/datasets/commonsense15k-xia2024.json"}
+    return scaled(gsm8k(), median)
+
+
 def scaled(dist, median):
     """A length distribution of median 148 scaled to another median, each
     length rounded up to the collator's multiple of 8 (bins that meet merge)."""
@@ -120,7 +136,7 @@ def curves(llmplan, env):
     for _, s, med, pts in XIA_CURVES:
         runs += [run(s, b, None, med) for b, _ in pts]
         pads += [run(s, pts[-1][0], None, L, pad=1) for L in PAD_GRID]
-        dist += [run(s, b, None, dist=scaled(gsm8k(), med)) for b, _ in pts]
+        dist += [run(s, b, None, dist=shape(med)) for b, _ in pts]
     p = subprocess.run([llmplan, "simulate", "--batch", "-"],
                        input="\n".join(json.dumps(r) for r in runs + pads + dist) + "\n",
                        capture_output=True, text=True, env=env)
@@ -133,13 +149,14 @@ def curves(llmplan, env):
           "repository) vs llmplan's (every query at the median)")
     print(f"{'series':<10} {'median':>6}  {'batch: Xia / llmplan s':<60}")
     i = j = 0
-    fits = []
+    fits, shaped_runs = [], {}
     for name, _, med, pts in XIA_CURVES:
         xs = [b for b, _ in pts]
         xia = [b / q for b, q in pts]
         lp = [r["iteration_time_s"] for r in step[i:i + len(pts)]]
         sh = [r["iteration_time_s"] for r in shaped[i:i + len(pts)]]
-        fits.append((name, med, line_fit(xs, xia), line_fit(xs, sh)))
+        fits.append((name, med, line_fit(xs, xia), line_fit(xs, sh), xs, xia, sh))
+        shaped_runs[name] = shaped[i:i + len(pts)]
         i += len(pts)
         print(f"{name:<10} {med:>6}  " + " ".join(f"{b}:{x:.2f}/{y:.2f}"
                                                   for b, x, y in zip(xs, xia, lp)))
@@ -158,12 +175,18 @@ def curves(llmplan, env):
         print(f"{'':<10} {'':>6}  fixed + per query: Xia {xa:.2f} + {xb:.3f} b, llmplan "
               f"{la:.2f} + {lb:.3f} b (x{xb / lb:.1f}); at batch {xs[-1]} llmplan needs "
               f"batches padded to {need_s} tokens for Xia's {xia[-1]:.2f} s")
-    print("\nThe same with each batch padded to its longest query, GSM8K's length shape "
-          "(data/datasets/gsm8k-xia2024.json) scaled to the series' median (for Commonsense-15K "
-          "a what-if: its lengths are not readable)")
-    for name, med, (xa, xb), (la, lb) in fits:
-        print(f"{name:<10} {med:>6}  fixed + per query: Xia {xa:.2f} + {xb:.3f} b, llmplan "
-              f"{la:.2f} + {lb:.3f} b (x{xb / lb:.1f})")
+    print("\nThe same with each batch padded to its longest query: Commonsense-15K's lengths "
+          "(data/datasets/commonsense15k-xia2024.json) for A40 CS, GSM8K's shape "
+          "(data/datasets/gsm8k-xia2024.json) scaled to the series' median for the others (a "
+          "what-if: MATH's lengths are not readable)")
+    for name, med, (xa, xb), (la, lb), xs, xia, sh in fits:
+        print(f"{name:<10} {med:>6}  " + " ".join(f"{b}:{x:.2f}/{y:.2f}"
+                                                  for b, x, y in zip(xs, xia, sh)))
+        print(f"{'':<10} {'':>6}  padded length (tokens): " + " ".join(
+            f"{b}:{r['seq_len']}" for b, r in zip(xs, shaped_runs[name])))
+        mape = 100.0 * sum(abs(y / x - 1) for x, y in zip(xia, sh)) / len(xs)
+        print(f"{'':<10} {'':>6}  fixed + per query: Xia {xa:.2f} + {xb:.3f} b, llmplan "
+              f"{la:.2f} + {lb:.3f} b (x{xb / lb:.1f}); step MAPE {mape:.1f}%")
     # the same against the padded tokens of each batch (b x the expected
     # longest of b queries, llmplan's seq_len): if both steps grow with the
     # same work per token, the ratio of the slopes from one GPU to the next

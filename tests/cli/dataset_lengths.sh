@@ -76,17 +76,67 @@ check("merging only pads more, by < 2%", least > -1e-6 and worst < 0.02,
 p5 = lengths(["{\"q\": 1}\n", "not json\n"], "--fields", "q", "--median-tokens", "10")
 check("a bad line is refused with its number", p5.returncode != 0 and "line 2" in p5.stderr,
       p5.stderr.strip()[:120])
+# a dataset mixed from two sources, each with the queries it gives
+# (@COUNT): a JSON array of 2 queries of 40 and 120 characters giving 6
+# queries (weight 3 each), JSON Lines of 4 queries of 80 characters giving 2
+# (weight 1/2): 40 (3), 80 (2), 120 (3) of 8; the weighted median is 80 (the
+# weight below 80 is 3 of 8, through 80 5 of 8), scaled to 80 tokens
+arr = d + "/arr.json"
+with open(arr, "w") as f:
+    json.dump([{"q": "x" * 40}, {"q": "x" * 120}], f)
+jl = d + "/four.jsonl"
+with open(jl, "w") as f:
+    f.write("".join(json.dumps({"q": "y" * 80}) + "\n" for _ in range(4)))
+p = subprocess.run([sys.executable, tool, arr + "@6", "json:" + jl + "@2", "--fields", "q",
+                    "--median-tokens", "80"], capture_output=True, text=True)
+doc = json.loads(p.stdout) if p.returncode == 0 else {}
+check("two sources weighted by their counts",
+      doc.get("histogram") == [[40, 0.375], [80, 0.25], [120, 0.375]]
+      and doc.get("median_chars") == 80 and doc.get("queries") == 6,
+      f"{doc.get('histogram')} median {doc.get('median_chars')} ({p.stderr.strip()[:80]})")
+# HellaSwag's six-line layout in LLM-Adapters' prompt: one task whose
+# sentence is 'A: b c' and endings 'e1'..'e4', gold label 2: instruction
+# ('Please choose ... sentence: ') 65 + 6 + 2 + 4 x 'EndingK: eK' (11) + 3
+# spaces + 48 (the answer format) = 168 characters, output 'the correct
+# answer is ending3' 29
+hs = d + "/hs.txt"
+with open(hs, "w") as f:
+    f.write("A: b c\n2\ne1\ne2\ne3\ne4\n")
+p = subprocess.run([sys.executable, tool, "hellaswag:" + hs, "--fields", "instruction,output",
+                    "--median-tokens", "197", "--pad", "1"], capture_output=True, text=True)
+doc = json.loads(p.stdout) if p.returncode == 0 else {}
+check("a HellaSwag task in LLM-Adapters' prompt: 168 + 29 characters",
+      doc.get("median_chars") == 197 and doc.get("histogram") == [[197, 1.0]],
+      f"{doc.get('median_chars')} {doc.get('histogram')} {p.stderr.strip()[:80]}")
+with open(hs, "w") as f:
+    f.write("A: b c\n7\ne1\ne2\ne3\ne4\n")
+p = subprocess.run([sys.executable, tool, "hellaswag:" + hs, "--fields", "instruction",
+                    "--median-tokens", "10"], capture_output=True, text=True)
+check("a bad HellaSwag label is refused with its line", p.returncode != 0
+      and "line 2" in p.stderr and "0-3" in p.stderr, p.stderr.strip()[:120])
+p = subprocess.run([sys.executable, tool, arr + "@0", "--fields", "q", "--median-tokens", "10"],
+                   capture_output=True, text=True)
+check("@0 is refused", p.returncode != 0 and "@COUNT" in p.stderr, p.stderr.strip()[:120])
+# Commonsense-15K as shipped (data/datasets/commonsense15k-xia2024.json):
+# its median bin is the paper's 79 tokens padded to 8, and its source names
+# the command that made it
+def median_bin(hist):
+    F = 0.0
+    for L, f in hist:
+        F += f
+        if F >= 0.5:
+            return L
+c = json.load(open(f"{src}/data/datasets/commonsense15k-xia2024.json"))
+medbin = median_bin(c["histogram"])
+check("Commonsense-15K median bin 80", medbin == 80 and "scripts/dataset_lengths.py" in
+      c["source"], str(medbin))
 # Xia et al.'s Table IV dataset (data/datasets/gsm8k-xia2024.json): its
 # median bin is 148 tokens padded to 8 (152), and the longest of b queries
 # over the median, counted on their gsm8k.jsonl by characters without
 # padding (issue #14's stop-27 note: 1.08 / 1.53 / 1.98 at b = 1 / 4 / 17),
 # plus the padding to 8 (~+4 tokens, 2.7% of 148), within 3%
 g = json.load(open(f"{src}/data/datasets/gsm8k-xia2024.json"))
-F, medbin = 0.0, None
-for L, f in g["histogram"]:
-    F += f
-    if medbin is None and F >= 0.5:
-        medbin = L
+medbin = median_bin(g["histogram"])
 check("GSM8K median bin 152", medbin == 152, str(medbin))
 res = sim([run(b, {"histogram": g["histogram"]}) for b in (1, 4, 17)])
 for (b, ratio), rr in zip(((1, 1.08), (4, 1.53), (17, 1.98)), res):

@@ -10,9 +10,9 @@ set -u
 bin=$1 src=$2 dir=$3
 rm -rf "$dir" && mkdir -p "$dir"
 export LLMPLAN_DATA="$src/data"
-python3 - "$bin" "$dir" <<'PY'
+python3 - "$bin" "$dir" "$src" <<'PY'
 import json, subprocess, sys
-bin_, d = sys.argv[1], sys.argv[2]
+bin_, d, src = sys.argv[1], sys.argv[2], sys.argv[3]
 def run(batch=1, top_k=2, system="a40-8x-pcie", dataset=None, prices=None, fw="hf"):
     m = {"name": "mixtral-8x7b-ft", "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8,
          "ffn_hidden": 14336, "vocab": 32000, "seq_len": 148, "ffn_act": "swiglu",
@@ -53,6 +53,18 @@ check("sparse fits a larger batch than dense", s2["max_batch"] > d2["max_batch"]
 r2 = s2["queries_per_s"] / s1["queries_per_s"]
 r8 = s8["queries_per_s"] / s1["queries_per_s"]
 check("throughput sub-linear in batch", 1 < r2 < 2 and r2 < r8 < 8, f"x{r2:.2f} at 2, x{r8:.2f} at 8")
+# Xia et al. measured x1.9 at batch 2 and x4.8 at batch 8 over batch 1 on
+# Commonsense-15K (A40, sparse; rows X12 / X13): with that dataset's lengths
+# (data/datasets/commonsense15k-xia2024.json, each batch padded to its
+# longest query) within the issue's 15%; every query at the median 79 gives
+# x7.3 at 8
+cs = json.load(open(f"{src}/data/datasets/commonsense15k-xia2024.json"))
+csd = {"queries": 15000, "epochs": 10, "histogram": cs["histogram"]}
+c1, c2, c8 = sim([run(b, dataset=csd) for b in (1, 2, 8)])
+q2 = c2["queries_per_s"] / c1["queries_per_s"]
+q8 = c8["queries_per_s"] / c1["queries_per_s"]
+check("Commonsense-15K: x1.9 at 2 and x4.8 at 8 within 15%",
+      abs(q2 / 1.9 - 1) <= 0.15 and abs(q8 / 4.8 - 1) <= 0.15, f"x{q2:.2f} at 2, x{q8:.2f} at 8")
 # dynamic padding: half the queries 100 tokens, half 300; a batch of 1 pads
 # to 100 or 300 (expected 200), a batch of 4 to 300 unless all four are
 # short (1/16): 300 - 200/16 = 287.5; the memory is set by the longest (300)

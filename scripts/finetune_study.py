@@ -211,6 +211,71 @@ def curves(llmplan, env):
               f"(x{xs / ls:.2f}){ratio}")
 
 
+# Xia et al.'s BlackMamba-630M/2.8B throughputs per batch on Commonsense-15K,
+# queries/s (stsxxx/finetune analytical_model/analytical_throughput/plot.py,
+# "Mamba-CS", A40): dense (8 of 8 experts) batches 1-6, sparse (2 of 8)
+# batches 1-20
+MAMBA_CS = [
+    ("dense", 8, [(1, 2.324241983), (2, 4.435789726), (3, 5.921728955), (4, 6.994841305),
+                  (5, 7.768480633), (6, 7.877675456)]),
+    ("sparse", 2, [(1, 2.40759297), (2, 4.586554241), (3, 6.299510213), (4, 8.12722686),
+                   (5, 9.305433163), (6, 10.46236322), (7, 11.17621879), (8, 12.11379701),
+                   (9, 12.59296758), (10, 12.89725147), (11, 13.31887791), (12, 13.67491446),
+                   (13, 13.82070674), (14, 14.1110796), (15, 14.02404563), (16, 14.08680855),
+                   (17, 14.40473858), (18, 14.85546377), (19, 14.853169), (20, 14.87415719)]),
+]
+
+
+def blackmamba(system, top_k, batch, dist):
+    """BlackMamba fully fine-tuned as scripts/validate's row X14 runs it: the
+    preset, untied output layer (Xia's loader clones the embedding), its
+    SwitchMLP loop (moe_impl "switch")."""
+    with open(os.path.join(ROOT, "data", "models", "blackmamba-630m-2.8b.json")) as f:
+        bm = json.load(f)
+    bm["moe"]["top_k"] = top_k
+    bm["tied_embeddings"] = False
+    return {"model": bm, "system": system, "framework": {"name": "hf", "moe_impl": "switch"},
+            "parallel": {"micro_batch": batch},
+            "training": {"global_batch": batch, "dataset": dict({"queries": 1000}, **dist)}}
+
+
+def mamba_curves(llmplan, env):
+    """BlackMamba's step time per batch on the A40 against Xia's, every query
+    at the median 79 and each batch padded to its longest (Commonsense-15K's
+    lengths). A batch is infeasible when the batch holding the longest query
+    does not fit (llmplan's memory rule); Xia's 1000-query runs may never have
+    drawn it."""
+    dists = [{"median_len": 79}, shape(79)]
+    runs = [blackmamba("a40-8x-pcie", k, b, d) for d in dists for _, k, pts in MAMBA_CS
+            for b, _ in pts]
+    p = subprocess.run([llmplan, "simulate", "--batch", "-"],
+                       input="\n".join(json.dumps(r) for r in runs) + "\n",
+                       capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        sys.exit(p.stderr)
+    res = iter(json.loads(x) for x in p.stdout.splitlines())
+    print("\nBlackMamba-630M/2.8B full fine-tuning on the A40, Commonsense-15K (Xia's Mamba-CS "
+          "points): step s, Xia / llmplan (- where the batch holding the longest query does "
+          "not fit)")
+    for label in ("every query at the median 79", "each batch padded to its longest "
+                  "(data/datasets/commonsense15k-xia2024.json)"):
+        print(label)
+        for name, _, pts in MAMBA_CS:
+            cells, xs, xia, lp = [], [], [], []
+            for b, q in pts:
+                r = next(res)
+                t = r["iteration_time_s"] if r.get("feasible") else None
+                cells.append(f"{b}:{b / q:.2f}/" + (f"{t:.2f}" if t else "-"))
+                if t:
+                    xs.append(b)
+                    xia.append(b / q)
+                    lp.append(t)
+            print(f"  {name:<6} " + " ".join(cells))
+            (xa, xb), (la, lb) = line_fit(xs, xia), line_fit(xs, lp)
+            print(f"  {'':<6} fixed + per query over the feasible batches: Xia {xa:.3f} + "
+                  f"{1e3 * xb:.1f} ms b, llmplan {la:.3f} + {1e3 * lb:.1f} ms b")
+
+
 def ops(llmplan, env):
     """Per decoder layer and pass, llmplan's operator classes (layer_ops_s)
     on the A40 at batch 1, 2, 4, 8, every query at the median 148 and each
@@ -309,6 +374,7 @@ def main():
               f"{r['max_batch']:>11}")
     if a.curves:
         curves(os.path.join(a.build, "search", "llmplan"), env)
+        mamba_curves(os.path.join(a.build, "search", "llmplan"), env)
     if a.ops:
         ops(os.path.join(a.build, "search", "llmplan"), env)
 

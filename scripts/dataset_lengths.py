@@ -3,7 +3,7 @@
 training.dataset histogram (docs/simulator.md, "Dataset-shaped fine-tuning").
 
 usage: scripts/dataset_lengths.py SOURCE [SOURCE ...] --fields question,answer
-           --median-tokens 148 [--pad 8] [--source TEXT] [-o OUT.json]
+           (--median-tokens 148 | --tokens) [--pad 8] [--source TEXT] [-o OUT.json]
 
 SOURCE is [FORMAT:]PATH[@COUNT] ("-" as PATH: stdin). FORMAT is
   json       (the default) one query per line (JSON Lines), or a JSON array of
@@ -25,13 +25,15 @@ share. Without @COUNT every query weighs 1.
 A query's length is the characters of the named fields together. Without a
 tokenizer the lengths are scaled so that their (weighted) median is
 --median-tokens (the median a paper states in tokens): an assumption that
-tokens per character are the same for every query of the dataset. Each query
+tokens per character are the same for every query of the dataset. With
+--tokens the fields already hold tokens (a count, or a list of token ids as
+a tokenizer writes input_ids) and are summed unscaled. Each query
 is rounded up to a multiple of --pad tokens (LLaMA-Factory's collator pads to
 a multiple of 8); at most 32 bins (LP_DATASET_BINS) are kept by merging the
 neighbours that move the expected padded length of a batch of 1-32 least.
-The output is {"source", "queries", "median_len", "median_chars",
-"histogram": [[len, fraction], ...]}: pass its "histogram" (and "source") as
-training.dataset.
+The output is {"source", "queries", "median_len", "median_chars" (not with
+--tokens), "histogram": [[len, fraction], ...]}: pass its "histogram" (and
+"source") as training.dataset.
 """
 import argparse
 import json
@@ -109,8 +111,20 @@ def hellaswag_queries(name, text):
     return out
 
 
-def lengths(spec, fields):
-    """(characters, weight) of every query of one SOURCE."""
+def field_len(v, tokens):
+    """A field's length: its characters, or with tokens its token count (an
+    integer) or the length of its list of token ids; None if it is neither."""
+    if not tokens:
+        return len(str(v))
+    if isinstance(v, list):
+        return len(v)
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return v
+    return None
+
+
+def lengths(spec, fields, tokens=False):
+    """(characters or tokens, weight) of every query of one SOURCE."""
     fmt, path, count = parse_source(spec)
     if path == "-":
         text = sys.stdin.read()
@@ -125,7 +139,12 @@ def lengths(spec, fields):
     for where, d in queries:
         if not isinstance(d, dict) or any(f not in d for f in fields):
             sys.exit(f"dataset_lengths: {where}: expected a JSON object with {fields}")
-        out.append(sum(len(str(d[f])) for f in fields))
+        n = [field_len(d[f], tokens) for f in fields]
+        if None in n:
+            f = fields[n.index(None)]
+            sys.exit(f"dataset_lengths: {where}: field '{f}': expected a token count or a list "
+                     f"of token ids (--tokens), got {type(d[f]).__name__}")
+        out.append(sum(n))
     if not out:
         sys.exit(f"dataset_lengths: {path}: no queries")
     w = count / len(out) if count else 1.0
@@ -161,12 +180,13 @@ def median(weighted):
 
 
 def histogram(weighted, median_tokens, pad):
-    """Lengths in tokens, each rounded up to a multiple of pad (the collator's
-    pad_to_multiple_of); while there are more than MAX_BINS lengths, the two
-    neighbours whose merging (into the longer one) raises the expected padded
-    length of the BATCHES least are merged."""
+    """Lengths in tokens (characters scaled to median_tokens; as they are
+    when median_tokens is None), each rounded up to a multiple of pad (the
+    collator's pad_to_multiple_of); while there are more than MAX_BINS
+    lengths, the two neighbours whose merging (into the longer one) raises the
+    expected padded length of the BATCHES least are merged."""
     med = median(weighted)
-    scale = median_tokens / med
+    scale = median_tokens / med if median_tokens is not None else 1.0
     n = sum(w for _, w in weighted)
     counts = {}
     for c, w in weighted:
@@ -192,19 +212,27 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("sources", nargs="+", metavar="SOURCE", help="[FORMAT:]PATH[@COUNT]")
     ap.add_argument("--fields", required=True, help="comma-separated fields of each query")
-    ap.add_argument("--median-tokens", type=float, required=True)
+    ap.add_argument("--median-tokens", type=float, help="the median in tokens the "
+                    "characters are scaled to")
+    ap.add_argument("--tokens", action="store_true",
+                    help="the fields hold tokens (a count or a list of token ids): no scaling")
     ap.add_argument("--pad", type=int, default=8)
     ap.add_argument("--source", default="")
     ap.add_argument("-o", "--out")
     a = ap.parse_args()
     if sum(parse_source(s)[1] == "-" for s in a.sources) > 1:
         ap.error("standard input can be read once")
+    if a.tokens == (a.median_tokens is not None):
+        ap.error("give one of --median-tokens (lengths in characters) and --tokens")
     weighted = []
     for spec in a.sources:
-        weighted += lengths(spec, a.fields.split(","))
+        weighted += lengths(spec, a.fields.split(","), a.tokens)
     hist, med = histogram(weighted, a.median_tokens, a.pad)
-    doc = {"source": a.source, "queries": len(weighted), "median_len": a.median_tokens,
-           "median_chars": med, "histogram": hist}
+    doc = {"source": a.source, "queries": len(weighted),
+           "median_len": float(med) if a.tokens else a.median_tokens, "median_chars": med,
+           "histogram": hist}
+    if a.tokens:
+        del doc["median_chars"]
     text = json.dumps(doc, indent=1) + "\n"
     if a.out:  # atomically: temp + rename
         tmp = a.out + ".tmp"

@@ -117,6 +117,28 @@ check("a bad HellaSwag label is refused with its line", p.returncode != 0
 p = subprocess.run([sys.executable, tool, arr + "@0", "--fields", "q", "--median-tokens", "10"],
                    capture_output=True, text=True)
 check("@0 is refused", p.returncode != 0 and "@COUNT" in p.stderr, p.stderr.strip()[:120])
+# tokens as a tokenizer wrote them (--tokens): a list of ids and a count
+# summed unscaled, padded to 8: 5 + 3 = 8, 20 + 0 = 20 -> 24, 1 + 9 = 10 -> 16;
+# the median 10 tokens; with --median-tokens too, or a field that is text,
+# refused
+tok = d + "/tok.jsonl"
+with open(tok, "w") as f:
+    for ids, extra in ((5, 3), (20, 0), (1, 9)):
+        f.write(json.dumps({"input_ids": list(range(ids)), "n": extra}) + "\n")
+p = subprocess.run([sys.executable, tool, tok, "--fields", "input_ids,n", "--tokens"],
+                   capture_output=True, text=True)
+doc = json.loads(p.stdout) if p.returncode == 0 else {}
+check("token counts summed unscaled",
+      doc.get("histogram") == [[8, 0.333333], [16, 0.333333], [24, 0.333334]]
+      and doc.get("median_len") == 10 and "median_chars" not in doc,
+      f"{doc.get('histogram')} median {doc.get('median_len')} {p.stderr.strip()[:80]}")
+p = subprocess.run([sys.executable, tool, tok, "--fields", "input_ids", "--tokens",
+                    "--median-tokens", "3"], capture_output=True, text=True)
+check("--tokens with --median-tokens is refused", p.returncode == 2, p.stderr.strip()[-80:])
+p = subprocess.run([sys.executable, tool, "-", "--fields", "q", "--tokens"], input=rows[0],
+                   capture_output=True, text=True)
+check("--tokens on a text field is refused with its name", p.returncode == 1
+      and "field 'q'" in p.stderr, p.stderr.strip()[:120])
 # Commonsense-15K as shipped (data/datasets/commonsense15k-xia2024.json):
 # its median bin is the paper's 79 tokens padded to 8, and its source names
 # the command that made it

@@ -5,7 +5,9 @@ training.dataset histogram (docs/simulator.md, "Dataset-shaped fine-tuning").
 usage: scripts/dataset_lengths.py SOURCE [SOURCE ...] --fields question,answer
            (--median-tokens 148 | --tokens) [--pad 8] [--source TEXT] [-o OUT.json]
 
-SOURCE is [FORMAT:]PATH[@COUNT] ("-" as PATH: stdin). FORMAT is
+SOURCE is [FORMAT:]PATH[@COUNT] ("-" as PATH: standard input, "json:-@COUNT"
+with a count; a PATH that itself ends in "@" and digits must be given with
+its @COUNT). FORMAT is
   json       (the default) one query per line (JSON Lines), or a JSON array of
              queries (a file whose first character is "["), each an object
              holding the --fields;
@@ -14,7 +16,9 @@ SOURCE is [FORMAT:]PATH[@COUNT] ("-" as PATH: stdin). FORMAT is
              label 0-3, the four endings), each task rendered as LLM-Adapters'
              commonsense prompt (its dataset/hellaswag/*.json): an
              "instruction" holding the sentence, the four endings and the
-             answer format, and an "output" naming the gold ending.
+             answer format, and an "output" naming the gold ending. That
+             text's extractor removed the WikiHow tags ([header], [title],
+             [step], [substeps]) which LLM-Adapters' files keep.
 A dataset mixed from several sources (LLM-Adapters' commonsense_170k, and its
 15k sample, hold eight tasks' training sets) takes each source with @COUNT,
 the number of queries that source gives the dataset: each of its queries then
@@ -22,7 +26,8 @@ weighs COUNT / (queries in the file), so a source read from another split (a
 test or validation set where the training set is not at hand) keeps its
 share. Without @COUNT every query weighs 1.
 
-A query's length is the characters of the named fields together. Without a
+Files are read as UTF-8. A query's length is the characters of the named
+fields together. Without a
 tokenizer the lengths are scaled so that their (weighted) median is
 --median-tokens (the median a paper states in tokens): an assumption that
 tokens per character are the same for every query of the dataset. With
@@ -31,15 +36,19 @@ a tokenizer writes input_ids) and are summed unscaled. Each query
 is rounded up to a multiple of --pad tokens (LLaMA-Factory's collator pads to
 a multiple of 8); at most 32 bins (LP_DATASET_BINS) are kept by merging the
 neighbours that move the expected padded length of a batch of 1-32 least.
-The output is {"source", "queries", "median_len", "median_chars" (not with
---tokens), "histogram": [[len, fraction], ...]}: pass its "histogram" (and
-"source") as training.dataset.
+The output is {"source", "queries" (the queries read), "median_len",
+"median_chars" (not with --tokens), "histogram": [[len, fraction], ...]}
+(fractions to 6 digits, the largest bin taking the rounding): pass its
+"histogram" (and "source") as training.dataset.
 """
 import argparse
 import json
 import math
 import os
+import re
 import sys
+import tempfile
+from fractions import Fraction
 
 MAX_BINS = 32  # include/llmplan/config.h LP_DATASET_BINS
 FORMATS = ("json", "hellaswag")
@@ -52,9 +61,9 @@ def parse_source(spec):
     if sep and head in FORMATS:
         fmt, path = head, rest
     count = None
-    base, at, tail = path.rpartition("@")
-    if at and tail.isdigit():
-        path, count = base, int(tail)
+    m = re.fullmatch(r"(.*)@(-?[0-9]+)", path, re.S)
+    if m:
+        path, count = m.group(1), int(m.group(2))
         if count <= 0:
             sys.exit(f"dataset_lengths: {spec}: @COUNT must be a positive number of queries")
     if not path:
@@ -117,7 +126,8 @@ def field_len(v, tokens):
     if not tokens:
         return len(str(v))
     if isinstance(v, list):
-        return len(v)
+        ok = all(isinstance(x, int) and not isinstance(x, bool) for x in v)
+        return len(v) if ok else None
     if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
         return v
     return None
@@ -126,28 +136,34 @@ def field_len(v, tokens):
 def lengths(spec, fields, tokens=False):
     """(characters or tokens, weight) of every query of one SOURCE."""
     fmt, path, count = parse_source(spec)
-    if path == "-":
-        text = sys.stdin.read()
-    else:
-        try:
-            with open(path, encoding="utf-8") as f:
+    try:
+        if path == "-":
+            text = sys.stdin.buffer.read().decode("utf-8-sig")
+        else:
+            with open(path, encoding="utf-8-sig") as f:
                 text = f.read()
-        except OSError as e:
-            sys.exit(f"dataset_lengths: {path}: {e.strerror}")
+    except OSError as e:
+        sys.exit(f"dataset_lengths: {path}: {e.strerror}")
+    except UnicodeDecodeError as e:
+        sys.exit(f"dataset_lengths: {path}: expected UTF-8 text ({e.reason} at byte {e.start})")
     queries = (hellaswag_queries if fmt == "hellaswag" else json_queries)(path, text)
     out = []
     for where, d in queries:
-        if not isinstance(d, dict) or any(f not in d for f in fields):
+        if not isinstance(d, dict):
             sys.exit(f"dataset_lengths: {where}: expected a JSON object with {fields}")
+        missing = [f for f in fields if f not in d]
+        if missing:
+            sys.exit(f"dataset_lengths: {where}: key '{missing[0]}': expected the field, "
+                     f"absent (fields: {fields})")
         n = [field_len(d[f], tokens) for f in fields]
         if None in n:
             f = fields[n.index(None)]
             sys.exit(f"dataset_lengths: {where}: field '{f}': expected a token count or a list "
-                     f"of token ids (--tokens), got {type(d[f]).__name__}")
+                     f"of integer token ids (--tokens), got {type(d[f]).__name__}")
         out.append(sum(n))
     if not out:
         sys.exit(f"dataset_lengths: {path}: no queries")
-    w = count / len(out) if count else 1.0
+    w = Fraction(count, len(out)) if count else Fraction(1)
     return [(c, w) for c in out]
 
 
@@ -157,26 +173,27 @@ BATCHES = (1, 2, 4, 8, 16, 32)  # the batches whose padded length the merge keep
 def padded(bins, n, b):
     """Expected longest of b queries (docs/simulator.md, lp_dataset_batch_len)."""
     e = F = 0.0
-    for t, c in bins:
+    for t, c, *_ in bins:
         e += t * ((F + c / n) ** b - F ** b)
         F += c / n
     return e
 
 
 def median(weighted):
-    """The median characters: the middle query (the mean of the two middle
-    ones for an even count) when every query weighs the same, else the
-    shortest length at which the weight below reaches half."""
-    s = sorted(weighted)
-    if len({w for _, w in s}) == 1:
-        n = len(s)
-        return s[n // 2][0] if n % 2 else 0.5 * (s[n // 2 - 1][0] + s[n // 2][0])
-    half, acc = 0.5 * sum(w for _, w in s), 0.0
-    for c, w in s:
-        acc += w
+    """The weighted median length: the shortest length at which the weight
+    up to it reaches half, or the mean of it and the next length when it
+    reaches exactly half (the two middle queries of an even count of equal
+    weights). Weights are exact fractions: no rounding moves it."""
+    per = {}
+    for c, w in weighted:
+        per[c] = per.get(c, 0) + w
+    lens = sorted(per)
+    half, acc = sum(per.values()) / 2, Fraction(0)
+    for i, c in enumerate(lens):
+        acc += per[c]
         if acc >= half:
-            return c
-    return s[-1][0]
+            return 0.5 * (c + lens[i + 1]) if acc == half and i + 1 < len(lens) else c
+    return lens[-1]
 
 
 def histogram(weighted, median_tokens, pad):
@@ -186,25 +203,32 @@ def histogram(weighted, median_tokens, pad):
     lengths, the two neighbours whose merging (into the longer one) raises the
     expected padded length of the BATCHES least are merged."""
     med = median(weighted)
+    if not med > 0:
+        sys.exit("dataset_lengths: the median length is 0: expected fields that hold text")
     scale = median_tokens / med if median_tokens is not None else 1.0
-    n = sum(w for _, w in weighted)
+    n = sum(w for _, w in weighted)  # exact
     counts = {}
     for c, w in weighted:
         t = int(math.ceil(c * scale / pad)) * pad
         counts[t] = counts.get(t, 0) + w
-    bins = [[t, counts[t]] for t in sorted(counts)]
+    # [length, weight as a float (the merge's arithmetic), exact weight]
+    bins = [[t, float(counts[t]), counts[t]] for t in sorted(counts)]
+    nf = float(n)
     while len(bins) > MAX_BINS:
-        base = sum(padded(bins, n, b) for b in BATCHES)
+        base = sum(padded(bins, nf, b) for b in BATCHES)
         best = None
         for i in range(len(bins) - 1):
-            m = bins[:i] + [[bins[i + 1][0], bins[i][1] + bins[i + 1][1]]] + bins[i + 2:]
-            cost = sum(padded(m, n, b) for b in BATCHES) - base
+            m = bins[:i] + [[bins[i + 1][0], bins[i][1] + bins[i + 1][1],
+                             bins[i][2] + bins[i + 1][2]]] + bins[i + 2:]
+            cost = sum(padded(m, nf, b) for b in BATCHES) - base
             if best is None or cost < best[0]:
                 best = (cost, m)
         bins = best[1]
-    # fractions rounded to 6 digits, the last bin takes the rest so they sum to 1
-    out = [[t, round(c / n, 6)] for t, c in bins]
-    out[-1][1] = round(1.0 - sum(f for _, f in out[:-1]), 6)
+    # fractions rounded to 6 digits; the largest bin takes the rounding so
+    # that they sum to 1 (no bin can turn negative)
+    out = [[t, round(float(e / n), 6)] for t, _, e in bins]
+    big = max(range(len(out)), key=lambda i: out[i][1])
+    out[big][1] = round(1.0 - sum(f for i, (_, f) in enumerate(out) if i != big), 6)
     return out, med
 
 
@@ -216,7 +240,7 @@ def main():
                     "characters are scaled to")
     ap.add_argument("--tokens", action="store_true",
                     help="the fields hold tokens (a count or a list of token ids): no scaling")
-    ap.add_argument("--pad", type=int, default=8)
+    ap.add_argument("--pad", type=int, default=8, help="pad to a multiple of this (>= 1)")
     ap.add_argument("--source", default="")
     ap.add_argument("-o", "--out")
     a = ap.parse_args()
@@ -224,6 +248,8 @@ def main():
         ap.error("standard input can be read once")
     if a.tokens == (a.median_tokens is not None):
         ap.error("give one of --median-tokens (lengths in characters) and --tokens")
+    if a.pad < 1 or (a.median_tokens is not None and not a.median_tokens > 0):
+        ap.error("--pad and --median-tokens must be positive")
     weighted = []
     for spec in a.sources:
         weighted += lengths(spec, a.fields.split(","), a.tokens)
@@ -234,11 +260,21 @@ def main():
     if a.tokens:
         del doc["median_chars"]
     text = json.dumps(doc, indent=1) + "\n"
-    if a.out:  # atomically: temp + rename
-        tmp = a.out + ".tmp"
-        with open(tmp, "w") as o:
-            o.write(text)
-        os.replace(tmp, a.out)
+    if a.out:  # atomically: a temporary file beside it, renamed over it
+        tmp = None
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=".dataset_lengths.",
+                                       dir=os.path.dirname(os.path.abspath(a.out)))
+            with os.fdopen(fd, "w") as o:
+                o.write(text)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 made what open() would
+            os.replace(tmp, a.out)
+        except OSError as e:
+            if tmp and os.path.exists(tmp):
+                os.unlink(tmp)
+            sys.exit(f"dataset_lengths: {a.out}: {e.strerror}")
     else:
         sys.stdout.write(text)
 

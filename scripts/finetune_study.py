@@ -44,11 +44,11 @@ def gsm8k():
 COMMONSENSE = os.path.join(ROOT, "data", "datasets", "commonsense15k-xia2024.json")
 
 
-def shape(median):
-    """The length distribution of a series: Commonsense-15K's own for its
-    median 79, else GSM8K's scaled to the series' median (MATH's
+def shape(median, commonsense=False):
+    """The length distribution of a series: Commonsense-15K's own for a
+    Commonsense series, else GSM8K's scaled to the series' median (MATH's
     math_14k.json is not readable)."""
-    if median == 79:
+    if commonsense:
         with open(COMMONSENSE) as f:
             return {"histogram": json.load(f)["histogram"],
                     "source": "data/datasets/commonsense15k-xia2024.json"}
@@ -133,10 +133,10 @@ def curves(llmplan, env):
     length a batch would need for llmplan to take Xia's time at the largest
     batch (llmplan pads each batch to its longest query: dataset histogram)."""
     runs, pads, dist = [], [], []
-    for _, s, med, pts in XIA_CURVES:
+    for name, s, med, pts in XIA_CURVES:
         runs += [run(s, b, None, med) for b, _ in pts]
         pads += [run(s, pts[-1][0], None, L, pad=1) for L in PAD_GRID]
-        dist += [run(s, b, None, dist=shape(med)) for b, _ in pts]
+        dist += [run(s, b, None, dist=shape(med, name.endswith(" CS"))) for b, _ in pts]
     p = subprocess.run([llmplan, "simulate", "--batch", "-"],
                        input="\n".join(json.dumps(r) for r in runs + pads + dist) + "\n",
                        capture_output=True, text=True, env=env)
@@ -245,7 +245,7 @@ def mamba_curves(llmplan, env):
     lengths). A batch is infeasible when the batch holding the longest query
     does not fit (llmplan's memory rule); Xia's 1000-query runs may never have
     drawn it."""
-    dists = [{"median_len": 79}, shape(79)]
+    dists = [{"median_len": 79}, shape(79, commonsense=True)]
     runs = [blackmamba("a40-8x-pcie", k, b, d) for d in dists for _, k, pts in MAMBA_CS
             for b, _ in pts]
     p = subprocess.run([llmplan, "simulate", "--batch", "-"],
@@ -254,6 +254,7 @@ def mamba_curves(llmplan, env):
     if p.returncode != 0:
         sys.exit(p.stderr)
     res = iter(json.loads(x) for x in p.stdout.splitlines())
+    per_token = []
     print("\nBlackMamba-630M/2.8B full fine-tuning on the A40, Commonsense-15K (Xia's Mamba-CS "
           "points): step s, Xia / llmplan (- where the batch holding the longest query does "
           "not fit)")
@@ -261,7 +262,7 @@ def mamba_curves(llmplan, env):
                   "(data/datasets/commonsense15k-xia2024.json)"):
         print(label)
         for name, _, pts in MAMBA_CS:
-            cells, xs, xia, lp = [], [], [], []
+            cells, xs, xia, lp, toks = [], [], [], [], []
             for b, q in pts:
                 r = next(res)
                 t = r["iteration_time_s"] if r.get("feasible") else None
@@ -270,10 +271,19 @@ def mamba_curves(llmplan, env):
                     xs.append(b)
                     xia.append(b / q)
                     lp.append(t)
+                    toks.append(b * r["seq_len"])
             print(f"  {name:<6} " + " ".join(cells))
             (xa, xb), (la, lb) = line_fit(xs, xia), line_fit(xs, lp)
-            print(f"  {'':<6} fixed + per query over the feasible batches: Xia {xa:.3f} + "
-                  f"{1e3 * xb:.1f} ms b, llmplan {la:.3f} + {1e3 * lb:.1f} ms b")
+            print(f"  {'':<6} fixed + per query over the feasible batches ({xs[0]}-{xs[-1]}): "
+                  f"Xia {xa:.3f} + {1e3 * xb:.1f} ms b, llmplan {la:.3f} + {1e3 * lb:.1f} ms b")
+            if label.startswith("each"):
+                per_token.append((name, xs, line_fit(toks, xia)[1], line_fit(toks, lp)[1]))
+    # against the padded tokens of each batch (b x llmplan's expected longest
+    # of b, the same lengths for both): the batches' ranges no longer matter
+    print("per padded token of the batch, ms (the same feasible batches):")
+    for name, xs, xk, lk in per_token:
+        print(f"  {name:<6} batches {xs[0]}-{xs[-1]}: Xia {1e3 * xk:.3f}, llmplan {1e3 * lk:.3f} "
+              f"(x{xk / lk:.2f})")
 
 
 def ops(llmplan, env):

@@ -117,6 +117,61 @@ check("a bad HellaSwag label is refused with its line", p.returncode != 0
 p = subprocess.run([sys.executable, tool, arr + "@0", "--fields", "q", "--median-tokens", "10"],
                    capture_output=True, text=True)
 check("@0 is refused", p.returncode != 0 and "@COUNT" in p.stderr, p.stderr.strip()[:120])
+# the median by exact weights: ten 100-character queries @1 beside one of
+# 300 @1 (ten weights of 1/10 against 1) is an exact half: the mean of the
+# two lengths, 200 (summed in floats the ten fall short of half: 300); a
+# 50/50 split of 100 and 300 gives 200 too, with equal weights (4 queries)
+# or not (one @1 and three @1)
+def med_of(srcs):
+    p = subprocess.run([sys.executable, tool, *srcs, "--fields", "q", "--median-tokens", "8",
+                        "--pad", "1"], capture_output=True, text=True)
+    return json.loads(p.stdout)["median_chars"] if p.returncode == 0 else p.stderr.strip()
+def jl(name, ns):
+    path = f"{d}/{name}.jsonl"
+    with open(path, "w") as f:
+        f.write("".join(json.dumps({"q": "x" * n}) + "\n" for n in ns))
+    return path
+tens, one = jl("tens", [100] * 10), jl("one300", [300])
+check("weighted median exact (ten @1 beside one @1)", med_of([tens + "@1", one + "@1"]) == 200,
+      str(med_of([tens + "@1", one + "@1"])))
+even = jl("even", [100, 100, 300, 300])
+three = jl("three300", [300] * 3)
+one100 = jl("one100", [100])
+check("an exact half: the mean of the two middle lengths",
+      med_of([even]) == 200 and med_of([one100 + "@1", three + "@1"]) == 200,
+      f"{med_of([even])} / {med_of([one100 + '@1', three + '@1'])}")
+# rounding goes to the largest bin: one query weighing 1/100001 keeps its
+# own rounded fraction (1e-05) and llmplan takes the histogram
+many = jl("many", [100] * 4)
+tiny = jl("tiny", [5000])
+p = subprocess.run([sys.executable, tool, many + "@100000", tiny + "@1", "--fields", "q",
+                    "--median-tokens", "100", "--pad", "1"], capture_output=True, text=True)
+h = json.loads(p.stdout)["histogram"] if p.returncode == 0 else []
+ok = h and min(f for _, f in h) >= 0 and abs(sum(f for _, f in h) - 1) < 1e-9
+r = sim([run(2, {"histogram": h})])[0] if ok else {}
+check("no negative fraction; the largest bin takes the rounding", ok and
+      h[-1] == [5000, 1e-05] and r.get("feasible") is True, f"{h} -> {r.get('seq_len')}")
+# a path with ':' and '@' in its name, standard input with a count, a
+# missing key named, a file that is not UTF-8
+odd = jl("a:b@x", [80])
+p = subprocess.run([sys.executable, tool, odd + "@2", "--fields", "q", "--median-tokens", "80"],
+                   capture_output=True, text=True)
+check("a path with ':' and '@'", p.returncode == 0 and json.loads(p.stdout)["median_chars"] == 80,
+      p.stderr.strip()[:100])
+p = subprocess.run([sys.executable, tool, "json:-@3", "--fields", "q", "--median-tokens", "8"],
+                   input=json.dumps({"q": "abcd"}) + "\n", capture_output=True, text=True)
+check("standard input with a count", p.returncode == 0 and json.loads(p.stdout)["queries"] == 1,
+      p.stderr.strip()[:100])
+p = subprocess.run([sys.executable, tool, "-", "--fields", "q,a", "--median-tokens", "8"],
+                   input=json.dumps({"q": "abcd"}) + "\n", capture_output=True, text=True)
+check("a missing field is named", p.returncode == 1 and "key 'a'" in p.stderr,
+      p.stderr.strip()[:100])
+with open(f"{d}/latin1.jsonl", "wb") as f:
+    f.write(b'{"q": "caf\xe9"}\n')
+p = subprocess.run([sys.executable, tool, f"{d}/latin1.jsonl", "--fields", "q",
+                    "--median-tokens", "8"], capture_output=True, text=True)
+check("a file that is not UTF-8 is refused with its name", p.returncode == 1
+      and "latin1.jsonl" in p.stderr and "UTF-8" in p.stderr, p.stderr.strip()[:100])
 # tokens as a tokenizer wrote them (--tokens): a list of ids and a count
 # summed unscaled, padded to 8: 5 + 3 = 8, 20 + 0 = 20 -> 24, 1 + 9 = 10 -> 16;
 # the median 10 tokens; with --median-tokens too, or a field that is text,
@@ -129,7 +184,7 @@ p = subprocess.run([sys.executable, tool, tok, "--fields", "input_ids,n", "--tok
                    capture_output=True, text=True)
 doc = json.loads(p.stdout) if p.returncode == 0 else {}
 check("token counts summed unscaled",
-      doc.get("histogram") == [[8, 0.333333], [16, 0.333333], [24, 0.333334]]
+      doc.get("histogram") == [[8, 0.333334], [16, 0.333333], [24, 0.333333]]
       and doc.get("median_len") == 10 and "median_chars" not in doc,
       f"{doc.get('histogram')} median {doc.get('median_len')} {p.stderr.strip()[:80]}")
 p = subprocess.run([sys.executable, tool, tok, "--fields", "input_ids", "--tokens",

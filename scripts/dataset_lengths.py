@@ -3,7 +3,8 @@
 training.dataset histogram (docs/simulator.md, "Dataset-shaped fine-tuning").
 
 usage: scripts/dataset_lengths.py SOURCE [SOURCE ...] --fields question,answer
-           (--median-tokens 148 | --tokens) [--pad 8] [--source TEXT] [-o OUT.json]
+           (--median-tokens 148 | --tokens) [--cutoff N] [--pad 8] [--source TEXT]
+           [-o OUT.json]
 
 SOURCE is [FORMAT:]PATH[@COUNT] ("-" as PATH: standard input, "json:-@COUNT"
 with a count; a PATH that itself ends in "@" and digits must be given with
@@ -32,7 +33,9 @@ tokenizer the lengths are scaled so that their (weighted) median is
 --median-tokens (the median a paper states in tokens): an assumption that
 tokens per character are the same for every query of the dataset. With
 --tokens the fields already hold tokens (a count, or a list of token ids as
-a tokenizer writes input_ids) and are summed unscaled. Each query
+a tokenizer writes input_ids) and are summed unscaled. --cutoff N truncates
+every query to N tokens first, as LLaMA-Factory's cutoff_len or a tokenizer's
+max_length with truncation do (the median is the dataset's, before it). Each query
 is rounded up to a multiple of --pad tokens (LLaMA-Factory's collator pads to
 a multiple of 8); at most 32 bins (LP_DATASET_BINS) are kept by merging the
 neighbours that move the expected padded length of a batch of 1-32 least.
@@ -196,7 +199,7 @@ def median(weighted):
     return lens[-1]
 
 
-def histogram(weighted, median_tokens, pad):
+def histogram(weighted, median_tokens, pad, cutoff=None):
     """Lengths in tokens (characters scaled to median_tokens; as they are
     when median_tokens is None), each rounded up to a multiple of pad (the
     collator's pad_to_multiple_of); while there are more than MAX_BINS
@@ -209,7 +212,8 @@ def histogram(weighted, median_tokens, pad):
     n = sum(w for _, w in weighted)  # exact
     counts = {}
     for c, w in weighted:
-        t = int(math.ceil(c * scale / pad)) * pad
+        x = c * scale if cutoff is None else min(c * scale, cutoff)
+        t = int(math.ceil(x / pad)) * pad
         counts[t] = counts.get(t, 0) + w
     # [length, weight as a float (the merge's arithmetic), exact weight]
     bins = [[t, float(counts[t]), counts[t]] for t in sorted(counts)]
@@ -240,6 +244,7 @@ def main():
                     "characters are scaled to")
     ap.add_argument("--tokens", action="store_true",
                     help="the fields hold tokens (a count or a list of token ids): no scaling")
+    ap.add_argument("--cutoff", type=int, help="truncate every query to this many tokens")
     ap.add_argument("--pad", type=int, default=8, help="pad to a multiple of this (>= 1)")
     ap.add_argument("--source", default="")
     ap.add_argument("-o", "--out")
@@ -248,12 +253,13 @@ def main():
         ap.error("standard input can be read once")
     if a.tokens == (a.median_tokens is not None):
         ap.error("give one of --median-tokens (lengths in characters) and --tokens")
-    if a.pad < 1 or (a.median_tokens is not None and not a.median_tokens > 0):
-        ap.error("--pad and --median-tokens must be positive")
+    if a.pad < 1 or (a.median_tokens is not None and not a.median_tokens > 0) or (
+            a.cutoff is not None and a.cutoff < 1):
+        ap.error("--pad, --median-tokens and --cutoff must be positive")
     weighted = []
     for spec in a.sources:
         weighted += lengths(spec, a.fields.split(","), a.tokens)
-    hist, med = histogram(weighted, a.median_tokens, a.pad)
+    hist, med = histogram(weighted, a.median_tokens, a.pad, a.cutoff)
     doc = {"source": a.source, "queries": len(weighted),
            "median_len": float(med) if a.tokens else a.median_tokens, "median_chars": med,
            "histogram": hist}

@@ -151,6 +151,11 @@ ok = h and min(f for _, f in h) >= 0 and abs(sum(f for _, f in h) - 1) < 1e-9
 r = sim([run(2, {"histogram": h})])[0] if ok else {}
 check("no negative fraction; the largest bin takes the rounding", ok and
       h[-1] == [5000, 1e-05] and r.get("feasible") is True, f"{h} -> {r.get('seq_len')}")
+# --cutoff truncates before padding: the five queries of 40-397 characters
+# at scale 1, cut at 100 tokens: 40, 80, 80, 100, 100 (padded to 8: 104)
+p = lengths(rows, "--fields", "q,a", "--median-tokens", "80", "--cutoff", "100")
+h5 = json.loads(p.stdout)["histogram"] if p.returncode == 0 else None
+check("--cutoff truncates, then pads", h5 == [[40, 0.2], [80, 0.4], [104, 0.4]], str(h5))
 # a path with ':' and '@' in its name, standard input with a count, a
 # missing key named, a file that is not UTF-8
 odd = jl("a:b@x", [80])

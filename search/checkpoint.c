@@ -21,7 +21,7 @@
 
 #define CK_MAGIC "LPCKPT1"
 #define CK_VERSION                                                                                 \
-    13 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                       \
+    14 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                       \
         * optional objectives, the run dimensions and their columns (#17);                         \
         * 6: framework option fused_softmax; 7: tp_async_dgrad, train_metrics;                     \
         * 8: training.dataset.max_len (#14), the --prune counters (#20);                           \
@@ -29,7 +29,8 @@
         * walk skips hybrid_shard outside fsdp and fsdp's gaps); 11: system                        \
         * segment_gpus, fw mcore_buckets and dispatcher_sms, training's bf16                       \
         * layers and module_prec (stop 32); 12: framework option fused_mlp                         \
-        * (stop 33); 13: framework option ckpt_early_stop (stop 34) */
+        * (stop 33); 13: framework option ckpt_early_stop (stop 34); 14:                           \
+        * training.dataset.batching and pack_len (#14, stop 37) */
 
 struct ck_header {
     char magic[8];

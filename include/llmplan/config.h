@@ -498,6 +498,25 @@ enum lp_attention {
 };
 
 #define LP_DATASET_BINS 32
+/* How a fine-tuning batch is made of its dataset's queries
+ * (training.dataset.batching):
+ *  - LONGEST: b queries drawn at random, padded to the longest of them
+ *    (DataCollatorForSeq2Seq / DataCollatorWithPadding, padding=True);
+ *  - GROUPED: Hugging Face Trainer's group_by_length (LengthGroupedSampler):
+ *    megabatches of mult x b random queries (mult = min(queries / 4b, 50),
+ *    at least 1) sorted by length, each batch b neighbours of one, padded to
+ *    its longest;
+ *  - PACKED: queries concatenated into rows of pack_len tokens (TRL's
+ *    packing, LLaMA-Factory's --packing): no padding, pack_len / mean
+ *    length queries per row, attention over the whole row (no per-query
+ *    mask). */
+enum lp_batching {
+    LP_BATCHING_LONGEST,
+    LP_BATCHING_GROUPED,
+    LP_BATCHING_PACKED,
+    LP_BATCHING_COUNT
+};
+const char *lp_batching_name(enum lp_batching b);
 
 struct lp_training {
     int64_t global_batch; /* sequences per iteration */
@@ -528,13 +547,16 @@ struct lp_training {
     double lora_dropout; /* PEFT lora_dropout: > 0 adds a dropout kernel per adapter */
     /* Dataset-shaped fine-tuning (training.dataset): queries of a length
      * distribution (bins of lengths and their fractions), epochs. A batch
-     * is padded to its longest query (dynamic padding); the cost projection
-     * is for queries x epochs. nbins = 0: none (model.seq_len is used). */
+     * is padded to its longest query (dynamic padding), or grouped by
+     * length, or packed (lp_batching); the cost projection is for queries x
+     * epochs. nbins = 0: none (model.seq_len is used). */
     struct lp_dataset {
         double queries, epochs;
         int nbins;
         int pad_multiple;             /* padded lengths round up to this (1 = none) */
         int max_len;                  /* the longest query (tokens; 0: the last bin's) */
+        enum lp_batching batching;    /* how queries become a batch's rows */
+        int pack_len;                 /* LP_BATCHING_PACKED: tokens per row */
         int len[LP_DATASET_BINS];     /* tokens, ascending */
         double frac[LP_DATASET_BINS]; /* fractions of the queries, summing to 1 */
     } dataset;
@@ -610,10 +632,12 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *out
  * price_per_gpu_hour_usd. LP_ENOTFOUND when the system has none such. */
 int lp_system_pick_price(struct lp_system *s, const char *name_or_date);
 
-/* Sequence length of a batch of b queries of the dataset, padded to its
- * longest query: the expected value (worst = false) or the longest
+/* Sequence length of a batch of b queries of the dataset as its batching
+ * makes it (lp_batching): the expected value (worst = false) or the longest
  * (worst = true: the batch that sets the memory). 0 without a dataset. */
 double lp_dataset_batch_len(const struct lp_dataset *d, int b, bool worst);
+/* Queries per row of a batch: pack_len / mean length when packed, else 1. */
+double lp_dataset_queries_per_row(const struct lp_dataset *d);
 
 const char *lp_moe_impl_name(enum lp_moe_impl m);
 const char *lp_ub_rs_name(enum lp_ub_rs m);

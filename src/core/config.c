@@ -141,26 +141,85 @@ int lp_system_pick_price(struct lp_system *s, const char *sel)
     return LP_ENOTFOUND;
 }
 
+const char *lp_batching_name(enum lp_batching b)
+{
+    static const char *const names[LP_BATCHING_COUNT] = {"longest", "grouped", "packed"};
+    return (unsigned)b < LP_BATCHING_COUNT ? names[b] : "?";
+}
+
+/* A length rounded up to the collator's multiple. */
+static double padded_to(const struct lp_dataset *d, double len)
+{
+    const double q = d->pad_multiple > 1 ? d->pad_multiple : 1;
+    return ceil(len / q) * q;
+}
+
+/* The length at the dataset's quantile u (0 < u <= 1): the first bin whose
+ * cumulative fraction reaches u. */
+static double quantile_len(const struct lp_dataset *d, double u)
+{
+    double F = 0;
+    for (int i = 0; i < d->nbins - 1; i++) {
+        F += d->frac[i];
+        if (F >= u) return d->len[i];
+    }
+    return d->len[d->nbins - 1];
+}
+
 /* Dynamic padding (LLaMA-Factory's DataCollatorForSeq2Seq pads a batch to
  * its longest query, rounded up to pad_multiple): the longest of b queries
  * drawn from the length distribution falls in bin i with probability
  * F_i^b - F_{i-1}^b (F: the cumulative fraction), so the expected padded
  * length is the sum of ceil(len_i) times that probability. */
-double lp_dataset_batch_len(const struct lp_dataset *d, int b, bool worst)
+static double longest_len(const struct lp_dataset *d, int b)
 {
-    if (d->nbins <= 0) return 0.0;
-    const double q = d->pad_multiple > 1 ? d->pad_multiple : 1;
-    /* the batch that must fit: its longest query (the dataset's, max_len
-     * when given, e.g. LLaMA-Factory's cutoff_len) and all b padded to it */
-    if (worst) return ceil(fmax(d->len[d->nbins - 1], d->max_len) / q) * q;
     double F = 0, prev = 0, e = 0;
     for (int i = 0; i < d->nbins; i++) {
         F += d->frac[i];
         const double Fb = i == d->nbins - 1 ? 1.0 : pow(fmin(F, 1.0), b);
-        e += ceil(d->len[i] / q) * q * (Fb - prev);
+        e += padded_to(d, d->len[i]) * (Fb - prev);
         prev = Fb;
     }
     return e;
+}
+
+/* Hugging Face Trainer's group_by_length (transformers trainer_pt_utils.py
+ * get_length_grouped_indices, LengthGroupedSampler): megabatches of M =
+ * mult x b random queries, mult = min(queries // (4 b), 50) and at least 1,
+ * each sorted longest first and cut into mult batches of b neighbours. With
+ * mult 1 that is a random batch (longest_len). Else the k-th batch of a
+ * megabatch is padded to the (k b + 1)-th longest of M draws, taken at its
+ * quantile 1 - (k b + 1/2) / M (the order statistic's large-M value); the
+ * expectation is the mean over the mult batches. */
+static double grouped_len(const struct lp_dataset *d, int b)
+{
+    const double mult = fmin(floor(d->queries / (4.0 * b)), 50.0);
+    if (!(mult > 1)) return longest_len(d, b);
+    const int n = (int)mult;
+    const double M = mult * b;
+    double e = 0;
+    for (int k = 0; k < n; k++)
+        e += padded_to(d, quantile_len(d, 1.0 - (k * b + 0.5) / M));
+    return e / n;
+}
+
+double lp_dataset_batch_len(const struct lp_dataset *d, int b, bool worst)
+{
+    if (d->nbins <= 0) return 0.0;
+    if (d->batching == LP_BATCHING_PACKED) return d->pack_len;
+    /* the batch that must fit: its longest query (the dataset's, max_len
+     * when given, e.g. LLaMA-Factory's cutoff_len) and all b padded to it */
+    if (worst) return padded_to(d, fmax(d->len[d->nbins - 1], d->max_len));
+    return d->batching == LP_BATCHING_GROUPED ? grouped_len(d, b) : longest_len(d, b);
+}
+
+double lp_dataset_queries_per_row(const struct lp_dataset *d)
+{
+    if (d->nbins <= 0 || d->batching != LP_BATCHING_PACKED) return 1.0;
+    double mean = 0;
+    for (int i = 0; i < d->nbins; i++)
+        mean += d->len[i] * d->frac[i];
+    return mean > 0 ? d->pack_len / mean : 1.0;
 }
 
 const char *lp_attention_name(bool flash, enum lp_attention a)

@@ -672,7 +672,9 @@ static bool project(const struct lp_sim *s, const struct lp_run *r, struct lp_re
     double tokens = (double)r->train.global_batch * m->seq_len;
     res->feasible = true;
     res->tokens_per_s = tokens / res->iteration_time_s;
-    res->queries_per_s = (double)r->train.global_batch / res->iteration_time_s;
+    /* a packed row holds several queries (lp_dataset_queries_per_row) */
+    res->queries_per_s = (double)r->train.global_batch *
+                         lp_dataset_queries_per_row(&r->train.dataset) / res->iteration_time_s;
     res->seq_len = m->seq_len;
     res->model_flops = model_flops(r, s->kinds_flops);
     res->model_tflops_per_gpu = res->model_flops / (res->iteration_time_s * res->gpus) / 1e12;

@@ -693,7 +693,8 @@ const struct lp_run *lp_sim_dataset_view(const struct lp_run *r, struct lp_run *
 bool lp_sim_batch_padded(const struct lp_run *r)
 {
     const struct lp_dataset *d = &r->train.dataset;
-    if (d->nbins <= 0) return false;
+    /* packed rows are full: no padding, no attention mask */
+    if (d->nbins <= 0 || d->batching == LP_BATCHING_PACKED) return false;
     /* a histogram's bins stand for queries of many lengths (scripts/
      * dataset_lengths.py rounds each up to the multiple): even a batch of
      * one pads */

@@ -328,6 +328,7 @@ NAME_VIEW(dispatcher_n, lp_dispatcher_name, enum lp_dispatcher, LP_DISPATCH_COUN
 NAME_VIEW(xent_n, lp_xent_name, enum lp_xent, LP_XENT_COUNT)
 NAME_VIEW(moe_impl_n, lp_moe_impl_name, enum lp_moe_impl, LP_MOE_IMPL_COUNT)
 NAME_VIEW(ub_rs_n, lp_ub_rs_name, enum lp_ub_rs, LP_UB_RS_COUNT)
+NAME_VIEW(batching_n, lp_batching_name, enum lp_batching, LP_BATCHING_COUNT)
 #undef NAME_VIEW
 /* a name of one of those views: its index */
 static int parse_view(const char *s, int *o, const char *(*names)(int))
@@ -338,6 +339,10 @@ static int parse_view(const char *s, int *o, const char *(*names)(int))
             return LP_OK;
         }
     return LP_EINVAL;
+}
+static int parse_batching(const char *s, int *o)
+{
+    return parse_view(s, o, batching_n); /* the one name table: config.c */
 }
 /* the order of enum lp_attention, then "unfused" (LP_ATTENTION_COUNT) */
 static const char *attention_n(int i)
@@ -1285,14 +1290,21 @@ int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
 }
 
 /* training.dataset: {queries, epochs, median_len | histogram [[len, fraction], ...],
- * pad_multiple, max_len}: a length distribution (bins ascending, fractions
- * summing to 1); a median alone is one bin (every query that long: no
- * padding); max_len, the longest query (at least the last bin), sets the
- * batch that must fit when the distribution does not reach it. */
+ * pad_multiple, max_len, batching, pack_len}: a length distribution (bins
+ * ascending, fractions summing to 1); a median alone is one bin (every query
+ * that long: no padding); max_len, the longest query (at least the last
+ * bin), sets the batch that must fit when the distribution does not reach
+ * it; batching (lp_batching) how queries make a batch, pack_len the row
+ * length of "packed" (and only of it). */
 static int check_max_len(const struct lp_jctx *c, const char *path, const struct lp_dataset *d)
 {
     struct lp_err *err = c->err;
     char kp[300];
+    if ((d->batching == LP_BATCHING_PACKED) != (d->pack_len > 0))
+        LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected %s", c->file,
+                lp_jpath(kp, sizeof(kp), path, "pack_len"),
+                d->pack_len > 0 ? "only with \"batching\": \"packed\""
+                                : "the tokens per row of \"batching\": \"packed\"");
     if (d->max_len > 0 && d->max_len < d->len[d->nbins - 1])
         LP_FAIL(err, LP_EINVAL,
                 "%s: key '%s': expected the longest query, at least the longest length of "
@@ -1305,8 +1317,9 @@ static int check_max_len(const struct lp_jctx *c, const char *path, const struct
 static int parse_dataset(const struct lp_jctx *c, const cJSON *o, const char *path,
                          struct lp_dataset *d)
 {
-    static const char *const keys[] = {"queries", "epochs",       "median_len", "histogram",
-                                       "source",  "pad_multiple", "max_len",    NULL};
+    static const char *const keys[] = {
+        "queries",      "epochs",  "median_len", "histogram", "source",
+        "pad_multiple", "max_len", "batching",   "pack_len",  NULL};
     struct lp_err *err = c->err;
     char kp[300];
     memset(d, 0, sizeof(*d));
@@ -1321,6 +1334,12 @@ static int parse_dataset(const struct lp_jctx *c, const cJSON *o, const char *pa
     d->pad_multiple = 8; /* LLaMA-Factory: DataCollatorForSeq2Seq(pad_to_multiple_of=8) */
     LP_TRY(err, lp_json_int32(c, o, path, "pad_multiple", false, 1, 1 << 16, &d->pad_multiple));
     LP_TRY(err, lp_json_int32(c, o, path, "max_len", false, 1, 1 << 24, &d->max_len));
+    char ex[160];
+    int batching = LP_BATCHING_LONGEST;
+    LP_TRY(err, lp_json_enum(c, o, path, "batching", false, parse_batching,
+                             NAMES_FN(ex, batching_n), &batching));
+    d->batching = (enum lp_batching)batching;
+    LP_TRY(err, lp_json_int32(c, o, path, "pack_len", false, 1, 1 << 24, &d->pack_len));
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(o, "histogram");
     const bool med = cJSON_GetObjectItemCaseSensitive(o, "median_len") != NULL;
     if (med == (h != NULL))

@@ -167,6 +167,9 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
             bad |= !ds || !hist || add_num(ds, "queries", d->queries) ||
                    add_num(ds, "epochs", d->epochs) || add_num(ds, "pad_multiple", d->pad_multiple);
             if (ds && d->max_len > 0) bad |= add_num(ds, "max_len", d->max_len);
+            if (ds && d->batching != LP_BATCHING_LONGEST)
+                bad |= !cJSON_AddStringToObject(ds, "batching", lp_batching_name(d->batching));
+            if (ds && d->pack_len > 0) bad |= add_num(ds, "pack_len", d->pack_len);
             for (int i = 0; hist && i < d->nbins; i++) {
                 const double pair[2] = {d->len[i], d->frac[i]};
                 cJSON *e = cJSON_CreateDoubleArray(pair, 2);

@@ -76,6 +76,28 @@ check("padded length, batch 4", b4["seq_len"] == 288, str(b4["seq_len"]))
 check("memory set by the longest queries",
       abs(b4["memory_per_gpu_gib"] - m300["memory_per_gpu_gib"]) < 1e-9,
       f"{b4['memory_per_gpu_gib']:.3f} GiB")
+# batching "grouped" (Hugging Face Trainer's group_by_length): 1000 queries
+# at batch 4 make megabatches of mult = min(1000 // 16, 50) = 50 batches,
+# M = 200 draws; the k-th batch sits at quantile 1 - (4 k + 1/2) / 200: 300
+# tokens for k = 0..24, 100 for k = 25..49, so 200 on average against the
+# random batch's 288; with 10 queries (mult 0, so 1) a batch is random: 288.
+# batching "packed", pack_len 800: rows of 800 tokens, no padding, 800 / 200
+# = 4 queries per row, and the memory of 800-token rows
+gr, gr10, pk, m800 = sim([run(4, dataset=dict(h, batching="grouped")),
+                          run(4, dataset=dict(h, batching="grouped", queries=10)),
+                          run(4, dataset=dict(h, batching="packed", pack_len=800)),
+                          run(4, dataset={"queries": 1000, "pad_multiple": 1,
+                                          "median_len": 800})])
+check("grouped by length: 200 at 1000 queries, random (288) at 10",
+      gr["seq_len"] == 200 and gr10["seq_len"] == 288, f"{gr['seq_len']} / {gr10['seq_len']}")
+qpr = pk["queries_per_s"] * pk["iteration_time_s"] / 4
+check("packed: 800-token rows of 4 queries", pk["seq_len"] == 800 and abs(qpr - 4) < 1e-9
+      and abs(pk["memory_per_gpu_gib"] - m800["memory_per_gpu_gib"]) < 1e-9,
+      f"{pk['seq_len']} tokens, {qpr:.6f} queries per row")
+check("batching recorded", pk["training_config"]["dataset"].get("batching") == "packed" and
+      pk["training_config"]["dataset"].get("pack_len") == 800 and
+      gr["training_config"]["dataset"].get("batching") == "grouped",
+      str(pk["training_config"]["dataset"].get("batching")))
 # max_len (the longest query, e.g. LLaMA-Factory's cutoff_len): the batch
 # that must fit is padded to it; the time stays that of the distribution
 lm, l148, l1024 = sim([run(4, dataset={"queries": 1000, "median_len": 148, "max_len": 1024}),
@@ -220,6 +242,9 @@ refused(run(1, dataset={"queries": 10, "histogram": [[100, 0.5], [90, 0.5]]}), "
 refused(run(1, dataset={"queries": 10, "histogram": [[100, 0.5], [200, 0.2]]}), "summing to 1")
 refused(run(1, dataset={"queries": 10}), "median_len")
 refused(run(1, dataset={"queries": 10, "median_len": 148, "max_len": 100}), "max_len")
+refused(run(1, dataset={"queries": 10, "median_len": 148, "batching": "sorted"}), "dataset.batching'")
+refused(run(1, dataset={"queries": 10, "median_len": 148, "batching": "packed"}), "dataset.pack_len'")
+refused(run(1, dataset={"queries": 10, "median_len": 148, "pack_len": 512}), "dataset.pack_len'")
 bad = run(1); bad["framework"] = {"name": "hf", "moe_impl": "loop"}
 refused(bad, "moe_impl")
 bad = run(1); bad["framework"] = {"name": "hf", "ckpt_reentrant": "yes"}

@@ -201,6 +201,7 @@ static const struct entry_field entry_fields[] = {
     EENUM(run.train.attention, LP_ATTENTION_COUNT),
     EENUM(run.train.fp8_scaling, LP_FP8_SCALING_COUNT),
     EENUM(run.train.lora_targets, LP_LORA_TARGETS_COUNT),
+    EENUM(run.train.dataset.batching, LP_BATCHING_COUNT),
     EENUM(run.fw.kind, LP_FW_COUNT),
     EENUM(run.fw.tp_overlap_rs, LP_UB_RS_COUNT),
     EENUM(run.fw.xent, LP_XENT_COUNT),

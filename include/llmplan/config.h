@@ -502,14 +502,14 @@ enum lp_attention {
  * (training.dataset.batching):
  *  - LONGEST: b queries drawn at random, padded to the longest of them
  *    (DataCollatorForSeq2Seq / DataCollatorWithPadding, padding=True);
- *  - GROUPED: Hugging Face Trainer's group_by_length (LengthGroupedSampler):
- *    megabatches of mult x b random queries (mult = min(queries / 4b, 50),
- *    at least 1) sorted by length, each batch b neighbours of one, padded to
- *    its longest;
- *  - PACKED: queries concatenated into rows of pack_len tokens (TRL's
- *    packing, LLaMA-Factory's --packing): no padding, pack_len / mean
- *    length queries per row, attention over the whole row (no per-query
- *    mask). */
+ *  - GROUPED: Hugging Face Trainer's group_by_length (LengthGroupedSampler
+ *    of the step's b x accum queries): megabatches of mult x b x accum
+ *    random queries (mult = min(queries / (4 b accum), 50), at least 1)
+ *    sorted by length, each micro-batch b neighbours of one, padded to its
+ *    longest;
+ *  - PACKED: queries concatenated into rows of pack_len tokens, attention
+ *    over the whole row (no per-query mask), no padding, pack_len / mean
+ *    length queries per row (TRL's packing_strategy "wrapped"). */
 enum lp_batching {
     LP_BATCHING_LONGEST,
     LP_BATCHING_GROUPED,
@@ -632,10 +632,12 @@ void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *out
  * price_per_gpu_hour_usd. LP_ENOTFOUND when the system has none such. */
 int lp_system_pick_price(struct lp_system *s, const char *name_or_date);
 
-/* Sequence length of a batch of b queries of the dataset as its batching
- * makes it (lp_batching): the expected value (worst = false) or the longest
- * (worst = true: the batch that sets the memory). 0 without a dataset. */
-double lp_dataset_batch_len(const struct lp_dataset *d, int b, bool worst);
+/* Sequence length of a micro-batch of b queries of the dataset as its
+ * batching makes it (lp_batching; accum micro-batches per step, which
+ * group_by_length sorts together): the expected value (worst = false) or
+ * the longest (worst = true: the batch that sets the memory). 0 without a
+ * dataset. */
+double lp_dataset_batch_len(const struct lp_dataset *d, int b, int accum, bool worst);
 /* Queries per row of a batch: pack_len / mean length when packed, else 1. */
 double lp_dataset_queries_per_row(const struct lp_dataset *d);
 

@@ -154,18 +154,6 @@ static double padded_to(const struct lp_dataset *d, double len)
     return ceil(len / q) * q;
 }
 
-/* The length at the dataset's quantile u (0 < u <= 1): the first bin whose
- * cumulative fraction reaches u. */
-static double quantile_len(const struct lp_dataset *d, double u)
-{
-    double F = 0;
-    for (int i = 0; i < d->nbins - 1; i++) {
-        F += d->frac[i];
-        if (F >= u) return d->len[i];
-    }
-    return d->len[d->nbins - 1];
-}
-
 /* Dynamic padding (LLaMA-Factory's DataCollatorForSeq2Seq pads a batch to
  * its longest query, rounded up to pad_multiple): the longest of b queries
  * drawn from the length distribution falls in bin i with probability
@@ -183,34 +171,69 @@ static double longest_len(const struct lp_dataset *d, int b)
     return e;
 }
 
-/* Hugging Face Trainer's group_by_length (transformers trainer_pt_utils.py
- * get_length_grouped_indices, LengthGroupedSampler): megabatches of M =
- * mult x b random queries, mult = min(queries // (4 b), 50) and at least 1,
- * each sorted longest first and cut into mult batches of b neighbours. With
- * mult 1 that is a random batch (longest_len). Else the k-th batch of a
- * megabatch is padded to the (k b + 1)-th longest of M draws, taken at its
- * quantile 1 - (k b + 1/2) / M (the order statistic's large-M value); the
- * expectation is the mean over the mult batches. */
-static double grouped_len(const struct lp_dataset *d, int b)
+/* E[ceil(B / b)] for B ~ Binomial(M, S): the pmf by its ratio recurrence
+ * from the mode (value 1) outwards until the terms fall below 1e-17 of it,
+ * then normalised, so neither (1 - S)^M's underflow nor lgamma is needed. */
+static double binom_ceil_mean(double M, double S, int b)
 {
-    const double mult = fmin(floor(d->queries / (4.0 * b)), 50.0);
-    if (!(mult > 1)) return longest_len(d, b);
-    const int n = (int)mult;
-    const double M = mult * b;
-    double e = 0;
-    for (int k = 0; k < n; k++)
-        e += padded_to(d, quantile_len(d, 1.0 - (k * b + 0.5) / M));
+    if (!(S > 0)) return 0.0;
+    if (!(S < 1)) return ceil(M / b);
+    const double r = S / (1.0 - S);
+    const double mode = floor((M + 1.0) * S) > M ? M : floor((M + 1.0) * S);
+    double sum = 1.0, e = ceil(mode / b), p = 1.0;
+    for (double j = mode; j < M; j++) { /* p_{j+1} = p_j (M - j) / (j + 1) r */
+        p *= (M - j) / (j + 1.0) * r;
+        if (p < 1e-17) break;
+        sum += p;
+        e += p * ceil((j + 1.0) / b);
+    }
+    p = 1.0;
+    for (double j = mode; j > 0; j--) { /* p_{j-1} = p_j j / ((M - j + 1) r) */
+        p *= j / ((M - j + 1.0) * r);
+        if (p < 1e-17) break;
+        sum += p;
+        e += p * ceil((j - 1.0) / b);
+    }
+    return e / sum;
+}
+
+/* Hugging Face Trainer's group_by_length (transformers trainer.py
+ * _get_train_sampler: LengthGroupedSampler(train_batch_size x
+ * gradient_accumulation_steps); trainer_pt_utils.py
+ * get_length_grouped_indices): megabatches of M = mult x b x accum random
+ * queries, mult = min(queries // (4 b accum), 50) and at least 1, each
+ * sorted longest first and cut into n = mult x accum micro-batches of b
+ * neighbours (the swap of the longest batch to the front changes no
+ * length). The k-th micro-batch pads to the (k b + 1)-th longest of the M
+ * draws, which is at least bin i's length when B_i, the draws at bin i or
+ * above (Binomial(M, S_i), S_i the fraction at or above bin i), reach
+ * k b + 1. Summed over the n micro-batches, sum_k P(B_i >= k b + 1) =
+ * E[ceil(B_i / b)], so the mean padded length is exactly
+ *     (1/n) sum_i (len_i - len_{i-1}) E[ceil(B_i / b)]
+ * (padded lengths, len_{-1} = 0). With n = 1 it is longest_len's. */
+static double grouped_len(const struct lp_dataset *d, int b, int accum)
+{
+    const double ba = (double)b * (accum > 1 ? accum : 1);
+    const double mult = fmax(1.0, fmin(floor(d->queries / (4.0 * ba)), 50.0));
+    const double M = mult * ba, n = M / b;
+    double S = 1.0, prev = 0, e = 0;
+    for (int i = 0; i < d->nbins; i++) {
+        const double L = padded_to(d, d->len[i]);
+        e += (L - prev) * (i == 0 ? n : binom_ceil_mean(M, fmin(S, 1.0), b));
+        prev = L;
+        S -= d->frac[i];
+    }
     return e / n;
 }
 
-double lp_dataset_batch_len(const struct lp_dataset *d, int b, bool worst)
+double lp_dataset_batch_len(const struct lp_dataset *d, int b, int accum, bool worst)
 {
     if (d->nbins <= 0) return 0.0;
     if (d->batching == LP_BATCHING_PACKED) return d->pack_len;
     /* the batch that must fit: its longest query (the dataset's, max_len
      * when given, e.g. LLaMA-Factory's cutoff_len) and all b padded to it */
     if (worst) return padded_to(d, fmax(d->len[d->nbins - 1], d->max_len));
-    return d->batching == LP_BATCHING_GROUPED ? grouped_len(d, b) : longest_len(d, b);
+    return d->batching == LP_BATCHING_GROUPED ? grouped_len(d, b, accum) : longest_len(d, b);
 }
 
 double lp_dataset_queries_per_row(const struct lp_dataset *d)

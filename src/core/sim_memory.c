@@ -685,8 +685,8 @@ const struct lp_run *lp_sim_dataset_view(const struct lp_run *r, struct lp_run *
 {
     if (r->train.dataset.nbins <= 0) return r;
     *tmp = *r;
-    tmp->model.seq_len =
-        (int)ceil(lp_dataset_batch_len(&r->train.dataset, r->par.micro_batch, worst));
+    tmp->model.seq_len = (int)ceil(lp_dataset_batch_len(&r->train.dataset, r->par.micro_batch,
+                                                        (int)lp_sim_micro_batches(r), worst));
     return tmp;
 }
 

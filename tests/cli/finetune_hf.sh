@@ -76,24 +76,53 @@ check("padded length, batch 4", b4["seq_len"] == 288, str(b4["seq_len"]))
 check("memory set by the longest queries",
       abs(b4["memory_per_gpu_gib"] - m300["memory_per_gpu_gib"]) < 1e-9,
       f"{b4['memory_per_gpu_gib']:.3f} GiB")
-# batching "grouped" (Hugging Face Trainer's group_by_length): 1000 queries
-# at batch 4 make megabatches of mult = min(1000 // 16, 50) = 50 batches,
-# M = 200 draws; the k-th batch sits at quantile 1 - (4 k + 1/2) / 200: 300
-# tokens for k = 0..24, 100 for k = 25..49, so 200 on average against the
-# random batch's 288; with 10 queries (mult 0, so 1) a batch is random: 288.
-# batching "packed", pack_len 800: rows of 800 tokens, no padding, 800 / 200
-# = 4 queries per row, and the memory of 800-token rows
-gr, gr10, pk, m800 = sim([run(4, dataset=dict(h, batching="grouped")),
-                          run(4, dataset=dict(h, batching="grouped", queries=10)),
-                          run(4, dataset=dict(h, batching="packed", pack_len=800)),
-                          run(4, dataset={"queries": 1000, "pad_multiple": 1,
-                                          "median_len": 800})])
-check("grouped by length: 200 at 1000 queries, random (288) at 10",
-      gr["seq_len"] == 200 and gr10["seq_len"] == 288, f"{gr['seq_len']} / {gr10['seq_len']}")
+# batching "grouped" (Hugging Face Trainer's group_by_length): megabatches of
+# M = mult b accum queries, mult = max(1, min(N // (4 b accum), 50)), sorted
+# and cut into n = M / b micro-batches; the k-th pads to the (k b + 1)-th
+# longest of M draws. Its mean, counted here directly over the order
+# statistics with exact binomials (an independent form of the code's
+# E[ceil(B / b)] sum): 1000 queries at batch 4 (n = 50) 201.5 against the
+# random batch's 287.5; 30 queries at micro-batch 4 with 4 micro-batches
+# per step (mult 1, n = 4: the step's 16 queries are sorted together);
+# 10 queries at batch 4 (n = 1): a random batch, 287.5
+from fractions import Fraction
+from math import comb, ceil
+def grouped_exact(hist, N, b, accum):
+    mult = max(1, min(N // (4 * b * accum), 50))
+    M = mult * b * accum
+    n = M // b
+    lens = [L for L, _ in hist]
+    above = [sum(Fraction(f).limit_denominator(10**6) for _, f in hist[i:]) for i in range(len(hist))]
+    def surv(S, r):  # P(Binomial(M, S) >= r)
+        return sum(comb(M, j) * S**j * (1 - S)**(M - j) for j in range(r, M + 1))
+    e = Fraction(0)
+    for k in range(n):
+        prev = 0
+        for i, L in enumerate(lens):
+            e += (L - prev) * (1 if i == 0 else surv(above[i], k * b + 1))
+            prev = L
+    return float(e / n)
+def grouped(b, gb, N):
+    r = run(b, dataset=dict(h, batching="grouped", queries=N))
+    r["training"]["global_batch"] = gb
+    return r
+gr, gr_ga, gr10, pk, m800 = sim([grouped(4, 4, 1000), grouped(4, 16, 30), grouped(4, 4, 10),
+                                 run(4, dataset=dict(h, batching="packed", pack_len=800)),
+                                 run(4, dataset={"queries": 1000, "pad_multiple": 1,
+                                                 "median_len": 800})])
+want = [grouped_exact(h["histogram"], 1000, 4, 1), grouped_exact(h["histogram"], 30, 4, 4),
+        grouped_exact(h["histogram"], 10, 4, 1)]
+got = [gr["seq_len"], gr_ga["seq_len"], gr10["seq_len"]]
+check("grouped by length: exact order statistics (1000 queries, 4 micro-batches, 10 queries)",
+      got == [ceil(w - 1e-9) for w in want] and abs(want[0] - 201.5) < 0.01
+      and abs(want[2] - 287.5) < 1e-9, f"{got} vs {[round(w, 3) for w in want]}")
 qpr = pk["queries_per_s"] * pk["iteration_time_s"] / 4
-check("packed: 800-token rows of 4 queries", pk["seq_len"] == 800 and abs(qpr - 4) < 1e-9
-      and abs(pk["memory_per_gpu_gib"] - m800["memory_per_gpu_gib"]) < 1e-9,
-      f"{pk['seq_len']} tokens, {qpr:.6f} queries per row")
+check("packed: 800-token rows of 4 queries, as full 800-token sequences",
+      pk["seq_len"] == 800 and abs(qpr - 4) < 1e-9
+      and abs(pk["memory_per_gpu_gib"] - m800["memory_per_gpu_gib"]) < 1e-9
+      and pk["iteration_time_s"] == m800["iteration_time_s"],
+      f"{pk['seq_len']} tokens, {qpr:.6f} queries per row, {pk['iteration_time_s']:.4f} s vs "
+      f"{m800['iteration_time_s']:.4f} s")
 check("batching recorded", pk["training_config"]["dataset"].get("batching") == "packed" and
       pk["training_config"]["dataset"].get("pack_len") == 800 and
       gr["training_config"]["dataset"].get("batching") == "grouped",

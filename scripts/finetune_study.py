@@ -357,16 +357,8 @@ def main():
         print("cheapest: " + min(rows)[1] + "; ranking " + " < ".join(g for _, g in sorted(rows)))
     # Xia's Fig. 4: BlackMamba full fine-tuning, batch 1, the profiling
     # set's 128 tokens, sparse (2 of 8 experts); the stages per GPU
-    with open(os.path.join(ROOT, "data", "models", "blackmamba-630m-2.8b.json")) as f:
-        bm = json.load(f)
-    bm["moe"]["top_k"] = 2
-    bm["tied_embeddings"] = False  # Xia's loader clones the embedding into output_layer
-    # its MoE layer is BlackMamba's SwitchMLP loop (moe_impl "switch", as
-    # scripts/validate runs row X14)
-    bruns = [{"model": bm, "system": s, "framework": {"name": "hf", "moe_impl": "switch"},
-              "parallel": {"micro_batch": 1},
-              "training": {"global_batch": 1, "dataset": {"queries": 1000, "median_len": 128}}}
-             for _, s, _ in GPUS]
+    # (blackmamba(): the SwitchMLP loop, as scripts/validate runs row X14)
+    bruns = [blackmamba(s, 2, 1, {"median_len": 128}) for _, s, _ in GPUS]
     p = subprocess.run([os.path.join(a.build, "search", "llmplan"), "simulate", "--batch", "-",
                         "--max-batch"], input="\n".join(json.dumps(r) for r in bruns) + "\n",
                        capture_output=True, text=True, env=env)

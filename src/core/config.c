@@ -179,7 +179,7 @@ static double binom_ceil_mean(double M, double S, int b)
     if (!(S > 0)) return 0.0;
     if (!(S < 1)) return ceil(M / b);
     const double r = S / (1.0 - S);
-    const double mode = floor((M + 1.0) * S) > M ? M : floor((M + 1.0) * S);
+    const double mode = fmin(floor((M + 1.0) * S), M);
     double sum = 1.0, e = ceil(mode / b), p = 1.0;
     for (double j = mode; j < M; j++) { /* p_{j+1} = p_j (M - j) / (j + 1) r */
         p *= (M - j) / (j + 1.0) * r;
@@ -219,7 +219,7 @@ static double grouped_len(const struct lp_dataset *d, int b, int accum)
     double S = 1.0, prev = 0, e = 0;
     for (int i = 0; i < d->nbins; i++) {
         const double L = padded_to(d, d->len[i]);
-        e += (L - prev) * (i == 0 ? n : binom_ceil_mean(M, fmin(S, 1.0), b));
+        e += (L - prev) * binom_ceil_mean(M, i == 0 ? 1.0 : S, b); /* S_0 = 1: n */
         prev = L;
         S -= d->frac[i];
     }

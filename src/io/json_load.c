@@ -1296,7 +1296,7 @@ int lp_json_parallel(const struct lp_jctx *c, const cJSON *o, const char *path,
  * bin), sets the batch that must fit when the distribution does not reach
  * it; batching (lp_batching) how queries make a batch, pack_len the row
  * length of "packed" (and only of it). */
-static int check_max_len(const struct lp_jctx *c, const char *path, const struct lp_dataset *d)
+static int check_lengths(const struct lp_jctx *c, const char *path, const struct lp_dataset *d)
 {
     struct lp_err *err = c->err;
     char kp[300];
@@ -1349,7 +1349,7 @@ static int parse_dataset(const struct lp_jctx *c, const cJSON *o, const char *pa
         d->nbins = 1;
         d->frac[0] = 1.0;
         LP_TRY(err, lp_json_int32(c, o, path, "median_len", true, 1, 1 << 24, &d->len[0]));
-        return check_max_len(c, path, d);
+        return check_lengths(c, path, d);
     }
     lp_jpath(kp, sizeof(kp), path, "histogram");
     const int n = cJSON_IsArray(h) ? cJSON_GetArraySize(h) : 0;
@@ -1377,7 +1377,7 @@ static int parse_dataset(const struct lp_jctx *c, const cJSON *o, const char *pa
         LP_FAIL(err, LP_EINVAL, "%s: key '%s': expected fractions summing to 1, got %g", c->file,
                 kp, sum);
     d->nbins = n;
-    return check_max_len(c, path, d);
+    return check_lengths(c, path, d);
 }
 
 /* training.module_precision: {module: precision} for the modules of

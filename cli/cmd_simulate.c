@@ -226,8 +226,10 @@ static void print_summary(const struct lp_run *r, const struct lp_result *res, c
            m->activations_bytes / GIB, m->temp_bytes / GIB);
     printf("\nstages     forward %.4f s, backward %.4f s, optimizer %.4f s\n", res->stage_fwd_s,
            res->stage_bwd_s, res->breakdown.optimizer_s);
-    printf("           attention %.4f s, MoE %.4f s, MLP %.4f s, embedding + loss %.4f s\n",
-           res->kind_attn_s, res->kind_moe_s, res->kind_mlp_s, res->kind_edge_s);
+    printf("           attention %.4f s, ", res->kind_attn_s);
+    if (res->kind_mamba_s > 0) printf("Mamba %.4f s, ", res->kind_mamba_s);
+    printf("MoE %.4f s, MLP %.4f s, embedding + loss %.4f s\n", res->kind_moe_s, res->kind_mlp_s,
+           res->kind_edge_s);
     printf("           (norms %.4f s of kernel time within the blocks)\n", res->kind_norm_s);
     printf("queries    %.3f per second (sequence %.0f tokens)\n", res->queries_per_s, res->seq_len);
     printf("\ncost  $%.2f per iteration at $%.2f per GPU-hour\n", res->cost_per_iteration_usd,

@@ -367,13 +367,13 @@ def main():
     print("\nBlackMamba-630M/2.8B full fine-tuning (2 of 8 experts), batch 1 x 128 tokens, "
           "framework hf")
     print(f"{'GPU':<10} {'step s':>7} {'forward':>8} {'backward':>8} {'optimizer':>9} "
-          f"{'opt share':>9} {'MoE share':>9} {'llmplan max':>11}")
+          f"{'opt share':>9} {'MoE share':>9} {'Mamba share':>11} {'llmplan max':>11}")
     for (g, _, _), line in zip(GPUS, p.stdout.splitlines()):
         r = json.loads(line)
         st, t = r["stages_s"], r["iteration_time_s"]
         print(f"{g:<10} {t:>7.3f} {st['forward']:>8.3f} {st['backward']:>8.3f} "
               f"{st['optimizer']:>9.3f} {st['optimizer'] / t:>9.2f} {st['moe'] / t:>9.2f} "
-              f"{r['max_batch']:>11}")
+              f"{st['mamba'] / t:>11.2f} {r['max_batch']:>11}")
     if a.curves:
         curves(os.path.join(a.build, "search", "llmplan"), env)
         mamba_curves(os.path.join(a.build, "search", "llmplan"), env)

@@ -628,9 +628,14 @@ void lp_framework_defaults_cal(enum lp_framework kind, const struct lp_calib *ca
 /* The same with the built-in calibration (lp_calib_builtin). */
 void lp_framework_defaults(enum lp_framework kind, struct lp_framework_opts *out);
 
-/* Select a dated price of the system by name or date: sets
- * price_per_gpu_hour_usd. LP_ENOTFOUND when the system has none such. */
+/* Select a dated price of the system: by name, by its exact date, or by
+ * any other date (YYYY, YYYY-MM or YYYY-MM-DD) the price in effect then,
+ * the latest dated on or before it. Sets price_per_gpu_hour_usd.
+ * LP_ENOTFOUND when the system has none such. */
 int lp_system_pick_price(struct lp_system *s, const char *name_or_date);
+
+/* s is an ISO date of the year, month or day: YYYY, YYYY-MM, YYYY-MM-DD. */
+bool lp_is_iso_date(const char *s);
 
 /* Sequence length of a micro-batch of b queries of the dataset as its
  * batching makes it (lp_batching; accum micro-batches per step, which

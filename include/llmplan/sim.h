@@ -124,11 +124,11 @@ struct lp_result {
     /* stage breakdown of one iteration on the critical pipeline stage
      * (Xia et al. 2024's forward / backward / optimizer): forward and
      * backward compute (backward with its recomputation); per layer kind,
-     * forward + backward + recomputation: attention blocks, MoE blocks,
-     * dense MLP blocks, embedding and logits/loss */
+     * forward + backward + recomputation: attention blocks, Mamba
+     * blocks, MoE blocks, dense MLP blocks, embedding and logits/loss */
     double stage_fwd_s, stage_bwd_s;
-    double kind_attn_s, kind_moe_s, kind_mlp_s, kind_edge_s;
-    double kind_norm_s; /* the norms' kernels, a part of the attention and MoE / MLP blocks */
+    double kind_attn_s, kind_mamba_s, kind_moe_s, kind_mlp_s, kind_edge_s;
+    double kind_norm_s; /* the norms' kernels, a part of the mixer and MoE / MLP blocks */
 };
 
 /* The cost projection of a feasible result (src/core/bill.c):

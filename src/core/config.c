@@ -1,4 +1,5 @@
 /* Name tables for enums, framework defaults (parameter counts: arch.c). */
+#include <ctype.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,15 +131,37 @@ const char *lp_lora_targets_name(enum lp_lora_targets t)
     return (unsigned)t < LP_LORA_TARGETS_COUNT ? names[t] : "?";
 }
 
+bool lp_is_iso_date(const char *s)
+{
+    static const char *const forms[] = {"dddd", "dddd-dd", "dddd-dd-dd"};
+    for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+        const char *t = forms[f];
+        size_t i = 0;
+        while (t[i] && s[i] && (t[i] == 'd' ? isdigit((unsigned char)s[i]) : s[i] == t[i]))
+            i++;
+        if (!t[i] && !s[i]) return true;
+    }
+    return false;
+}
+
+/* A name or an exact date picks that price; any other date picks the price
+ * in effect then: the latest dated on or before it. ISO dates of any
+ * precision compare as strings ("2024" < "2024-06" < "2025"), so a price
+ * dated "2024" counts from the start of 2024. */
 int lp_system_pick_price(struct lp_system *s, const char *sel)
 {
-    for (int i = 0; sel && i < s->nprices; i++)
-        if (strcmp(s->prices[i].name, sel) == 0 || strcmp(s->prices[i].date, sel) == 0) {
-            s->price_per_gpu_hour_usd = s->prices[i].usd_per_gpu_hour;
-            s->price_pick = i + 1;
-            return LP_OK;
-        }
-    return LP_ENOTFOUND;
+    int pick = -1;
+    for (int i = 0; sel && i < s->nprices && pick < 0; i++)
+        if (strcmp(s->prices[i].name, sel) == 0 || strcmp(s->prices[i].date, sel) == 0) pick = i;
+    if (pick < 0 && sel && lp_is_iso_date(sel))
+        for (int i = 0; i < s->nprices; i++)
+            if (lp_is_iso_date(s->prices[i].date) && strcmp(s->prices[i].date, sel) <= 0 &&
+                (pick < 0 || strcmp(s->prices[i].date, s->prices[pick].date) > 0))
+                pick = i;
+    if (pick < 0) return LP_ENOTFOUND;
+    s->price_per_gpu_hour_usd = s->prices[pick].usd_per_gpu_hour;
+    s->price_pick = pick + 1;
+    return LP_OK;
 }
 
 const char *lp_batching_name(enum lp_batching b)

@@ -1138,11 +1138,11 @@ static void simulate_tail(struct lp_sim *s, const struct lp_run *r, const struct
     bd->dp_comm_exposed_s = end - crit_end;
     bd->optimizer_s = dpc->opt_s + r->fw.step_overhead_s;
 
-    /* stage breakdown of the critical stage: per layer kind (mixers:
-     * attention or Mamba; MoE; dense MLP; one norm per block), the ends, and
+    /* stage breakdown of the critical stage: per layer kind (the mixers,
+     * attention and Mamba apart; MoE; dense MLP; one norm per block), the ends, and
      * forward / backward, over every micro-batch */
     {
-        double mixs = 0, moes = 0, mlps = 0, blocks = 0, redone = 0;
+        double mixs = 0, mambas = 0, moes = 0, mlps = 0, blocks = 0, redone = 0;
         for (int c = 0; c < p->vp; c++) {
             const int vs = c * p->pp + (ci == 0 ? 0 : last);
             int n[LP_KINDS], nr[LP_KINDS] = {0}, nbf[LP_KINDS] = {0}, nrb[LP_KINDS] = {0};
@@ -1167,7 +1167,11 @@ static void simulate_tail(struct lp_sim *s, const struct lp_run *r, const struct
                     const struct lp_layer_cost *y = &q->ffn[ff];
                     const double xr = x->recompute_s + (full_all ? x->full_s : 0.0);
                     const double yr = y->recompute_s + (full_all ? y->full_s : 0.0);
-                    mixs += nn * (x->fwd_s + x->bwd_s + xr) + nf * x->full_s;
+                    const double xs = nn * (x->fwd_s + x->bwd_s + xr) + nf * x->full_s;
+                    if (k / LP_FFN_COUNT == LP_MIX_MAMBA)
+                        mambas += xs;
+                    else
+                        mixs += xs;
                     if (ff == LP_FFN_MOE) moes += nn * (y->fwd_s + y->bwd_s + yr) + nf * y->full_s;
                     if (ff == LP_FFN_DENSE)
                         mlps += nn * (y->fwd_s + y->bwd_s + yr) + nf * y->full_s;
@@ -1177,6 +1181,7 @@ static void simulate_tail(struct lp_sim *s, const struct lp_run *r, const struct
             }
         }
         res->kind_attn_s = mbs * mixs;
+        res->kind_mamba_s = mbs * mambas;
         res->kind_moe_s = mbs * moes;
         res->kind_mlp_s = mbs * mlps;
         /* a second norm forward in each fully recomputed block */

@@ -869,6 +869,11 @@ static int parse_prices(const struct lp_jctx *c, const cJSON *o, const char *pat
         LP_TRY(c->err, lp_json_check_keys(c, it, ip, keys));
         LP_TRY(c->err, lp_json_str(c, it, ip, "name", true, p->name, sizeof(p->name)));
         LP_TRY(c->err, lp_json_str(c, it, ip, "date", true, p->date, sizeof(p->date)));
+        if (!lp_is_iso_date(p->date))
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key '%s.date': \"%s\" is not a date (expected YYYY, YYYY-MM or "
+                    "YYYY-MM-DD)",
+                    c->file, ip, p->date);
         LP_TRY(c->err,
                lp_json_num(c, it, ip, "usd_per_gpu_hour", true, 0, false, &p->usd_per_gpu_hour));
     }
@@ -1176,8 +1181,10 @@ int lp_json_pick_price(const struct lp_jctx *c, const cJSON *root, struct lp_sys
             off += (size_t)snprintf(list + off, sizeof(list) - off, "%s%s (%s)", k ? ", " : "",
                                     sys[i].prices[k].name, sys[i].prices[k].date);
         LP_FAIL(c->err, LP_EINVAL,
-                "%s: key 'prices': system '%s' has no price named or dated \"%s\" (it has: %s)",
-                c->file, sys[i].name, sel, sys[i].nprices ? list : "none");
+                "%s: key 'prices': system '%s' has no price %s \"%s\"%s (it has: %s)", c->file,
+                sys[i].name, lp_is_iso_date(sel) ? "dated" : "named", sel,
+                lp_is_iso_date(sel) ? " nor one dated before it" : "",
+                sys[i].nprices ? list : "none");
     }
     return LP_OK;
 }

@@ -254,6 +254,7 @@ static int result_json(const struct lp_run *run, const struct lp_result *res, bo
         bad |= add_num(st, "backward", res->stage_bwd_s);
         bad |= add_num(st, "optimizer", res->breakdown.optimizer_s);
         bad |= add_num(st, "attention", res->kind_attn_s);
+        bad |= add_num(st, "mamba", res->kind_mamba_s);
         bad |= add_num(st, "moe", res->kind_moe_s);
         bad |= add_num(st, "mlp", res->kind_mlp_s);
         bad |= add_num(st, "embedding_and_loss", res->kind_edge_s);

@@ -59,11 +59,12 @@ TEST(breakdown_terms_nonnegative)
         moe += run.model.moe.experts > 0 && run.par.ep > 1;
         pp += run.par.pp > 1;
         const struct lp_breakdown *b = &res.breakdown;
-        const double terms[] = {
-            b->compute_s,         b->tp_comm_s,    b->pp_bubble_s,    b->pp_comm_s,
-            b->dp_comm_exposed_s, b->optimizer_s,  b->zero3_gather_s, res.stage_fwd_s,
-            res.stage_bwd_s,      res.kind_attn_s, res.kind_moe_s,    res.kind_mlp_s,
-            res.kind_edge_s,      res.kind_norm_s, res.zero3_fwd_s,   res.zero3_bwd_s};
+        const double terms[] = {b->compute_s,      b->tp_comm_s,         b->pp_bubble_s,
+                                b->pp_comm_s,      b->dp_comm_exposed_s, b->optimizer_s,
+                                b->zero3_gather_s, res.stage_fwd_s,      res.stage_bwd_s,
+                                res.kind_attn_s,   res.kind_mamba_s,     res.kind_moe_s,
+                                res.kind_mlp_s,    res.kind_edge_s,      res.kind_norm_s,
+                                res.zero3_fwd_s,   res.zero3_bwd_s};
         for (size_t k = 0; k < sizeof(terms) / sizeof(terms[0]); k++) {
             if (!ok(terms[k]))
                 TH_FAIL_("%s tp %d pp %d cp %d ep %d vp %d mb %d: term %zu = %g", run.model.name,

@@ -4,7 +4,7 @@ Bottlenecks of Training Small-scale Large Language Models", arXiv 2410.19456)
 replayed with llmplan.
 
 usage: scripts/small_models.py [--build DIR] [--out DIR] [--cloud aws|gcp|azure]
-                               [--prices SET] [--budget USD]
+                               [--prices SEL] [--compare-prices SEL] [--budget USD]
                                [--fit hoffmann2022|besiroglu2024] [--no-plots] [--check]
 
 Simulates every configuration of the paper's grid with `llmplan simulate
@@ -62,19 +62,38 @@ BATCHES = [4, 8, 16, 32, 64]
 FSDP = {"name": "fsdp1", "fused_kernels": True}
 VARIANTS = [("DDP", "ddp", 0), ("FSDP-grad-op", FSDP, 2), ("FSDP-full", FSDP, 3)]
 
-# Dated price sets, $ per GPU-hour (this study's own table; the presets carry
-# today's prices). Ashkboos et al. price their runs with the average ratio of
-# cloud prices (their Appendix A), which could not be consulted here; the
-# set of the paper's time is AWS's on-demand list price before the June 2025
-# reduction, as quoted in data/systems/aws-p4d.json, aws-p4de.json and
-# aws-p5.json (price_source), us-east-1, Linux:
-PRICES = {
-    "aws-2024": {"date": "2024 (until 2025-06)", "cloud": "aws",
-                 "source": "AWS EC2 on-demand, us-east-1: p4d.24xlarge $32.77/h, "
-                           "p4de.24xlarge $40.97/h, p5.48xlarge $98.32/h, / 8 GPUs",
-                 "A100-40GB": 32.77 / 8, "A100-80GB": 40.97 / 8, "H100-80GB": 98.32 / 8},
-    "shipped": {"date": "2025-06", "source": "the presets' price_per_gpu_hour_usd (data/systems)"},
-}
+# Prices come from the presets (data/systems): "shipped" is each preset's own
+# price_per_gpu_hour_usd; any other --prices is handed to llmplan as the
+# runs' "prices" key (a price's name, or a date: the price in effect then,
+# lp_system_pick_price). Ashkboos et al. price their runs with the average
+# ratio of cloud prices (their Appendix A), which could not be consulted
+# here; the AWS presets carry the list prices of the paper's time as
+# "aws-2024" (before the June 2025 P4/P5 reduction) beside "aws-2025-06".
+SHIPPED = "shipped"
+
+
+def price_set(sel):
+    """What a price selection means per instance, read from the presets:
+    {gpu: (name, date, $/GPU-h, source)}; exits naming what is missing."""
+    out = {}
+    for g, sname in SYSTEMS.items():
+        with open(os.path.join(ROOT, "data", "systems", f"{sname}.json")) as f:
+            d = json.load(f)
+        if sel == SHIPPED:
+            out[g] = ("preset", d.get("price_date", "?"), d["price_per_gpu_hour_usd"],
+                      d.get("price_source", ""))
+            continue
+        prices = d.get("prices", [])
+        pick = next((x for x in prices if sel in (x["name"], x["date"])), None)
+        if pick is None:  # a date: the latest price dated on or before it (as llmplan picks)
+            pick = max((x for x in prices if x["date"] <= sel), key=lambda x: x["date"],
+                       default=None)
+        if pick is None:
+            have = ", ".join(f"{x['name']} ({x['date']})" for x in prices) or "none"
+            sys.exit(f"small_models: {sname} has no price named or in effect at {sel!r} "
+                     f"(it has: {have}; use --prices {SHIPPED})")
+        out[g] = (pick["name"], pick["date"], pick["usd_per_gpu_hour"], pick["source"])
+    return out
 
 
 def llmplan_bin(build):
@@ -84,7 +103,7 @@ def llmplan_bin(build):
     return b
 
 
-def run_grid():
+def run_grid(prices=SHIPPED):
     runs = []
     for model in MODELS:
         for gname, system in SYSTEMS.items():
@@ -101,6 +120,8 @@ def run_grid():
                                         "training": {"global_batch": mb * n, "precision": "bf16",
                                                      "flash_attention": flash},
                                         "framework": fw}})
+                            if prices != SHIPPED:
+                                runs[-1]["run"]["prices"] = prices
     return runs
 
 
@@ -129,18 +150,18 @@ def losses(llmplan, fit, pairs):
 
 
 def collect(llmplan, prices, budget, fit):
-    runs = run_grid()
+    """Every run of the grid at the price selection `prices` (llmplan prices
+    each run: its cost per iteration gives the $/GPU-h)."""
+    runs = run_grid(prices)
     res = simulate(llmplan, runs)
     params = model_params(llmplan)
     rows = []
     for r, o in zip(runs, res):
         model, gname, n, mb, label, flash = r["key"]
-        price = prices.get(gname) if gname in prices else None
         row = {"model": model, "gpu": gname, "gpus": n, "batch": mb, "variant": label,
                "flash": flash, "feasible": bool(o.get("feasible")), "reason": o.get("reason", "")}
         if row["feasible"]:
-            p_h = price if price is not None else o["cost_per_iteration_usd"] * 3600.0 / (
-                o["iteration_time_s"] * n)
+            p_h = o["cost_per_iteration_usd"] * 3600.0 / (o["iteration_time_s"] * n)
             tps = o["tokens_per_s"]
             bd = o["breakdown_s"]
             row.update({"tokens_per_s": tps, "tokens_per_s_gpu": tps / n,
@@ -290,11 +311,17 @@ SUPPORTED = {
 
 # ---- tables and plots ----
 
+def describe(sel, ps):
+    """The price selection as the tables' header says it."""
+    return f"`{sel}` (" + "; ".join(f"{g} {v[0]} {v[1]}: ${v[2]:.4g}/GPU-h, {v[3]}"
+                                    for g, v in ps.items()) + ")"
+
+
 def tables(rows, prices_name, prices, budget, fit):
     L = [f"# Small models on cloud GPUs (Ashkboos et al. 2024) — llmplan\n",
          ("" if SYSTEMS == CLOUDS["aws"] else
           "Instances: " + ", ".join(f"{g} `{s}`" for g, s in SYSTEMS.items()) + ". ") +
-         f"Prices: `{prices_name}` ({prices['date']}; {prices['source']}). "
+         f"Prices: {describe(prices_name, prices)}. "
          f"Loss for a ${budget:,.0f} budget with the {fit} fit. Each cell: the best configuration "
          f"(per-GPU batch, DDP/FSDP variant, FlashAttention) for its parameters; '-' none fits.\n"]
     for metric, title, d in (("tokens_per_s_gpu", "tokens/s per GPU", 0),
@@ -424,8 +451,14 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "out", "small_models"))
     ap.add_argument("--cloud", default="aws", choices=sorted(CLOUDS),
                     help="instance types (and so networks) the GPUs run on (default aws)")
-    ap.add_argument("--prices", choices=sorted(PRICES),
-                    help="price set (default aws-2024 on aws, the presets' own elsewhere)")
+    ap.add_argument("--prices", metavar="SEL",
+                    help="prices: a name or date of the presets' dated prices (the price in "
+                         f"effect then), or {SHIPPED!r}, the presets' own (default aws-2024 "
+                         f"on aws, {SHIPPED} elsewhere)")
+    ap.add_argument("--compare-prices", metavar="SEL",
+                    help="a second price selection whose findings are set beside (default on "
+                         f"aws: {SHIPPED} beside aws-2024 and aws-2024 beside any other; none "
+                         "elsewhere)")
     ap.add_argument("--budget", type=float, default=10000.0,
                     help="dollars for the loss comparison (default 10000)")
     ap.add_argument("--fit", default="besiroglu2024", choices=["hoffmann2022", "besiroglu2024"])
@@ -436,17 +469,12 @@ def main():
     SYSTEMS.clear()
     SYSTEMS.update(CLOUDS[a.cloud])
     if a.prices is None:
-        a.prices = "aws-2024" if a.cloud == "aws" else "shipped"
-    prices = dict(PRICES[a.prices])
-    if a.prices == "shipped":
-        dates = sorted({json.load(open(os.path.join(ROOT, "data", "systems", f"{s}.json")))
-                        ["price_date"] for s in SYSTEMS.values()})
-        prices["date"] = ", ".join(dates)
-    if prices.get("cloud", a.cloud) != a.cloud:
-        sys.exit(f"small_models: price set {a.prices} prices {prices['cloud']} instances, "
-                 f"not --cloud {a.cloud}'s (use --prices shipped)")
+        a.prices = "aws-2024" if a.cloud == "aws" else SHIPPED
+    if a.compare_prices is None and a.cloud == "aws":
+        a.compare_prices = SHIPPED if a.prices == "aws-2024" else "aws-2024"
+    prices = price_set(a.prices)
     llmplan = llmplan_bin(a.build)
-    rows, _ = collect(llmplan, prices, a.budget, a.fit)
+    rows, _ = collect(llmplan, a.prices, a.budget, a.fit)
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "small_models.csv"), "w", newline="") as f:
         keys = sorted({k for r in rows for k in r})
@@ -458,6 +486,19 @@ def main():
     md += "\n## The paper's findings\n\n| finding | llmplan | numbers |\n| --- | --- | --- |\n"
     for name, ok, text in res:
         md += f"| {name} | {'agrees' if ok else 'DISAGREES'} | {text} |\n"
+    if a.compare_prices and a.compare_prices != a.prices:
+        # the same runs priced by another date: a finding that turns is the
+        # price's, not the model's
+        other = price_set(a.compare_prices)
+        res2 = findings(collect(llmplan, a.compare_prices, a.budget, a.fit)[0])
+        md += (f"\n## The findings at other prices\n\nThe same configurations priced by "
+               f"{describe(a.compare_prices, other)}.\n\n"
+               f"| finding | at `{a.prices}` | at `{a.compare_prices}` | numbers at "
+               f"`{a.compare_prices}` |\n| --- | --- | --- | --- |\n")
+        for (name, ok, _), (_, ok2, text2) in zip(res, res2):
+            turn = " (turns with the price)" if ok != ok2 else ""
+            md += (f"| {name} | {'agrees' if ok else 'DISAGREES'} | "
+                   f"{'agrees' if ok2 else 'DISAGREES'}{turn} | {text2} |\n")
     with open(os.path.join(a.out, "small_models.md"), "w") as f:
         f.write(md)
     print(md)

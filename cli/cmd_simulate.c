@@ -346,7 +346,7 @@ int lp_cmd_simulate(int argc, char **argv)
     }
     if (rc >= 0) {
         if (json) {
-            rc = lp_result_to_json(&run, &res, false, &text, &err);
+            rc = lp_result_to_json(&run, &res, true, &text, &err);
             if (rc >= 0) print_json(text, &run, max_batch, mismatch ? prof : NULL, trust_text);
         } else {
             print_summary(&run, &res, used);

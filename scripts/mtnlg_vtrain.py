@@ -3,7 +3,7 @@
 
 usage: scripts/mtnlg_vtrain.py [--build DIR] [--out DIR] [--no-plots]
                                [--framework NAME] [--set KEY=VALUE ...]
-                               [--precision fp16|bf16]
+                               [--precision fp16|bf16] [--tp-in-node]
 
 The space is VIA-Research/vTrain's config/case_study_1 (one file per point,
 config_mtnlg_<tp>_<dp>_<pp>.json): TP {4, 8, 16} x PP {3, 5, 7, 15, 21, 35, 105}
@@ -12,7 +12,10 @@ recomputation (`use_checkpoint: true`), 1F1B, no bucketed gradient overlap
 (`use_gradient_bucket: false`). The stack is Megatron-DeepSpeed of 2021
 (framework `megatron-deepspeed`, docs/frameworks.md): no sequence
 parallelism, no distributed optimizer (ZeRO 0), the DP all-reduce after the
-backward. The GPU count is tp x pp x dp (vTrain sweeps it with the layout).
+backward. The GPU count is tp x pp x dp (vTrain sweeps it with the layout). TP 16
+spans two DGX nodes: vTrain runs it over the network, and so does llmplan
+here (the system's tp_across_nodes: the TP all-reduces across two nodes,
+priced by lp_coll_time); --tp-in-node refuses it, as llmplan does by default.
 Precision fp16 (--precision changes it): DeepSpeed's engine of 2021 had only
 FP16_Optimizer (runtime/fp16/fused_optimizer.py); bf16 came with 648f7bfa5
 (2021-11-01, ZeRO-2 only) and to the pipeline engine with 56c522386
@@ -50,10 +53,10 @@ BASELINE = (8, 35, 12)  # Smith et al. 2022, Sec. 2.3: 420 DGX nodes, TP 8 x PP 
 TOKENS = 2.7e11         # Smith et al. 2022: 270B training tokens
 
 
-def run_of(tp, pp, dp, framework, precision="fp16"):
+def run_of(tp, pp, dp, framework, precision="fp16", tp_across=True):
     return {
         "model": "mt-nlg-530b",
-        "system": "dgx-a100-80gb",
+        "system": {"preset": "dgx-a100-80gb", "tp_across_nodes": tp_across},
         "parallel": {"tp": tp, "pp": pp, "dp": dp, "micro_batch": 1, "recompute": "full",
                      "zero": 0, "sequence_parallel": False, "schedule": "1f1b"},
         "training": {"global_batch": GLOBAL_BATCH, "precision": precision,
@@ -113,14 +116,17 @@ def main():
                     help="framework override, e.g. pp_overlap=true")
     ap.add_argument("--precision", default="fp16", choices=["fp16", "bf16"],
                     help="training precision (fp16: DeepSpeed of 2021; see above)")
+    ap.add_argument("--tp-in-node", action="store_true",
+                    help="refuse TP wider than a node (llmplan's default) instead of running "
+                         "TP 16 over the network as vTrain does")
     a = ap.parse_args()
     llmplan = os.path.join(a.build, "search", "llmplan")
     fw = a.framework
     if a.set:
         fw = dict(parse_set(a.set), name=a.framework)
     keys = [(t, p, d) for t in TP for p in PP for d in DP]
-    res = lp_batch.simulate(llmplan, [run_of(t, p, d, fw, a.precision) for t, p, d in keys],
-                            "mtnlg_vtrain")
+    res = lp_batch.simulate(llmplan, [run_of(t, p, d, fw, a.precision, not a.tp_in_node)
+                                      for t, p, d in keys], "mtnlg_vtrain")
     os.makedirs(a.out, exist_ok=True)
     points, reasons = [], {}
     with open(os.path.join(a.out, "points.csv.tmp"), "w", newline="") as f:
@@ -153,7 +159,8 @@ def main():
     front = pareto(points)
 
     lines = [f"MT-NLG 530B, {TOKENS / 1e9:.0f}B tokens, global batch {GLOBAL_BATCH}, micro-batch 1, "
-             f"full recomputation, {a.precision}, DGX A100 80GB, framework {json.dumps(fw)}",
+             f"full recomputation, {a.precision}, DGX A100 80GB, framework {json.dumps(fw)}, "
+             + ("TP within a node" if a.tp_in_node else "TP 16 across two nodes"),
              f"vTrain's space: {len(keys)} points, {len(points)} feasible; infeasible: "
              + ", ".join(f"{k} {v}" for k, v in sorted(reasons.items())), "", HEAD]
     for lab, q in (("baseline (as trained)", base), ("highest MFU", best_u), ("cheapest", cheapest),

@@ -21,7 +21,7 @@
 
 #define CK_MAGIC "LPCKPT1"
 #define CK_VERSION                                                                                 \
-    14 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                       \
+    15 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                       \
         * optional objectives, the run dimensions and their columns (#17);                         \
         * 6: framework option fused_softmax; 7: tp_async_dgrad, train_metrics;                     \
         * 8: training.dataset.max_len (#14), the --prune counters (#20);                           \
@@ -30,7 +30,8 @@
         * segment_gpus, fw mcore_buckets and dispatcher_sms, training's bf16                       \
         * layers and module_prec (stop 32); 12: framework option fused_mlp                         \
         * (stop 33); 13: framework option ckpt_early_stop (stop 34); 14:                           \
-        * training.dataset.batching and pack_len (#14, stop 37) */
+        * training.dataset.batching and pack_len (#14, stop 37); 15: system                        \
+        * tp_across_nodes (#15, stop 38) */
 
 struct ck_header {
     char magic[8];
@@ -170,6 +171,7 @@ static const struct entry_field entry_fields[] = {
     EBOOL(run.model.moe.dropless),
     EBOOL(run.model.qk_norm),
     EBOOL(run.system.billing_per_node),
+    EBOOL(run.system.tp_across_nodes),
     EBOOL(run.par.sequence_parallel),
     EBOOL(run.train.flash_attention),
     EBOOL(run.fw.dp_overlap),

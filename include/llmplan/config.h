@@ -340,6 +340,10 @@ struct lp_system {
      * 16 trays, 64 of the 72 GPUs); ranks fill a domain up to it in order.
      * 0 = scale_up_gpus. */
     int segment_gpus;
+    /* a TP group may span scale-up domains, its collectives over the
+     * network ("tp_across_nodes": vTrain's case study 1 runs TP 16 on
+     * 8-GPU nodes); false: TP stays inside the NVLink domain (rule tp_node) */
+    bool tp_across_nodes;
     struct lp_link intra; /* NVLink / NVSwitch / PCIe inside a node */
     struct lp_link inter; /* network across nodes, per GPU */
     double price_per_gpu_hour_usd;

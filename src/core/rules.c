@@ -15,13 +15,15 @@
 /* ---- tp: the model's shapes and the node ---- */
 
 /* TP groups stay inside the scale-up domain (NVLink): Megatron places TP
- * innermost and no framework runs it over the network */
+ * innermost and production runs keep it on NVLink; a system that allows it
+ * (tp_across_nodes, as vTrain's case study 1 runs TP 16 on 8-GPU nodes)
+ * takes the groups' collectives over the network (lp_coll_time places them) */
 static bool tp_node(const struct lp_rule_view *v, double *a, double *b)
 {
     const int G = lp_system_scale_up(v->system);
     *a = v->par->tp;
     *b = G;
-    return v->par->tp > G;
+    return v->par->tp > G && !v->system->tp_across_nodes;
 }
 
 static bool tp_heads(const struct lp_rule_view *v, double *a, double *b)

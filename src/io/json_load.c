@@ -924,15 +924,25 @@ static int parse_bill(const struct lp_jctx *c, const cJSON *o, const char *path,
 
 static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char *path, void *vout)
 {
-    static const char *const keys[] = {"name",          "gpu",
-                                       "gpus_per_node", "scale_up_gpus",
-                                       "segment_gpus",  "intra_node",
-                                       "inter_node",    "price_per_gpu_hour_usd",
-                                       "source",        "price_source",
-                                       "price_date",    "notes",
-                                       "prices",        "profile",
-                                       "billing",       "energy",
-                                       "goodput",       NULL};
+    static const char *const keys[] = {"name",
+                                       "gpu",
+                                       "gpus_per_node",
+                                       "scale_up_gpus",
+                                       "segment_gpus",
+                                       "intra_node",
+                                       "inter_node",
+                                       "price_per_gpu_hour_usd",
+                                       "source",
+                                       "price_source",
+                                       "price_date",
+                                       "notes",
+                                       "prices",
+                                       "profile",
+                                       "billing",
+                                       "energy",
+                                       "goodput",
+                                       "tp_across_nodes",
+                                       NULL};
     struct lp_system *s = vout;
     struct lp_err *err = c->err;
     memset(s, 0, sizeof(*s));
@@ -957,6 +967,7 @@ static int parse_system_obj(const struct lp_jctx *c, const cJSON *o, const char 
                 "got %d",
                 c->file, lp_jpath(kp, sizeof(kp), path, "segment_gpus"), s->gpus_per_node,
                 s->scale_up_gpus, s->segment_gpus);
+    LP_TRY(err, lp_json_bool(c, o, path, "tp_across_nodes", false, &s->tp_across_nodes));
     LP_TRY(err, parse_link(c, o, path, "intra_node", "bw_GBps", &s->intra));
     LP_TRY(err, parse_link(c, o, path, "inter_node", "bw_GBps_per_gpu", &s->inter));
     LP_TRY(err, lp_json_num(c, o, path, "price_per_gpu_hour_usd", true, 0, false,

@@ -89,6 +89,7 @@ static cJSON *config_json(const struct lp_run *r, int gpus)
     bad |= !cJSON_AddStringToObject(c, "model", r->model.name);
     bad |= !cJSON_AddStringToObject(c, "system", r->system.name);
     bad |= add_num(c, "gpus", gpus);
+    if (r->system.tp_across_nodes) bad |= !cJSON_AddTrueToObject(c, "tp_across_nodes");
     if (r->system.price_pick > 0 && r->system.price_pick <= r->system.nprices)
         bad |=
             !cJSON_AddStringToObject(c, "prices", r->system.prices[r->system.price_pick - 1].name);

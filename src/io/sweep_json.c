@@ -457,9 +457,13 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
     int max_gpus = 1;
     for (int i = 0; i < sw->nvalues[LP_DIM_GPUS]; i++)
         if (sw->values[LP_DIM_GPUS][i] > max_gpus) max_gpus = sw->values[LP_DIM_GPUS][i];
-    int max_node = 1;
-    for (int i = 0; i < sw->nvalues[LP_DIM_SYSTEM]; i++)
-        if (sw->systems[i].gpus_per_node > max_node) max_node = sw->systems[i].gpus_per_node;
+    /* TP's "auto" stops at a node, unless a system lets TP span nodes */
+    long long max_node = 1;
+    for (int i = 0; i < sw->nvalues[LP_DIM_SYSTEM]; i++) {
+        const long long g =
+            sw->systems[i].tp_across_nodes ? max_gpus : sw->systems[i].gpus_per_node;
+        if (g > max_node) max_node = g;
+    }
 
     /* integer degrees; "auto" = powers of two up to the limit the models,
      * systems and GPU counts imply */

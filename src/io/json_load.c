@@ -1179,6 +1179,15 @@ int lp_json_system(const struct lp_jctx *c, const cJSON *item, const char *path,
 
 /* ---- run description ---- */
 
+int lp_json_root_tp_across(const struct lp_jctx *c, const cJSON *root, struct lp_system *sys, int n)
+{
+    bool across = false;
+    LP_TRY(c->err, lp_json_bool(c, root, "", "tp_across_nodes", false, &across));
+    for (int i = 0; across && i < n; i++)
+        sys[i].tp_across_nodes = true;
+    return LP_OK;
+}
+
 int lp_json_pick_price(const struct lp_jctx *c, const cJSON *root, struct lp_system *sys, int n)
 {
     char sel[32] = "";
@@ -1766,8 +1775,9 @@ static void run_defaults(const struct lp_jctx *c, struct lp_run *r)
 
 int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struct lp_err *err)
 {
-    static const char *const keys[] = {"model", "system",  "parallel", "training", "framework",
-                                       "gpus",  "comment", "prices",   NULL};
+    static const char *const keys[] = {"model",           "system", "parallel", "training",
+                                       "framework",       "gpus",   "comment",  "prices",
+                                       "tp_across_nodes", NULL};
     /* the frameworks' fitted constants (data/calibration.json) */
     struct lp_calib cal;
     LP_TRY(err, lp_calib_load_default(&cal, err));
@@ -1776,12 +1786,12 @@ int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struc
     LP_TRY(err, lp_json_parse(&c, text, &root));
     int rc = LP_OK;
     run_defaults(&c, out);
-    /* a plan object copied from plans.json (docs/search.md): its
-     * configuration keys are a run description's, the training block is
-     * "training_config" (its "training" is the predicted projection), and
-     * its predictions (every other key) are llmplan's own output, not read */
-    const bool plan = cJSON_IsObject(root) && cJSON_HasObjectItem(root, "index") &&
-                      cJSON_HasObjectItem(root, "training_config");
+    /* a plan object copied from plans.json (docs/search.md), or the object
+     * simulate --json prints: its configuration keys are a run
+     * description's, the training block is "training_config" (its
+     * "training" is the predicted projection), and its predictions (every
+     * other key) are llmplan's own output, not read */
+    const bool plan = cJSON_IsObject(root) && cJSON_HasObjectItem(root, "training_config");
     if (!plan) LP_TRY_GOTO(err, rc, lp_json_check_keys(&c, root, "", keys), cleanup);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "model");
     if (!v) {
@@ -1796,6 +1806,7 @@ int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struc
     }
     LP_TRY_GOTO(err, rc, lp_json_system(&c, v, "system", &out->system), cleanup);
     LP_TRY_GOTO(err, rc, lp_json_pick_price(&c, root, &out->system, 1), cleanup);
+    LP_TRY_GOTO(err, rc, lp_json_root_tp_across(&c, root, &out->system, 1), cleanup);
     v = cJSON_GetObjectItemCaseSensitive(root, "parallel");
     bool dp_given = false;
     if (v) {

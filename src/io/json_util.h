@@ -90,6 +90,11 @@ void lp_json_framework_defaults(const struct lp_jctx *c, enum lp_framework kind,
 /* The root key "prices" (a name or date of a dated price) applied to n
  * systems: each must have it (lp_system_pick_price). */
 int lp_json_pick_price(const struct lp_jctx *c, const cJSON *root, struct lp_system *sys, int n);
+/* The root key "tp_across_nodes" of a run, plan or sweep: true lets TP span
+ * the nodes of each of the n systems (as the system key of that name; a
+ * plan echoes it there, beside the system's name). */
+int lp_json_root_tp_across(const struct lp_jctx *c, const cJSON *root, struct lp_system *sys,
+                           int n);
 
 /* A model entry {"generator": {...}} (shapes_json.c): is item one, and its
  * shapes (at most cap into out; *n: how many there are). */

@@ -759,15 +759,16 @@ static int parse_objectives(const struct lp_jctx *c, const cJSON *root, struct l
 static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_sweep *sw)
 {
     static const char *const keys[] = {
-        "name",        "comment",  "model",      "models",   "system", "systems", "gpus",
-        "space",       "training", "framework",  "profile",  "top_k",  "output",  "prices",
-        "constraints", "best_by",  "objectives", "loss_fit", NULL};
+        "name",        "comment",  "model",      "models",   "system",          "systems", "gpus",
+        "space",       "training", "framework",  "profile",  "top_k",           "output",  "prices",
+        "constraints", "best_by",  "objectives", "loss_fit", "tp_across_nodes", NULL};
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, root, "", keys));
     LP_TRY(err, lp_json_str(c, root, "", "name", false, sw->name, sizeof(sw->name)));
     LP_TRY(err, load_list(c, root, "model", "models", true, sw));
     LP_TRY(err, load_list(c, root, "system", "systems", false, sw));
     LP_TRY(err, lp_json_pick_price(c, root, sw->systems, sw->nvalues[LP_DIM_SYSTEM]));
+    LP_TRY(err, lp_json_root_tp_across(c, root, sw->systems, sw->nvalues[LP_DIM_SYSTEM]));
 
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "training");
     if (!v)

@@ -14,7 +14,7 @@ python3 "$src/scripts/mtnlg_vtrain.py" --build "$build" --out "$dir" \
     --no-plots >"$dir/out.txt" || { cat "$dir/out.txt"; exit 1; }
 python3 "$src/scripts/mtnlg_vtrain.py" --build "$build" --out "$dir/in-node" --tp-in-node \
     --no-plots >"$dir/in-node.txt" || { cat "$dir/in-node.txt"; exit 1; }
-python3 - "$dir/points.csv" "$dir/in-node/points.csv" <<'PY'
+python3 - "$dir/points.csv" "$dir/in-node/points.csv" <<'PY' || exit 1
 import csv, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
 inn = list(csv.DictReader(open(sys.argv[2])))
@@ -38,3 +38,33 @@ if max(k) / min(k) - 1 > 1e-4: fails.append(f"cost x MFU varies: {min(k)} .. {ma
 print("\n".join(fails) or f"ok: {len(ok)} feasible of {len(rows)}")
 sys.exit(1 if fails else 0)
 PY
+# the key itself: refused without it, simulated with it as a system key or
+# the root key, and the result (which echoes it) simulates again to the same
+# time, as a plan copied from plans.json does
+python3 - "$bin" "$dir" <<'PY'
+import json, subprocess, sys
+bin_, d = sys.argv[1], sys.argv[2]
+run = {"model": "mt-nlg-530b", "system": "dgx-a100-80gb",
+       "parallel": {"tp": 16, "pp": 35, "dp": 6, "micro_batch": 1, "recompute": "full",
+                    "zero": 0, "sequence_parallel": False},
+       "training": {"global_batch": 1920, "precision": "fp16", "flash_attention": False},
+       "framework": "megatron-deepspeed"}
+def sim(r):
+    with open(f"{d}/run.json", "w") as f:
+        json.dump(r, f)
+    p = subprocess.run([bin_, "simulate", f"{d}/run.json", "--json"], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return json.loads(p.stdout)
+fails = []
+a = sim(run)
+if a["feasible"] or "scale-up" not in a["reason"]: fails.append(f"TP 16 not refused: {a['reason']}")
+b = sim(dict(run, system={"preset": "dgx-a100-80gb", "tp_across_nodes": True}))
+c = sim(dict(run, tp_across_nodes=True))
+if not b["feasible"] or b.get("tp_across_nodes") is not True: fails.append("system key: not feasible or not echoed")
+if c.get("iteration_time_s") != b.get("iteration_time_s"): fails.append("root key differs from the system key")
+e = sim(b)
+if e.get("iteration_time_s") != b["iteration_time_s"]: fails.append("the echoed result does not simulate again alike")
+print("\n".join(fails) or "ok: tp_across_nodes refused / system key / root key / round trip")
+sys.exit(1 if fails else 0)
+PY
+

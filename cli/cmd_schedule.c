@@ -20,18 +20,23 @@
 
 struct times {
     const struct lp_jobs *jobs;
-    double *own;         /* [job] seconds, INFINITY when infeasible or not given */
-    double *plan;        /* [job * nalloc + k] */
-    struct lp_run *best; /* [job * nalloc + k]: llmplan's configuration */
+    double *own;         /* [job] seconds in its pool, INFINITY when infeasible or not given */
+    double *plan;        /* [(job * npools + pool) * nalloc + k] */
+    struct lp_run *best; /* the same: llmplan's configuration */
 };
 
-static double time_cb(void *ctx, int job, int gpus, bool own)
+static size_t at(const struct lp_jobs *J, int job, int pool, int k)
+{
+    return ((size_t)job * (size_t)J->npools + (size_t)pool) * (size_t)J->nalloc + (size_t)k;
+}
+
+static double time_cb(void *ctx, int job, int pool, int gpus, bool own)
 {
     const struct times *t = ctx;
-    if (own) return t->own[job];
-    for (int k = 0; k < t->jobs->nalloc; k++)
-        if (t->jobs->alloc[k] == gpus)
-            return t->plan[(size_t)job * (size_t)t->jobs->nalloc + (size_t)k];
+    const struct lp_jobs *J = t->jobs;
+    if (own) return pool == J->job[job].pool && gpus == J->job[job].gpus ? t->own[job] : INFINITY;
+    for (int k = 0; k < J->nalloc; k++)
+        if (J->alloc[k] == gpus) return t->plan[at(J, job, pool, k)];
     return INFINITY;
 }
 
@@ -40,12 +45,14 @@ static double train_s(const struct lp_result *res)
     return res->feasible ? res->time_days * 86400.0 : INFINITY;
 }
 
-/* The fastest feasible configuration of job j's space at each allocation. */
-static int plan_job(struct lp_sim *sim, const struct lp_jobs *J, int j, struct times *t,
+/* The fastest feasible configuration of job j's space in pool p at each
+ * allocation. */
+static int plan_job(struct lp_sim *sim, const struct lp_jobs *J, int j, int p, struct times *t,
                     struct lp_err *err)
 {
+    if (!J->job[j].plan[p]) return LP_OK; /* no allocation fits the pool */
     struct lp_space sp;
-    LP_TRY(err, lp_space_init(&sp, J->job[j].plan, err));
+    LP_TRY(err, lp_space_init(&sp, J->job[j].plan[p], err));
     struct lp_run run;
     struct lp_result res;
     uint64_t size = lp_space_size(&sp);
@@ -60,10 +67,10 @@ static int plan_job(struct lp_sim *sim, const struct lp_jobs *J, int j, struct t
         lp_space_evaluate(sim, &run, &res);
         int g = res.gpus;
         for (int k = 0; k < J->nalloc; k++) {
-            size_t at = (size_t)j * (size_t)J->nalloc + (size_t)k;
-            if (J->alloc[k] == g && train_s(&res) < t->plan[at]) {
-                t->plan[at] = train_s(&res);
-                t->best[at] = run;
+            size_t a = at(J, j, p, k);
+            if (J->alloc[k] == g && train_s(&res) < t->plan[a]) {
+                t->plan[a] = train_s(&res);
+                t->best[a] = run;
             }
         }
     }
@@ -84,8 +91,9 @@ static double days(double s)
 
 static void print_jobs(const struct lp_jobs *J, const struct times *t)
 {
-    printf("%-28s %7s %8s %9s %6s  %-30s %8s  %-30s %8s\n", "job", "arrives", "deadline", "tokens",
-           "GPUs", "own configuration", "days", "llmplan at the same GPUs", "days");
+    printf("%-28s %7s %8s %9s %6s  %-30s %8s  %-30s %8s%s\n", "job", "arrives", "deadline",
+           "tokens", "GPUs", "own configuration", "days", "llmplan at the same GPUs", "days",
+           J->npools > 1 ? "  pool" : "");
     for (int j = 0; j < J->njobs; j++) {
         const struct lp_job_spec *s = &J->job[j];
         char own[96] = "-", pl[96] = "-", dl[16] = "-";
@@ -93,23 +101,27 @@ static void print_jobs(const struct lp_jobs *J, const struct times *t)
         double tp = INFINITY;
         for (int k = 0; k < J->nalloc; k++)
             if (J->alloc[k] == s->gpus) {
-                size_t at = (size_t)j * (size_t)J->nalloc + (size_t)k;
-                tp = t->plan[at];
-                if (isfinite(tp)) describe(&t->best[at], pl, sizeof(pl));
+                size_t a = at(J, j, s->pool, k);
+                tp = t->plan[a];
+                if (isfinite(tp)) describe(&t->best[a], pl, sizeof(pl));
             }
         if (s->deadline_s >= 0) snprintf(dl, sizeof(dl), "%.1f", days(s->deadline_s));
-        printf("%-28.28s %7.1f %8s %9.3g %6d  %-30s %8.2f  %-30s %8.2f\n", s->name,
-               days(s->arrival_s), dl, s->tokens, s->gpus, own, days(t->own[j]), pl, days(tp));
+        printf("%-28.28s %7.1f %8s %9.3g %6d  %-30s %8.2f  %-30s %8.2f%s%s\n", s->name,
+               days(s->arrival_s), dl, s->tokens, s->gpus, own, days(t->own[j]), pl, days(tp),
+               J->npools > 1 ? "  " : "", J->npools > 1 ? J->pool[s->pool].system : "");
     }
-    printf("\nllmplan's fastest plan per allocation, days\n%-28s", "job");
-    for (int k = 0; k < J->nalloc; k++)
-        printf(" %8d", J->alloc[k]);
-    printf("\n");
-    for (int j = 0; j < J->njobs; j++) {
-        printf("%-28.28s", J->job[j].name);
-        for (int k = 0; k < J->nalloc; k++)
-            printf(" %8.2f", days(t->plan[(size_t)j * (size_t)J->nalloc + (size_t)k]));
+    for (int p = 0; p < J->npools; p++) {
+        printf("\nllmplan's fastest plan per allocation, days%s%s\n%-28s",
+               J->npools > 1 ? ", pool " : "", J->npools > 1 ? J->pool[p].system : "", "job");
+        for (int k = 0; k < J->nalloc && J->alloc[k] <= J->pool[p].gpus; k++)
+            printf(" %8d", J->alloc[k]);
         printf("\n");
+        for (int j = 0; j < J->njobs; j++) {
+            printf("%-28.28s", J->job[j].name);
+            for (int k = 0; k < J->nalloc && J->alloc[k] <= J->pool[p].gpus; k++)
+                printf(" %8.2f", days(t->plan[at(J, j, p, k)]));
+            printf("\n");
+        }
     }
 }
 
@@ -117,18 +129,19 @@ static void print_jobs(const struct lp_jobs *J, const struct times *t)
 static int write_gantt(const char *dir, enum lp_policy p, const struct lp_jobs *J,
                        const struct lp_cluster_out *o, struct lp_err *err)
 {
-    size_t cap = 128 + (size_t)o->nseg * (LP_NAME_LEN + 96), n = 0;
+    size_t cap = 128 + (size_t)o->nseg * (2 * LP_NAME_LEN + 96), n = 0;
     char *buf = malloc(cap);
     if (!buf) LP_FAIL(err, LP_ENOMEM, "out of memory");
-    n += (size_t)snprintf(buf + n, cap - n, "job,name,gpus,start_days,end_days,restart\n");
+    n += (size_t)snprintf(buf + n, cap - n, "job,name,gpus,start_days,end_days,restart,pool\n");
     for (int s = 0; s < o->nseg; s++) {
         const struct lp_segment *g = &o->seg[s];
         char name[LP_NAME_LEN];
         snprintf(name, sizeof(name), "%s", J->job[g->job].name);
         for (char *c = name; *c; c++)
             if (*c == ',' || *c == '"' || *c == '\n') *c = ' ';
-        n += (size_t)snprintf(buf + n, cap - n, "%d,%s,%d,%.9g,%.9g,%d\n", g->job, name, g->gpus,
-                              days(g->start_s), days(g->end_s), g->restart ? 1 : 0);
+        n += (size_t)snprintf(buf + n, cap - n, "%d,%s,%d,%.9g,%.9g,%d,%s\n", g->job, name, g->gpus,
+                              days(g->start_s), days(g->end_s), g->restart ? 1 : 0,
+                              J->pool[g->pool].system);
     }
     char path[1200];
     snprintf(path, sizeof(path), "%s/%s.csv", dir, lp_policy_name(p));
@@ -142,9 +155,13 @@ static void print_policy(enum lp_policy p, const struct lp_jobs *J, const struct
     int with = 0;
     for (int j = 0; j < J->njobs; j++)
         with += J->job[j].deadline_s >= 0;
-    printf("%-8s %9.2f %9.2f %9.2f %9.2f %6.1f%% %6d/%-3d %6d\n", lp_policy_name(p),
+    printf("%-8s %9.2f %9.2f %9.2f %9.2f %6.1f%% %6d/%-3d %6d", lp_policy_name(p),
            days(o->makespan_s), days(o->mean_jct_s), days(o->p95_jct_s), days(o->max_jct_s),
            100.0 * o->utilisation, o->deadline_misses, with, o->unschedulable);
+    for (int q = 0; J->npools > 1 && q < J->npools; q++)
+        printf("%s%s %.1f%%", q ? ", " : "   GPU util per pool: ", J->pool[q].system,
+               100.0 * o->pool_utilisation[q]);
+    printf("\n");
 }
 
 static void usage(FILE *f)
@@ -162,54 +179,63 @@ static int run(const char *file, const char *policy, const char *gantt, const ch
                struct lp_err *err)
 {
     struct lp_jobs *J = NULL;
-    struct lp_profile *prof = NULL;
-    struct lp_sim *sim = NULL;
+    struct lp_profile *prof[LP_CLUSTER_MAX_POOLS] = {0};
+    struct lp_sim *sim[LP_CLUSTER_MAX_POOLS] = {0};
     struct lp_cjob *cj = NULL;
     struct times t = {0};
+    char used[LP_CLUSTER_MAX_POOLS][1024];
     int rc = lp_jobs_load(file, &J, err);
     if (rc < 0) goto cleanup;
-    const struct lp_sweep *sw0 = J->job[0].plan;
-    const struct lp_system *sys = &sw0->systems[0];
-    const char *choice = lp_profile_choice(profile, sys, sw0->profile);
-    char used[1024];
-    struct lp_cost_model cm;
-    bool mismatch = false;
-    rc = lp_cost_model_choose(choice, sys, false, &prof, &cm, used, sizeof(used), &mismatch, err);
-    if (rc >= 0) rc = lp_sim_create(&cm, &sim, err);
+    for (int p = 0; p < J->npools && rc >= 0; p++) { /* a cost model per pool's GPU */
+        const struct lp_system *sys = &J->pool[p].sys;
+        const char *choice = lp_profile_choice(profile, sys, J->profile);
+        struct lp_cost_model cm;
+        bool mismatch = false;
+        rc = lp_cost_model_choose(choice, sys, false, &prof[p], &cm, used[p], sizeof(used[p]),
+                                  &mismatch, err);
+        if (rc >= 0) rc = lp_sim_create(&cm, &sim[p], err);
+    }
     if (rc < 0) goto cleanup;
-    size_t n = (size_t)J->njobs, na = (size_t)J->nalloc;
+    size_t n = (size_t)J->njobs, na = (size_t)J->nalloc, np = (size_t)J->npools;
     t.jobs = J;
     t.own = malloc(n * sizeof(double));
-    t.plan = malloc(n * na * sizeof(double));
-    t.best = calloc(n * na, sizeof(struct lp_run));
+    t.plan = malloc(n * np * na * sizeof(double));
+    t.best = calloc(n * np * na, sizeof(struct lp_run));
     cj = calloc(n, sizeof(*cj));
     if (!t.own || !t.plan || !t.best || !cj) {
         rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
         goto cleanup;
     }
-    for (size_t i = 0; i < n * na; i++)
+    for (size_t i = 0; i < n * np * na; i++)
         t.plan[i] = INFINITY;
     for (int j = 0; j < J->njobs && rc >= 0; j++) {
+        const struct lp_job_spec *s = &J->job[j];
         struct lp_result res;
         t.own[j] = INFINITY;
-        if (J->job[j].has_own) {
-            lp_sim_run(sim, &J->job[j].own, &res);
+        if (s->has_own) {
+            lp_sim_run(sim[s->pool], &s->own, &res);
             t.own[j] = train_s(&res);
         }
-        cj[j] = (struct lp_cjob){J->job[j].arrival_s, J->job[j].deadline_s, J->job[j].gpus};
-        rc = plan_job(sim, J, j, &t, err);
+        cj[j] = (struct lp_cjob){s->arrival_s, s->deadline_s, s->gpus, s->pool};
+        for (int p = 0; p < J->npools && rc >= 0; p++)
+            rc = plan_job(sim[p], J, j, p, &t, err);
     }
     if (rc < 0) goto cleanup;
-    printf("cluster: %d GPUs of %s, %d jobs, profile %s; elastic restart %.0f min\n\n",
-           J->cluster_gpus, sw0->systems[0].name, J->njobs, used, J->restart_s / 60.0);
+    printf("cluster: ");
+    for (int p = 0; p < J->npools; p++)
+        printf("%s%d GPUs of %s (profile %s)", p ? " + " : "", J->pool[p].gpus, J->pool[p].system,
+               used[p]);
+    printf(", %d jobs; elastic restart %.0f min\n\n", J->njobs, J->restart_s / 60.0);
     print_jobs(J, &t);
-    struct lp_cluster_in in = {.gpus = J->cluster_gpus,
+    struct lp_cluster_in in = {.npools = J->npools,
                                .nalloc = J->nalloc,
                                .restart_s = J->restart_s,
                                .jobs = cj,
                                .njobs = J->njobs,
                                .time_s = time_cb,
                                .ctx = &t};
+    for (int p = 0; p < J->npools; p++)
+        in.pool_gpus[p] = J->pool[p].gpus;
     memcpy(in.alloc, J->alloc, sizeof(in.alloc));
     printf("\n%-8s %9s %9s %9s %9s %7s %10s %6s\n", "policy", "makespan", "mean JCT", "p95 JCT",
            "max JCT", "util", "missed", "unsched");
@@ -247,8 +273,10 @@ cleanup:
     free(t.plan);
     free(t.best);
     free(cj);
-    lp_sim_destroy(&sim);
-    lp_profile_destroy(&prof);
+    for (int p = 0; p < LP_CLUSTER_MAX_POOLS; p++) {
+        lp_sim_destroy(&sim[p]);
+        lp_profile_destroy(&prof[p]);
+    }
     lp_jobs_destroy(&J);
     return rc;
 }

@@ -47,6 +47,15 @@ def main():
         sys.exit("cluster_gantt: matplotlib is missing (apt-get install python3-matplotlib)")
     spec = json.load(open(a.jobs))
     jobs = spec["jobs"]
+    pools = spec.get("pools") or [{"system": spec["system"], "gpus": spec["cluster_gpus"]}]
+    multi = len(pools) > 1
+    # pools by their system's name as the CSVs give it (a preset name, or an
+    # inline system's name)
+    pname = [q["system"] if isinstance(q["system"], str) else q["system"].get(
+        "name", q["system"].get("preset", "")) for q in pools]
+    tag = {n: i for i, n in enumerate(pname)}
+    cluster = ", ".join(f"P{i} = {q['gpus']} {n}" for i, (q, n) in enumerate(zip(pools, pname))) \
+        if multi else f"{pools[0]['gpus']}"
     names = [j.get("name", f"job {i}") for i, j in enumerate(jobs)]
     pols = [q for q in POLICIES if os.path.exists(os.path.join(a.out, q + ".csv"))]
     fig, axes = plt.subplots(len(pols), 1, figsize=(10, 2.2 + 1.1 * len(jobs) * len(pols) / 2),
@@ -62,8 +71,9 @@ def main():
             ax.barh(j, x1 - x0, left=x0, height=0.6, color=colours[j % len(colours)],
                     alpha=0.35 if restart else 0.85, hatch="//" if restart else None,
                     edgecolor="black", linewidth=0.4)
-            if not restart and x1 - x0 > 0.25:
-                ax.text((x0 + x1) / 2, j, s["gpus"], ha="center", va="center", fontsize=7)
+            if not restart and x1 - x0 > (0.6 if multi else 0.25):
+                label = s["gpus"] + (f" P{tag[s['pool']]}" if multi else "")
+                ax.text((x0 + x1) / 2, j, label, ha="center", va="center", fontsize=7)
         for j, job in enumerate(jobs):
             ax.plot([job.get("arrival_days", 0)] * 2, [j - 0.4, j + 0.4], color="black", lw=1)
             if "deadline_days" in job:
@@ -72,8 +82,9 @@ def main():
         ax.set_yticks(range(len(jobs)))
         ax.set_yticklabels(names, fontsize=7)
         ax.invert_yaxis()
-        ax.set_title(f"{pol} ({spec['cluster_gpus']} GPUs; bar labels: GPUs held; black tick: "
-                     f"arrival; red: deadline)", fontsize=8)
+        ax.set_title(f"{pol} ({cluster} GPUs; bar labels: GPUs held"
+                     + (" and pool" if multi else "") + "; black tick: arrival; red: deadline)",
+                     fontsize=8)
     axes[-1, 0].set_xlabel("days")
     fig.tight_layout()
     out = os.path.join(a.out, "gantt.png")

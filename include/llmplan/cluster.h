@@ -1,5 +1,8 @@
 /* Several training jobs on one GPU cluster (vTrain's multi-job case study,
  * Bang et al. 2024): an event-driven replay of a job trace under a policy.
+ * The cluster is one or more pools, each of one system (a partition of
+ * A100 nodes beside one of H100 nodes); a job runs inside one pool at a
+ * time.
  *
  *   jobs   (src/io/jobs_json.c)  the parsed JOBS.json (docs/case-studies.md)
  *   policy (src/core/cluster.c)  first-come-first-served with the jobs' own
@@ -41,18 +44,21 @@ struct lp_cjob {
     double arrival_s;
     double deadline_s; /* after its arrival; < 0: none */
     int gpus;          /* the allocation it asks for (fcfs, planned); 0: none */
+    int pool;          /* the pool it asks for (fcfs, planned): its own configuration's system */
 };
 
-/* Seconds to train job j entirely on g GPUs: with its own configuration
- * (own = true; g is then its gpus) or llmplan's fastest at g. INFINITY when
- * nothing fits. */
-typedef double (*lp_cluster_time_fn)(void *ctx, int job, int gpus, bool own);
+/* Seconds to train job j entirely on g GPUs of pool p: with its own
+ * configuration (own = true; p and g are then its pool and gpus) or
+ * llmplan's fastest there. INFINITY when nothing fits. */
+typedef double (*lp_cluster_time_fn)(void *ctx, int job, int pool, int gpus, bool own);
 
 #define LP_CLUSTER_MAX_ALLOC 64
+#define LP_CLUSTER_MAX_POOLS 8
 
 struct lp_cluster_in {
-    int gpus;                        /* the cluster */
-    int alloc[LP_CLUSTER_MAX_ALLOC]; /* allocations elastic may give, ascending */
+    int npools;                          /* 1 ..  LP_CLUSTER_MAX_POOLS */
+    int pool_gpus[LP_CLUSTER_MAX_POOLS]; /* the GPUs of each pool */
+    int alloc[LP_CLUSTER_MAX_ALLOC];     /* allocations elastic may give, ascending */
     int nalloc;
     double restart_s; /* elastic: a running job whose allocation changes stops for this long */
     const struct lp_cjob *jobs;
@@ -64,7 +70,7 @@ struct lp_cluster_in {
 /* A stretch of time one job holds `gpus` GPUs; restart: checkpoint-restart
  * time (held, not training). */
 struct lp_segment {
-    int job, gpus;
+    int job, pool, gpus;
     double start_s, end_s;
     bool restart;
 };
@@ -77,15 +83,16 @@ struct lp_cluster_out {
     double mean_jct_s; /* completion - arrival, over the jobs that ran */
     double p95_jct_s;  /* nearest rank */
     double max_jct_s;
-    double utilisation;  /* training GPU-seconds / (cluster GPUs x makespan) */
+    double utilisation; /* training GPU-seconds / (cluster GPUs x makespan) */
+    double pool_utilisation[LP_CLUSTER_MAX_POOLS]; /* the same per pool */
     int deadline_misses; /* among the jobs with a deadline (an unscheduled one misses) */
     int unschedulable;   /* more GPUs than the cluster, or no feasible plan */
 };
 
 /* Replay the trace under policy p. Fails on allocation, on a bad input
- * (LP_EINVAL: allocations not ascending, fcfs / planned job without gpus)
- * only. out is overwritten (free an earlier result first) and owned by the
- * caller: lp_cluster_out_free. */
+ * (LP_EINVAL: no pool or a pool without GPUs, allocations not ascending,
+ * fcfs / planned job without gpus or with a pool out of range) only. out is overwritten (free an
+ * earlier result first) and owned by the caller: lp_cluster_out_free. */
 int lp_cluster_run(const struct lp_cluster_in *in, enum lp_policy p, struct lp_cluster_out *out,
                    struct lp_err *err);
 /* NULL-safe; leaves *o zeroed. */
@@ -97,15 +104,25 @@ struct lp_job_spec {
     char name[LP_NAME_LEN];
     double arrival_s, deadline_s; /* deadline after arrival; < 0: none */
     double tokens;
-    int gpus;              /* its own allocation; 0 when not given */
-    bool has_own;          /* "parallel" given: its own configuration */
-    struct lp_run own;     /* (has_own) on gpus GPUs, dp = gpus / (tp pp cp) */
-    struct lp_sweep *plan; /* the space llmplan chooses from: gpus = the allocations */
+    int gpus;          /* its own allocation; 0 when not given */
+    int pool;          /* the pool of its own allocation ("pool": a system of the pools) */
+    bool has_own;      /* "parallel" given: its own configuration */
+    struct lp_run own; /* (has_own) on gpus GPUs of its pool, dp = gpus / (tp pp cp) */
+    /* per pool, the space llmplan chooses from: gpus = the allocations that
+     * fit the pool (NULL: none does) */
+    struct lp_sweep *plan[LP_CLUSTER_MAX_POOLS];
 };
 
 struct lp_jobs {
     char name[LP_NAME_LEN];
-    int cluster_gpus;
+    int cluster_gpus; /* every pool's */
+    int npools;       /* "system" + "cluster_gpus": one; "pools": [{system, gpus}, ...] */
+    struct lp_pool {
+        char system[LP_NAME_LEN]; /* the pool's name: its system's */
+        int gpus;
+        struct lp_system sys;
+    } pool[LP_CLUSTER_MAX_POOLS];
+    char profile[LP_PROFILE_PATH_LEN]; /* the file's "profile" ("": each GPU's own) */
     int alloc[LP_CLUSTER_MAX_ALLOC];
     int nalloc;
     double restart_s;

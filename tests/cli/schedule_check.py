@@ -82,4 +82,50 @@ bad(lambda o: o["jobs"][2].pop("parallel"), "needs every job's 'gpus' and 'paral
 bad(lambda o: o["jobs"][0].update(model="no-such-model"), "jobs[0]")
 p = sched(write(base), "--policy", "sjf")
 check("refuses an unknown policy", p.returncode == 2 and "--policy" in p.stderr)
+# two pools (partitions of two systems): a job's own configuration runs on
+# its pool's system, every policy keeps each pool within its GPUs, and the
+# Gantt CSVs name the pool of every segment
+mixed = json.loads(json.dumps(base))
+del mixed["system"], mixed["cluster_gpus"]
+mixed["pools"] = [{"system": "dgx-a100-80gb", "gpus": 32}, {"system": "dgx-h100", "gpus": 16}]
+mixed["jobs"][0]["pool"] = "dgx-h100"
+gd = os.path.join(d, "mixed")
+os.makedirs(gd, exist_ok=True)
+p = sched(write(mixed, "mixed.json"), "--gantt", gd)
+check("pools run", p.returncode == 0, p.stderr.strip())
+check("per-pool utilisation reported", "GPU util per pool: dgx-a100-80gb" in p.stdout)
+def simulate_on(job, system):
+    par = dict(job["parallel"])
+    par["dp"] = job["gpus"] // (par.get("tp", 1) * par.get("pp", 1))
+    run = {"model": job["model"], "system": system, "parallel": par,
+           "training": dict(base["training"], tokens=job["tokens"]), "framework": base["framework"]}
+    r = subprocess.run([bin_, "simulate", "--batch", "-"], input=json.dumps(run) + "\n",
+                       capture_output=True, text=True)
+    return json.loads(r.stdout)["training"]["time_days"]
+rows = {l.split()[0]: l for l in reversed(p.stdout.splitlines()) if l and l.split()[0] in ("a", "b", "c")}
+own_a = float(rows["a"].split()[11])
+check("a's own configuration on its pool's system", abs(own_a - simulate_on(mixed["jobs"][0], "dgx-h100")) < 0.006,
+      f"{own_a} vs {simulate_on(mixed['jobs'][0], 'dgx-h100'):.4f}")
+for pol in ("fcfs", "planned", "elastic"):
+    segs = list(csv.DictReader(open(os.path.join(gd, pol + ".csv"))))
+    ok = all(s["pool"] in ("dgx-a100-80gb", "dgx-h100") for s in segs)
+    for q in mixed["pools"]:
+        mine = [s for s in segs if s["pool"] == q["system"]]
+        ev = sorted({float(s["start_days"]) for s in mine})
+        peak = max([sum(int(s["gpus"]) for s in mine
+                        if float(s["start_days"]) <= t < float(s["end_days"])) for t in ev] or [0])
+        ok = ok and peak <= q["gpus"]
+    check(f"{pol}: each pool within its GPUs", ok)
+    if pol != "elastic":
+        check(f"{pol}: a runs in its pool", all(s["pool"] == "dgx-h100" for s in segs if s["job"] == "0"))
+def bad_mixed(mut, want):
+    obj = json.loads(json.dumps(mixed))
+    mut(obj)
+    p = sched(write(obj, "bad.json"))
+    check("refuses: " + want, p.returncode != 0 and want in p.stderr, p.stderr.strip()[:200])
+bad_mixed(lambda o: o["jobs"][0].update(pool="dgx-b200"), "jobs[0].pool")
+bad_mixed(lambda o: o.update(system="dgx-h100"), "either 'pools' or 'system'")
+bad_mixed(lambda o: o["pools"].append({"system": "dgx-h100", "gpus": 8}), "pools[2].system")
+bad_mixed(lambda o: o["pools"][1].pop("gpus"), "pools[1].gpus")
+bad_mixed(lambda o: o["pools"][1].update(colour=1), "pools[1].colour")
 sys.exit(1 if fails else 0)

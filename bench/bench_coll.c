@@ -35,7 +35,7 @@ static void line(const struct lp_cost_model *cm, const struct lp_system *sys, in
                  enum lp_coll op, double b, int n)
 {
     const double t = lp_coll_time(cm, sys, op, b, n, 1, 0);
-    const int nodes = n / G > 1 ? n / G : 1;
+    const int nodes = (n + G - 1) / G; /* a partial node counts */
     double tn[2] = {0, 0};
     char ch[2][16] = {"-", "-"};
     for (int v = 0; v < 2; v++) {

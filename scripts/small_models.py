@@ -72,9 +72,12 @@ VARIANTS = [("DDP", "ddp", 0), ("FSDP-grad-op", FSDP, 2), ("FSDP-full", FSDP, 3)
 SHIPPED = "shipped"
 
 
-def price_set(sel):
-    """What a price selection means per instance, read from the presets:
-    {gpu: (name, date, $/GPU-h, source)}; exits naming what is missing."""
+def price_set(llmplan, sel):
+    """What a price selection means per instance: {gpu: (name, date, $/GPU-h,
+    source)}. llmplan picks the price (lp_system_pick_price: a name, a
+    price's date, or the one in effect at a date), so the rule is its; the
+    presets give the picked entry's date and source. Exits with llmplan's
+    message when an instance has no such price."""
     out = {}
     for g, sname in SYSTEMS.items():
         with open(os.path.join(ROOT, "data", "systems", f"{sname}.json")) as f:
@@ -83,15 +86,16 @@ def price_set(sel):
             out[g] = ("preset", d.get("price_date", "?"), d["price_per_gpu_hour_usd"],
                       d.get("price_source", ""))
             continue
-        prices = d.get("prices", [])
-        pick = next((x for x in prices if sel in (x["name"], x["date"])), None)
-        if pick is None:  # a date: the latest price dated on or before it (as llmplan picks)
-            pick = max((x for x in prices if x["date"] <= sel), key=lambda x: x["date"],
-                       default=None)
-        if pick is None:
-            have = ", ".join(f"{x['name']} ({x['date']})" for x in prices) or "none"
-            sys.exit(f"small_models: {sname} has no price named or in effect at {sel!r} "
-                     f"(it has: {have}; use --prices {SHIPPED})")
+        run = {"model": MODELS[0], "system": sname, "parallel": {"micro_batch": 1},
+               "training": {"global_batch": 1}, "prices": sel}
+        env = dict(os.environ)
+        env.setdefault("LLMPLAN_DATA", os.path.join(ROOT, "data"))
+        p = subprocess.run([llmplan, "simulate", "--batch", "-"], input=json.dumps(run) + "\n",
+                           capture_output=True, text=True, env=env)
+        if p.returncode != 0:
+            sys.exit(f"small_models: --prices {sel}: {p.stderr.strip()} (or --prices {SHIPPED})")
+        name = json.loads(p.stdout)["prices"]
+        pick = next(x for x in d["prices"] if x["name"] == name)
         out[g] = (pick["name"], pick["date"], pick["usd_per_gpu_hour"], pick["source"])
     return out
 
@@ -472,8 +476,8 @@ def main():
         a.prices = "aws-2024" if a.cloud == "aws" else SHIPPED
     if a.compare_prices is None and a.cloud == "aws":
         a.compare_prices = SHIPPED if a.prices == "aws-2024" else "aws-2024"
-    prices = price_set(a.prices)
     llmplan = llmplan_bin(a.build)
+    prices = price_set(llmplan, a.prices)
     rows, _ = collect(llmplan, a.prices, a.budget, a.fit)
     os.makedirs(a.out, exist_ok=True)
     with open(os.path.join(a.out, "small_models.csv"), "w", newline="") as f:
@@ -486,10 +490,10 @@ def main():
     md += "\n## The paper's findings\n\n| finding | llmplan | numbers |\n| --- | --- | --- |\n"
     for name, ok, text in res:
         md += f"| {name} | {'agrees' if ok else 'DISAGREES'} | {text} |\n"
-    if a.compare_prices and a.compare_prices != a.prices:
+    other = price_set(llmplan, a.compare_prices) if a.compare_prices else None
+    if other and [v[2] for v in other.values()] != [v[2] for v in prices.values()]:
         # the same runs priced by another date: a finding that turns is the
-        # price's, not the model's
-        other = price_set(a.compare_prices)
+        # price's, not the model's (skipped where the two select the same prices)
         res2 = findings(collect(llmplan, a.compare_prices, a.budget, a.fit)[0])
         md += (f"\n## The findings at other prices\n\nThe same configurations priced by "
                f"{describe(a.compare_prices, other)}.\n\n"

@@ -33,6 +33,7 @@ struct lp_rule_view {
     enum lp_framework fw;   /* the run's framework (a swept dimension) */
     bool hybrid_shard;      /* ... its fw.hybrid_shard */
     int lora_rank;          /* the run's fine-tuning (a swept dimension) */
+    bool tp_overlap;        /* ... its fw.tp_overlap */
 };
 
 /* Why a run of a framework is outside what the simulator models it as
@@ -51,6 +52,7 @@ enum lp_fw_gap {
     LP_GAP_BF16_FW,      /* bf16 first / last layers outside Megatron-Core (framework megatron) */
     LP_GAP_FP8_STACK,    /* fp8 / mxfp8 / nvfp4 on a stack of 2021-22 (megatron-2021,
                             megatron-deepspeed), which trains in fp16 or bf16 only */
+    LP_GAP_TP_OVERLAP_NODES, /* tp_overlap (userbuffers) with TP wider than the scale-up domain */
     LP_GAP_COUNT
 };
 

@@ -131,33 +131,60 @@ const char *lp_lora_targets_name(enum lp_lora_targets t)
     return (unsigned)t < LP_LORA_TARGETS_COUNT ? names[t] : "?";
 }
 
+/* Days of month m (1-12) of year y, Gregorian. */
+static int month_days(int y, int m)
+{
+    static const int d[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    const bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    return m == 2 && leap ? 29 : d[m - 1];
+}
+
 bool lp_is_iso_date(const char *s)
 {
     static const char *const forms[] = {"dddd", "dddd-dd", "dddd-dd-dd"};
-    for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+    bool shape = false;
+    for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]) && !shape; f++) {
         const char *t = forms[f];
         size_t i = 0;
         while (t[i] && s[i] && (t[i] == 'd' ? isdigit((unsigned char)s[i]) : s[i] == t[i]))
             i++;
-        if (!t[i] && !s[i]) return true;
+        shape = !t[i] && !s[i];
     }
-    return false;
+    if (!shape) return false;
+    const int y = atoi(s), m = s[4] ? atoi(s + 5) : 1, d = s[4] && s[7] ? atoi(s + 8) : 1;
+    return m >= 1 && m <= 12 && d >= 1 && d <= month_days(y, m);
 }
 
-/* A name or an exact date picks that price; any other date picks the price
- * in effect then: the latest dated on or before it. ISO dates of any
- * precision compare as strings ("2024" < "2024-06" < "2025"), so a price
- * dated "2024" counts from the start of 2024. */
+/* An ISO date of any precision as its first day, YYYY-MM-DD (len >= 11). */
+static void first_day(const char *s, char *out)
+{
+    snprintf(out, 11, "%.4s-%.2s-%.2s", s, s[4] ? s + 5 : "01", s[4] && s[7] ? s + 8 : "01");
+}
+
+/* A name picks that price; then a price's own date; then any other date
+ * the price in effect then: the latest dated on or before it, each date
+ * counting from its first day ("2024" is 2024-01-01, so "2025" or
+ * "2025-01" picks a price dated 2025-01-01). Names are never dates
+ * (parse_prices), so the three cannot collide. */
 int lp_system_pick_price(struct lp_system *s, const char *sel)
 {
     int pick = -1;
     for (int i = 0; sel && i < s->nprices && pick < 0; i++)
-        if (strcmp(s->prices[i].name, sel) == 0 || strcmp(s->prices[i].date, sel) == 0) pick = i;
-    if (pick < 0 && sel && lp_is_iso_date(sel))
-        for (int i = 0; i < s->nprices; i++)
-            if (lp_is_iso_date(s->prices[i].date) && strcmp(s->prices[i].date, sel) <= 0 &&
-                (pick < 0 || strcmp(s->prices[i].date, s->prices[pick].date) > 0))
+        if (strcmp(s->prices[i].name, sel) == 0) pick = i;
+    for (int i = 0; sel && i < s->nprices && pick < 0; i++)
+        if (strcmp(s->prices[i].date, sel) == 0) pick = i;
+    if (pick < 0 && sel && lp_is_iso_date(sel)) {
+        char want[11], best[11] = "", d[11];
+        first_day(sel, want);
+        for (int i = 0; i < s->nprices; i++) {
+            if (!lp_is_iso_date(s->prices[i].date)) continue;
+            first_day(s->prices[i].date, d);
+            if (strcmp(d, want) <= 0 && (pick < 0 || strcmp(d, best) > 0)) {
                 pick = i;
+                memcpy(best, d, sizeof(best));
+            }
+        }
+    }
     if (pick < 0) return LP_ENOTFOUND;
     s->price_per_gpu_hour_usd = s->prices[pick].usd_per_gpu_hour;
     s->price_pick = pick + 1;

@@ -259,6 +259,9 @@ const char *lp_fw_gap_text(enum lp_fw_gap g, const char **key)
         {"training.precision",
          "the framework's stack trains in fp16 or bf16 only (no Transformer Engine fp8 recipes "
          "before 2023)"},
+        {"framework.tp_overlap",
+         "tp_overlap's userbuffers (Transformer Engine) join the TP group over NVLink: TP no wider "
+         "than the scale-up domain"},
     };
     const unsigned i = (unsigned)g < LP_GAP_COUNT ? (unsigned)g : 0;
     if (key) *key = t[i].key;
@@ -313,6 +316,17 @@ static bool fw_hybrid(const struct lp_rule_view *v, double *a, double *b)
     return v->hybrid_shard && !lp_fw_hybrid_runs(v->fw, v->par->zero);
 }
 
+/* TP communication overlap (Transformer Engine's userbuffers, which map the
+ * TP group's buffers over NVLink) with a TP group across scale-up domains
+ * (the system's tp_across_nodes); *b the domain's GPUs */
+static bool fw_tp_overlap(const struct lp_rule_view *v, double *a, double *b)
+{
+    const int G = lp_system_scale_up(v->system);
+    *a = LP_GAP_TP_OVERLAP_NODES;
+    *b = G;
+    return v->tp_overlap && v->par->tp > G;
+}
+
 /* an FSDP framework's model and layout outside lp_torch_dp (LoRA: below) */
 static bool fsdp_layout(const struct lp_rule_view *v, double *a, double *b)
 {
@@ -357,6 +371,7 @@ const struct lp_rule lp_rules[] = {
     {LP_DIM_ZERO, LP_REASON_ZERO, zero},
     {LP_DIM_FRAMEWORK, LP_REASON_ZERO, zero_framework},
     {LP_DIM_FRAMEWORK, LP_REASON_FRAMEWORK, fw_hybrid},
+    {LP_DIM_FRAMEWORK, LP_REASON_FRAMEWORK, fw_tp_overlap},
     {LP_DIM_FRAMEWORK, LP_REASON_FRAMEWORK, fsdp_layout},
     {LP_DIM_PRECISION, LP_REASON_PRECISION, precision},
     {LP_DIM_PRECISION, LP_REASON_FRAMEWORK, fw_precision},
@@ -374,7 +389,8 @@ enum lp_reason lp_rules_validate(const struct lp_run *run, double *a, double *b)
         return LP_REASON_GPU_COUNT;
     const struct lp_rule_view v = {
         &run->model,          &run->system, &run->train,          p,
-        run->train.precision, run->fw.kind, run->fw.hybrid_shard, run->train.lora_rank};
+        run->train.precision, run->fw.kind, run->fw.hybrid_shard, run->train.lora_rank,
+        run->fw.tp_overlap};
     for (int k = 0; k < lp_rule_count; k++)
         if (lp_rules[k].fails(&v, a, b)) return lp_rules[k].reason;
     *a = *b = 0;

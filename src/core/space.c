@@ -195,7 +195,8 @@ static enum lp_space_verdict decode_from(const struct lp_space *s, uint64_t inde
                                       fw->kind,
                                       fw->hybrid_shard,
                                       sw->fts ? sw->fts[VAL(LP_DIM_FINETUNE)].lora_rank
-                                              : sw->train.lora_rank};
+                                              : sw->train.lora_rank,
+                                      fw->tp_overlap};
     int k = 0; /* the next rule of the list: the first of dimension `from` */
     while (k < lp_rule_count && (int)lp_rules[k].dim < from)
         k++;

@@ -874,6 +874,17 @@ static int parse_prices(const struct lp_jctx *c, const cJSON *o, const char *pat
                     "%s: key '%s.date': \"%s\" is not a date (expected YYYY, YYYY-MM or "
                     "YYYY-MM-DD)",
                     c->file, ip, p->date);
+        /* a selection is a name or a date: a name may not be either another
+         * price's name or a date */
+        bool dup = lp_is_iso_date(p->name);
+        for (int k = 0; k < i && !dup; k++)
+            dup = strcmp(s->prices[k].name, p->name) == 0;
+        if (dup)
+            LP_FAIL(c->err, LP_EINVAL,
+                    "%s: key '%s.name': \"%s\" is %s (a price is picked by its name or by a "
+                    "date)",
+                    c->file, ip, p->name,
+                    lp_is_iso_date(p->name) ? "a date" : "another price's name too");
         LP_TRY(c->err,
                lp_json_num(c, it, ip, "usd_per_gpu_hour", true, 0, false, &p->usd_per_gpu_hour));
     }
@@ -1787,11 +1798,14 @@ int lp_parse_run(const char *text, const char *origin, struct lp_run *out, struc
     int rc = LP_OK;
     run_defaults(&c, out);
     /* a plan object copied from plans.json (docs/search.md), or the object
-     * simulate --json prints: its configuration keys are a run
-     * description's, the training block is "training_config" (its
-     * "training" is the predicted projection), and its predictions (every
-     * other key) are llmplan's own output, not read */
-    const bool plan = cJSON_IsObject(root) && cJSON_HasObjectItem(root, "training_config");
+     * simulate --json prints (recognised by "training_config" beside "index"
+     * or "feasible", so a run description with a stray training_config still
+     * has its keys checked): its configuration keys are a run description's,
+     * the training block is "training_config" (its "training" is the
+     * predicted projection), and its predictions (every other key) are
+     * llmplan's own output, not read */
+    const bool plan = cJSON_IsObject(root) && cJSON_HasObjectItem(root, "training_config") &&
+                      (cJSON_HasObjectItem(root, "index") || cJSON_HasObjectItem(root, "feasible"));
     if (!plan) LP_TRY_GOTO(err, rc, lp_json_check_keys(&c, root, "", keys), cleanup);
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "model");
     if (!v) {

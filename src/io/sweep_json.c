@@ -457,11 +457,12 @@ static int parse_space(const struct lp_jctx *c, const cJSON *space, struct lp_sw
     int max_gpus = 1;
     for (int i = 0; i < sw->nvalues[LP_DIM_GPUS]; i++)
         if (sw->values[LP_DIM_GPUS][i] > max_gpus) max_gpus = sw->values[LP_DIM_GPUS][i];
-    /* TP's "auto" stops at a node, unless a system lets TP span nodes */
+    /* TP's "auto" stops at the scale-up domain (a node; an NVL72 rack), unless
+     * a system lets TP span them */
     long long max_node = 1;
     for (int i = 0; i < sw->nvalues[LP_DIM_SYSTEM]; i++) {
         const long long g =
-            sw->systems[i].tp_across_nodes ? max_gpus : sw->systems[i].gpus_per_node;
+            sw->systems[i].tp_across_nodes ? max_gpus : lp_system_scale_up(&sw->systems[i]);
         if (g > max_node) max_node = g;
     }
 

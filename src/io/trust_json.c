@@ -154,6 +154,13 @@ cJSON *lp_trust_json(const struct lp_trust *t, const struct lp_run *run, int gpu
     } else if (gpus < d->gpus_min || gpus > d->gpus_max) {
         snprintf(note, sizeof(note), "%d GPUs: outside the validated GPU counts (%d-%d)", gpus,
                  d->gpus_min, d->gpus_max);
+    } else if (run->par.tp > lp_system_scale_up(&run->system)) {
+        /* no validated row has TP wider than the NVLink domain: the rule
+         * refused it until tp_across_nodes */
+        snprintf(note, sizeof(note),
+                 "tp %d across scale-up domains of %d GPUs (tp_across_nodes): outside every "
+                 "validated row",
+                 run->par.tp, lp_system_scale_up(&run->system));
     } else if (d->rows < MIN_ROWS) {
         snprintf(note, sizeof(note), "only %d validated row%s on this stack", d->rows,
                  d->rows == 1 ? "" : "s");

@@ -35,6 +35,13 @@ case_() {
 
 case_ malformed '{ "model": "gpt3-1.3b", ' "malformed JSON" "line"
 case_ unknown_key "{ $good, \"paralel\": {} }" "unknown key 'paralel'" "expected one of"
+# a stray training_config does not make a run description a plan (whose
+# other keys are not read): its keys are still checked
+case_ unknown_key_beside_training_config "{ $good, \"training_config\": {}, \"paralel\": {} }" \
+  "unknown key"
+case_ price_name_is_date "{ \"model\": \"gpt3-1.3b\", \"system\": {\"preset\": \"a40-8x-pcie\",
+  \"prices\": [{\"name\": \"2024\", \"date\": \"2024\", \"usd_per_gpu_hour\": 1}]},
+  \"training\": {\"global_batch\": 8} }" "system.prices[0].name" "is a date"
 case_ unknown_nested "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",
   \"parallel\": {\"tp\": 1, \"tpp\": 2}, \"training\": {\"global_batch\": 8} }" "unknown key 'parallel.tpp'"
 case_ wrong_type "{ \"model\": \"gpt3-1.3b\", \"system\": \"dgx-a100-80gb\",

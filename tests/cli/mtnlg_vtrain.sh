@@ -64,7 +64,10 @@ if not b["feasible"] or b.get("tp_across_nodes") is not True: fails.append("syst
 if c.get("iteration_time_s") != b.get("iteration_time_s"): fails.append("root key differs from the system key")
 e = sim(b)
 if e.get("iteration_time_s") != b["iteration_time_s"]: fails.append("the echoed result does not simulate again alike")
+# Transformer Engine's userbuffers join the TP group over NVLink: TP overlap
+# across nodes is refused, not priced
+f = sim(dict(run, tp_across_nodes=True, framework={"name": "megatron", "tp_overlap": True}))
+if f["feasible"] or "framework.tp_overlap" not in f["reason"]: fails.append(f"tp_overlap across nodes: {f['reason']}")
 print("\n".join(fails) or "ok: tp_across_nodes refused / system key / root key / round trip")
 sys.exit(1 if fails else 0)
 PY
-

@@ -24,7 +24,7 @@ if python3 "$src/scripts/small_models.py" --build "$build" --out "$dir/bad" --cl
     --prices aws-2024 --no-plots >"$dir/bad.log" 2>&1; then
     echo "FAIL aws-2024 prices accepted for gcp instances"; exit 1
 fi
-grep -q "gcp-a2-highgpu-8g has no price named or in effect at 'aws-2024'" "$dir/bad.log" ||
+grep -q "system .gcp-a2-highgpu-8g. has no price named .aws-2024." "$dir/bad.log" ||
     { cat "$dir/bad.log"; echo "FAIL unclear error for a mismatched price set"; exit 1; }
 # the same runs priced by the presets' 2025-06 prices (--compare-prices'
 # default on aws): the H100 verdict at 500M turns with the price alone, and

@@ -548,8 +548,63 @@ TEST(calibration_read_once)
     remove(dir2);
 }
 
+TEST(dated_prices)
+{
+    /* ISO dates of a year, month or day, and only real ones */
+    ASSERT_TRUE(lp_is_iso_date("2024") && lp_is_iso_date("2024-06") &&
+                lp_is_iso_date("2024-02-29") && lp_is_iso_date("2000-02-29"));
+    ASSERT_TRUE(!lp_is_iso_date("2024-6") && !lp_is_iso_date("2024-13") &&
+                !lp_is_iso_date("2024-06-31") && !lp_is_iso_date("2023-02-29") &&
+                !lp_is_iso_date("1900-02-29") && !lp_is_iso_date("2024-00") &&
+                !lp_is_iso_date("cudo-2024") && !lp_is_iso_date("") &&
+                !lp_is_iso_date("2024-06-15x"));
+    /* a name, a price's own date, or the price in effect at a date (each
+     * date from its first day) */
+    struct lp_system sys;
+    memset(&sys, 0, sizeof(sys));
+    sys.nprices = 3;
+    sys.prices[0] = (struct lp_price){"list-2024", "2024", 4.0};
+    sys.prices[1] = (struct lp_price){"cut", "2025-01-01", 3.0};
+    sys.prices[2] = (struct lp_price){"mid", "2025-06", 2.0};
+    static const struct {
+        const char *sel;
+        int pick; /* 1 + index, 0: none */
+    } cases[] = {{"cut", 2},     {"2025-06", 3},    {"2024-12-31", 1}, {"2025", 2},
+                 {"2025-01", 2}, {"2025-05-31", 2}, {"2031", 3},       {"2023-12", 0},
+                 {"2025-13", 0}, {"nothing", 0}};
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        sys.price_pick = 0;
+        const int rc = lp_system_pick_price(&sys, cases[i].sel);
+        if (cases[i].pick == 0) {
+            ASSERT_TRUE(rc == LP_ENOTFOUND);
+        } else {
+            ASSERT_OK(rc);
+            ASSERT_EQ_INT(sys.price_pick, cases[i].pick);
+            ASSERT_NEAR(sys.price_per_gpu_hour_usd, sys.prices[cases[i].pick - 1].usd_per_gpu_hour,
+                        0);
+        }
+    }
+    /* a price's name may be neither a date nor another price's name */
+    struct lp_err err;
+    const char *bad[] = {
+        "{\"model\": \"gpt3-1.3b\", \"system\": {\"preset\": \"a40-8x-pcie\", \"prices\": "
+        "[{\"name\": \"2024-06\", \"date\": \"2024\", \"usd_per_gpu_hour\": 1}]}}",
+        "{\"model\": \"gpt3-1.3b\", \"system\": {\"preset\": \"a40-8x-pcie\", \"prices\": "
+        "[{\"name\": \"a\", \"date\": \"2024\", \"usd_per_gpu_hour\": 1}, {\"name\": \"a\", "
+        "\"date\": \"2025\", \"usd_per_gpu_hour\": 2}]}}",
+        "{\"model\": \"gpt3-1.3b\", \"system\": {\"preset\": \"a40-8x-pcie\", \"prices\": "
+        "[{\"name\": \"a\", \"date\": \"2024-06-31\", \"usd_per_gpu_hour\": 1}]}}"};
+    const char *want[] = {"prices[0].name", "prices[1].name", "prices[0].date"};
+    for (int i = 0; i < 3; i++) {
+        struct lp_run run;
+        lp_err_clear(&err);
+        ASSERT_TRUE(lp_parse_run(bad[i], "t.json", &run, &err) == LP_EINVAL);
+        ASSERT_CONTAINS(err.msg, want[i]);
+    }
+}
+
 TH_MAIN(TH_CASE(all_presets_load), TH_CASE(preset_values), TH_CASE(run_inline_and_defaults),
         TH_CASE(run_errors_name_file_and_key), TH_CASE(attention_kernel),
         TH_CASE(framework_round_trip), TH_CASE(framework_gaps_refused), TH_CASE(framework_defaults),
         TH_CASE(eager_host_time_derived), TH_CASE(atomic_write), TH_CASE(calibration_file),
-        TH_CASE(calibration_read_once))
+        TH_CASE(calibration_read_once), TH_CASE(dated_prices))

@@ -22,7 +22,7 @@ struct times {
     const struct lp_jobs *jobs;
     double *own;         /* [job] seconds in its pool, INFINITY when infeasible or not given */
     double *plan;        /* [(job * npools + pool) * nalloc + k] */
-    struct lp_run *best; /* the same: llmplan's configuration */
+    struct lp_run *best; /* [job]: llmplan's configuration at its own pool and gpus */
 };
 
 static size_t at(const struct lp_jobs *J, int job, int pool, int k)
@@ -70,7 +70,7 @@ static int plan_job(struct lp_sim *sim, const struct lp_jobs *J, int j, int p, s
             size_t a = at(J, j, p, k);
             if (J->alloc[k] == g && train_s(&res) < t->plan[a]) {
                 t->plan[a] = train_s(&res);
-                t->best[a] = run;
+                if (p == J->job[j].pool && g == J->job[j].gpus) t->best[j] = run;
             }
         }
     }
@@ -103,7 +103,7 @@ static void print_jobs(const struct lp_jobs *J, const struct times *t)
             if (J->alloc[k] == s->gpus) {
                 size_t a = at(J, j, s->pool, k);
                 tp = t->plan[a];
-                if (isfinite(tp)) describe(&t->best[a], pl, sizeof(pl));
+                if (isfinite(tp)) describe(&t->best[j], pl, sizeof(pl));
             }
         if (s->deadline_s >= 0) snprintf(dl, sizeof(dl), "%.1f", days(s->deadline_s));
         printf("%-28.28s %7.1f %8s %9.3g %6d  %-30s %8.2f  %-30s %8.2f%s%s\n", s->name,
@@ -132,16 +132,20 @@ static int write_gantt(const char *dir, enum lp_policy p, const struct lp_jobs *
     size_t cap = 128 + (size_t)o->nseg * (2 * LP_NAME_LEN + 96), n = 0;
     char *buf = malloc(cap);
     if (!buf) LP_FAIL(err, LP_ENOMEM, "out of memory");
-    n += (size_t)snprintf(buf + n, cap - n, "job,name,gpus,start_days,end_days,restart,pool\n");
+    n += (size_t)snprintf(buf + n, cap - n,
+                          "job,name,gpus,start_days,end_days,restart,pool,pool_name\n");
     for (int s = 0; s < o->nseg; s++) {
         const struct lp_segment *g = &o->seg[s];
-        char name[LP_NAME_LEN];
+        char name[LP_NAME_LEN], pool[LP_NAME_LEN];
         snprintf(name, sizeof(name), "%s", J->job[g->job].name);
+        snprintf(pool, sizeof(pool), "%s", J->pool[g->pool].system);
         for (char *c = name; *c; c++)
             if (*c == ',' || *c == '"' || *c == '\n') *c = ' ';
-        n += (size_t)snprintf(buf + n, cap - n, "%d,%s,%d,%.9g,%.9g,%d,%s\n", g->job, name, g->gpus,
-                              days(g->start_s), days(g->end_s), g->restart ? 1 : 0,
-                              J->pool[g->pool].system);
+        for (char *c = pool; *c; c++) /* a preset with overrides: "name[k=v,k=v]" */
+            if (*c == ',' || *c == '"' || *c == '\n') *c = ' ';
+        n += (size_t)snprintf(buf + n, cap - n, "%d,%s,%d,%.9g,%.9g,%d,%d,%s\n", g->job, name,
+                              g->gpus, days(g->start_s), days(g->end_s), g->restart ? 1 : 0,
+                              g->pool, pool);
     }
     char path[1200];
     snprintf(path, sizeof(path), "%s/%s.csv", dir, lp_policy_name(p));
@@ -170,7 +174,8 @@ static void usage(FILE *f)
                "                        [--gantt DIR] [--profile FILE|roofline]\n"
                "  --policy   the policy to replay (default all three)\n"
                "  --gantt    write DIR/<policy>.csv: one line per job segment (GPUs held,\n"
-               "             start and end in days, restart) for scripts/cluster_gantt.py\n"
+               "             start and end in days, restart, pool index and name) for\n"
+               "             scripts/cluster_gantt.py\n"
                "  --profile  kernel profile (default data/profiles/<gpu>.h5, or the file's\n"
                "             \"profile\")\n");
 }
@@ -200,7 +205,7 @@ static int run(const char *file, const char *policy, const char *gantt, const ch
     t.jobs = J;
     t.own = malloc(n * sizeof(double));
     t.plan = malloc(n * np * na * sizeof(double));
-    t.best = calloc(n * np * na, sizeof(struct lp_run));
+    t.best = calloc(n, sizeof(struct lp_run));
     cj = calloc(n, sizeof(*cj));
     if (!t.own || !t.plan || !t.best || !cj) {
         rc = lp_err_set_at(err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");

@@ -49,13 +49,16 @@ def main():
     jobs = spec["jobs"]
     pools = spec.get("pools") or [{"system": spec["system"], "gpus": spec["cluster_gpus"]}]
     multi = len(pools) > 1
-    # pools by their system's name as the CSVs give it (a preset name, or an
-    # inline system's name)
-    pname = [q["system"] if isinstance(q["system"], str) else q["system"].get(
-        "name", q["system"].get("preset", "")) for q in pools]
-    tag = {n: i for i, n in enumerate(pname)}
-    cluster = ", ".join(f"P{i} = {q['gpus']} {n}" for i, (q, n) in enumerate(zip(pools, pname))) \
-        if multi else f"{pools[0]['gpus']}"
+    # pools by position (the CSVs' pool column), named as llmplan names them
+    # (the CSVs' pool_name)
+    pname = {}
+    for pol in POLICIES:
+        if os.path.exists(os.path.join(a.out, pol + ".csv")):
+            with open(os.path.join(a.out, pol + ".csv")) as f:
+                for s in csv.DictReader(f):
+                    pname[int(s["pool"])] = s["pool_name"]
+    cluster = ", ".join(f"P{i} = {q['gpus']} {pname.get(i, '')}".rstrip()
+                        for i, q in enumerate(pools)) if multi else f"{pools[0]['gpus']}"
     names = [j.get("name", f"job {i}") for i, j in enumerate(jobs)]
     pols = [q for q in POLICIES if os.path.exists(os.path.join(a.out, q + ".csv"))]
     fig, axes = plt.subplots(len(pols), 1, figsize=(10, 2.2 + 1.1 * len(jobs) * len(pols) / 2),
@@ -72,7 +75,7 @@ def main():
                     alpha=0.35 if restart else 0.85, hatch="//" if restart else None,
                     edgecolor="black", linewidth=0.4)
             if not restart and x1 - x0 > (0.6 if multi else 0.25):
-                label = s["gpus"] + (f" P{tag[s['pool']]}" if multi else "")
+                label = s["gpus"] + (f" P{s['pool']}" if multi else "")
                 ax.text((x0 + x1) / 2, j, label, ha="center", va="center", fontsize=7)
         for j, job in enumerate(jobs):
             ax.plot([job.get("arrival_days", 0)] * 2, [j - 0.4, j + 0.4], color="black", lw=1)

@@ -21,7 +21,7 @@
 
 #define CK_MAGIC "LPCKPT1"
 #define CK_VERSION                                                                                 \
-    15 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                       \
+    16 /* 3: the sweep text's hash (#17); 4: sweep.h5 format 2 (#18); 5: the                       \
         * optional objectives, the run dimensions and their columns (#17);                         \
         * 6: framework option fused_softmax; 7: tp_async_dgrad, train_metrics;                     \
         * 8: training.dataset.max_len (#14), the --prune counters (#20);                           \
@@ -31,7 +31,8 @@
         * layers and module_prec (stop 32); 12: framework option fused_mlp                         \
         * (stop 33); 13: framework option ckpt_early_stop (stop 34); 14:                           \
         * training.dataset.batching and pack_len (#14, stop 37); 15: system                        \
-        * tp_across_nodes (#15, stop 38) */
+        * tp_across_nodes (#15, stop 38); 16: the walk refuses tp_overlap with TP                  \
+        * across scale-up domains (stop 38) */
 
 struct ck_header {
     char magic[8];

@@ -86,7 +86,7 @@ struct lp_cluster_out {
     double utilisation; /* training GPU-seconds / (cluster GPUs x makespan) */
     double pool_utilisation[LP_CLUSTER_MAX_POOLS]; /* the same per pool */
     int deadline_misses; /* among the jobs with a deadline (an unscheduled one misses) */
-    int unschedulable;   /* more GPUs than the cluster, or no feasible plan */
+    int unschedulable;   /* more GPUs than its pool, or no feasible plan */
 };
 
 /* Replay the trace under policy p. Fails on allocation, on a bad input
@@ -122,7 +122,9 @@ struct lp_jobs {
         int gpus;
         struct lp_system sys;
     } pool[LP_CLUSTER_MAX_POOLS];
-    char profile[LP_PROFILE_PATH_LEN]; /* the file's "profile" ("": each GPU's own) */
+    /* the file's "profile" as a string ("": each GPU's own); a map
+     * {system: profile} sets the pools' sys.profile instead */
+    char profile[LP_PROFILE_PATH_LEN];
     int alloc[LP_CLUSTER_MAX_ALLOC];
     int nalloc;
     double restart_s;

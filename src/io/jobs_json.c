@@ -12,11 +12,13 @@
  *              "arrival_days": 0, "deadline_days": 20,
  *              "gpus": 256, "parallel": {"tp": 2, "pp": 1, ...}}, ...]}
  *
- * Each job becomes two objects the rest of llmplan already knows, so their
- * keys are checked by the same code as everywhere else: its own
- * cp); and the spaces llmplan plans it in, a sweep description
+ * Each job becomes objects the rest of llmplan already knows, so their keys
+ * are checked by the same code as everywhere else: its own configuration, a
+ * run description (lp_parse_run) on its pool's system with dp = gpus / (tp
+ * pp cp); and the spaces llmplan plans it in, a sweep description
  * (lp_sweep_parse) per pool over the allocations that fit it, with the
- * root's space. */
+ * root's space. "profile" is one profile for every pool (a string) or
+ * {"system name": profile} per pool, as in a sweep. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,9 +159,13 @@ static int plan_space(const struct lp_jctx *c, const cJSON *root, const struct p
     if (!cJSON_AddStringToObject(sw, "name", js->name))
         rc = lp_err_set_at(c->err, LP_ENOMEM, __FILE__, __LINE__, "out of memory");
     if (rc == LP_OK) rc = dup_into(c, sw, "system", P->sys[pool]);
-    static const char *const from_root[] = {"framework", "space", "profile", NULL};
+    static const char *const from_root[] = {"framework", "space", NULL};
     for (int k = 0; rc == LP_OK && from_root[k]; k++)
         rc = dup_into(c, sw, from_root[k], cJSON_GetObjectItemCaseSensitive(root, from_root[k]));
+    /* the profile is chosen per pool (cmd_schedule); a map's other pools'
+     * names would not be systems of this sweep */
+    const cJSON *prof = cJSON_GetObjectItemCaseSensitive(root, "profile");
+    if (rc == LP_OK && cJSON_IsString(prof)) rc = dup_into(c, sw, "profile", prof);
     if (rc == LP_OK) rc = dup_into(c, sw, "model", cJSON_GetObjectItemCaseSensitive(job, "model"));
     if (rc == LP_OK)
         rc = training_with_tokens(c, sw, cJSON_GetObjectItemCaseSensitive(root, "training"),
@@ -296,9 +302,25 @@ static int parse_root(const struct lp_jctx *c, const cJSON *root, struct lp_jobs
     struct lp_err *err = c->err;
     LP_TRY(err, lp_json_check_keys(c, root, "", keys));
     LP_TRY(err, lp_json_str(c, root, "", "name", false, J->name, sizeof(J->name)));
-    LP_TRY(err, lp_json_str(c, root, "", "profile", false, J->profile, sizeof(J->profile)));
     struct pools P = {0};
     LP_TRY(err, parse_pools(c, root, &P, J));
+    const cJSON *prof = cJSON_GetObjectItemCaseSensitive(root, "profile");
+    if (cJSON_IsObject(prof)) { /* {"system name": profile}: each pool's system's own */
+        for (const cJSON *it = prof->child; it; it = it->next) {
+            int p = 0;
+            while (p < J->npools && strcmp(J->pool[p].system, it->string) != 0)
+                p++;
+            if (p == J->npools || !cJSON_IsString(it) ||
+                strlen(it->valuestring) >= sizeof(J->pool[p].sys.profile))
+                LP_FAIL(err, LP_EINVAL,
+                        "%s: key 'profile.%s': expected a pool's system name and a profile (a "
+                        "file, synth or roofline) of at most %zu characters",
+                        c->file, it->string, sizeof(J->pool[0].sys.profile) - 1);
+            snprintf(J->pool[p].sys.profile, sizeof(J->pool[p].sys.profile), "%s", it->valuestring);
+        }
+    } else {
+        LP_TRY(err, lp_json_str(c, root, "", "profile", false, J->profile, sizeof(J->profile)));
+    }
     int largest = 0;
     for (int p = 0; p < J->npools; p++)
         if (J->pool[p].gpus > largest) largest = J->pool[p].gpus;

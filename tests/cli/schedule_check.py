@@ -108,21 +108,28 @@ check("a's own configuration on its pool's system", abs(own_a - simulate_on(mixe
       f"{own_a} vs {simulate_on(mixed['jobs'][0], 'dgx-h100'):.4f}")
 for pol in ("fcfs", "planned", "elastic"):
     segs = list(csv.DictReader(open(os.path.join(gd, pol + ".csv"))))
-    ok = all(s["pool"] in ("dgx-a100-80gb", "dgx-h100") for s in segs)
-    for q in mixed["pools"]:
-        mine = [s for s in segs if s["pool"] == q["system"]]
+    ok = all(s["pool_name"] == mixed["pools"][int(s["pool"])]["system"] for s in segs)
+    for i, q in enumerate(mixed["pools"]):
+        mine = [s for s in segs if int(s["pool"]) == i]
         ev = sorted({float(s["start_days"]) for s in mine})
         peak = max([sum(int(s["gpus"]) for s in mine
                         if float(s["start_days"]) <= t < float(s["end_days"])) for t in ev] or [0])
         ok = ok and peak <= q["gpus"]
     check(f"{pol}: each pool within its GPUs", ok)
     if pol != "elastic":
-        check(f"{pol}: a runs in its pool", all(s["pool"] == "dgx-h100" for s in segs if s["job"] == "0"))
+        check(f"{pol}: a runs in its pool", all(s["pool"] == "1" for s in segs if s["job"] == "0"))
 def bad_mixed(mut, want):
     obj = json.loads(json.dumps(mixed))
     mut(obj)
     p = sched(write(obj, "bad.json"))
     check("refuses: " + want, p.returncode != 0 and want in p.stderr, p.stderr.strip()[:200])
+# a profile per pool, as a sweep's {system: profile} map
+pm = json.loads(json.dumps(mixed))
+pm["profile"] = {"dgx-a100-80gb": "roofline", "dgx-h100": "synth"}
+p = sched(write(pm, "pm.json"), "--policy", "elastic")
+check("a profile per pool", p.returncode == 0 and "dgx-a100-80gb (profile roofline)" in p.stdout
+      and "dgx-h100 (profile synth" in p.stdout, (p.stdout.splitlines() or [p.stderr])[0][:200])
+bad_mixed(lambda o: o.update(profile={"dgx-b200": "roofline"}), "profile.dgx-b200")
 bad_mixed(lambda o: o["jobs"][0].update(pool="dgx-b200"), "jobs[0].pool")
 bad_mixed(lambda o: o.update(system="dgx-h100"), "either 'pools' or 'system'")
 bad_mixed(lambda o: o["pools"].append({"system": "dgx-h100", "gpus": 8}), "pools[2].system")

@@ -374,6 +374,9 @@ struct lp_system {
  * (TP/CP/EP/DP collectives, pipeline send/recv, tp_node) maps ranks to
  * domains by it. */
 int lp_system_scale_up(const struct lp_system *s);
+/* A TP group of tp ranks spans more than one scale-up domain (its
+ * collectives over the network: only with the system's tp_across_nodes). */
+bool lp_tp_spans_domains(const struct lp_system *s, int tp);
 
 struct lp_parallel {
     int tp, pp, dp, cp, ep, vp;

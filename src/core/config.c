@@ -415,6 +415,11 @@ int lp_system_scale_up(const struct lp_system *s)
     return g > 0 ? g : 1;
 }
 
+bool lp_tp_spans_domains(const struct lp_system *s, int tp)
+{
+    return tp > lp_system_scale_up(s);
+}
+
 /* Eager PyTorch's host time per kernel, from published measurements (none
  * fitted; docs/frameworks.md "Host time of eager PyTorch"):
  *  - a forward op called from Python: argument parsing, the dispatcher and

@@ -20,10 +20,9 @@
  * takes the groups' collectives over the network (lp_coll_time places them) */
 static bool tp_node(const struct lp_rule_view *v, double *a, double *b)
 {
-    const int G = lp_system_scale_up(v->system);
     *a = v->par->tp;
-    *b = G;
-    return v->par->tp > G && !v->system->tp_across_nodes;
+    *b = lp_system_scale_up(v->system);
+    return lp_tp_spans_domains(v->system, v->par->tp) && !v->system->tp_across_nodes;
 }
 
 static bool tp_heads(const struct lp_rule_view *v, double *a, double *b)
@@ -321,10 +320,9 @@ static bool fw_hybrid(const struct lp_rule_view *v, double *a, double *b)
  * (the system's tp_across_nodes); *b the domain's GPUs */
 static bool fw_tp_overlap(const struct lp_rule_view *v, double *a, double *b)
 {
-    const int G = lp_system_scale_up(v->system);
     *a = LP_GAP_TP_OVERLAP_NODES;
-    *b = G;
-    return v->tp_overlap && v->par->tp > G;
+    *b = lp_system_scale_up(v->system);
+    return v->tp_overlap && lp_tp_spans_domains(v->system, v->par->tp);
 }
 
 /* an FSDP framework's model and layout outside lp_torch_dp (LoRA: below) */

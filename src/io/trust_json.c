@@ -154,7 +154,7 @@ cJSON *lp_trust_json(const struct lp_trust *t, const struct lp_run *run, int gpu
     } else if (gpus < d->gpus_min || gpus > d->gpus_max) {
         snprintf(note, sizeof(note), "%d GPUs: outside the validated GPU counts (%d-%d)", gpus,
                  d->gpus_min, d->gpus_max);
-    } else if (run->par.tp > lp_system_scale_up(&run->system)) {
+    } else if (lp_tp_spans_domains(&run->system, run->par.tp)) {
         /* no validated row has TP wider than the NVLink domain: the rule
          * refused it until tp_across_nodes */
         snprintf(note, sizeof(note),
